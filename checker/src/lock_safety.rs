@@ -1,0 +1,527 @@
+//! The `lock-safety` checker: no two processes may hold one lock at the same time.
+//!
+//! Rules, each with a unit test below:
+//!
+//! 1. A process holds a lock from its acquire's `ok` until the earlier of: its next `release`
+//!    invoke on that key, and the end of the validity it was promised (the acquire's invoke
+//!    time plus `validity_ms`, or plus the requested `ttl_ms` where no validity was given).
+//! 2. A release that fails or times out ends the hold at its invoke all the same: the client
+//!    stopped acting under the lock when it began to release, and a lost release never extends
+//!    a hold past its validity.
+//! 3. A `fail` acquire holds nothing.
+//! 4. An `info` acquire (or one never completed) may or may not have been granted. Its process
+//!    retired without acting, but the lock service may have handed it the lock, from its invoke
+//!    for `ttl_ms`. Where that window overlaps another process's hold, the checker reports a
+//!    *possible* double grant: it can make the verdict unknown, never invalid.
+//! 5. A **double grant** is two different processes whose holds on one key overlap by more
+//!    than zero time. Each is reported with both acquires, the overlap, and the faults active
+//!    from the first grant to the end of the overlap.
+//!
+//! The check is a sweep over holds sorted by start, so it runs in O(n log n) for a history of
+//! n ops when holds rarely overlap.
+
+use std::collections::HashMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::{Op, OpType, Process, Valid};
+
+/// How many violations of each kind the result lists in full; the counts are always exact.
+pub const REPORTED_VIOLATIONS: usize = 100;
+
+/// The result of the lock-safety check.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct LockSafety {
+    pub valid: Valid,
+    /// Definite holds found (acquires that returned `ok`).
+    pub holds: usize,
+    /// Acquires whose outcome is unknown.
+    pub unknown_acquires: usize,
+    pub double_grant_count: usize,
+    /// The first [`REPORTED_VIOLATIONS`] double grants, in time order.
+    pub double_grants: Vec<DoubleGrant>,
+    pub possible_double_grant_count: usize,
+    pub possible_double_grants: Vec<DoubleGrant>,
+}
+
+/// One process's hold on a lock, as the checker derived it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Hold {
+    pub process: Process,
+    pub key: String,
+    /// `index` of the acquire's invoke.
+    pub acquire_index: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token: Option<String>,
+    pub start_ms: f64,
+    pub end_ms: f64,
+    /// Why the hold ended: `release`, `validity`, or `unknown-outcome` for a possible hold.
+    pub ended_by: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nodes: Option<Vec<String>>,
+}
+
+/// Two holders of one lock at once.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct DoubleGrant {
+    pub key: String,
+    /// The hold that began first.
+    pub first: Hold,
+    pub second: Hold,
+    pub overlap_ms: f64,
+    pub faults: Vec<FaultWindow>,
+}
+
+/// A fault from its nemesis `start` to its `stop` (or the end of the history).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FaultWindow {
+    pub fault: String,
+    pub nodes: Vec<String>,
+    pub start_ms: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_ms: Option<f64>,
+}
+
+/// Checks a history for double grants.
+pub fn check(history: &[Op]) -> LockSafety {
+    let end_of_history = history.iter().map(|op| op.time).max().unwrap_or(0);
+    let (holds, unknown_acquires) = derive_holds(history, end_of_history);
+    let faults = fault_windows(history);
+
+    let mut by_key: HashMap<&str, Vec<&Candidate>> = HashMap::new();
+    for hold in &holds {
+        by_key.entry(hold.key.as_str()).or_default().push(hold);
+    }
+    let mut keys: Vec<_> = by_key.keys().copied().collect();
+    keys.sort_unstable();
+
+    let mut definite = Vec::new();
+    let mut possible = Vec::new();
+    for key in keys {
+        let mut on_key = by_key.remove(key).unwrap_or_default();
+        on_key.sort_by_key(|h| (h.start, h.end));
+        let mut active: Vec<&Candidate> = Vec::new();
+        for hold in on_key {
+            active.retain(|a| a.end > hold.start);
+            for earlier in &active {
+                if earlier.process == hold.process || (!earlier.certain && !hold.certain) {
+                    continue;
+                }
+                let overlap = earlier.end.min(hold.end) - hold.start;
+                if overlap == 0 {
+                    continue;
+                }
+                let pair = (*earlier, hold, overlap);
+                if earlier.certain && hold.certain {
+                    definite.push(pair);
+                } else {
+                    possible.push(pair);
+                }
+            }
+            active.push(hold);
+        }
+    }
+
+    let by_time = |a: &(&Candidate, &Candidate, u64), b: &(&Candidate, &Candidate, u64)| {
+        (a.1.start, a.0.start).cmp(&(b.1.start, b.0.start))
+    };
+    definite.sort_by(by_time);
+    possible.sort_by(by_time);
+    let report = |pairs: &[(&Candidate, &Candidate, u64)]| -> Vec<DoubleGrant> {
+        pairs
+            .iter()
+            .take(REPORTED_VIOLATIONS)
+            .map(|(first, second, overlap)| DoubleGrant {
+                key: first.key.clone(),
+                first: first.to_hold(),
+                second: second.to_hold(),
+                overlap_ms: ms(*overlap),
+                faults: faults
+                    .iter()
+                    .filter(|w| w.start < second.start + overlap && w.stop > first.start)
+                    .map(|w| w.to_window())
+                    .collect(),
+            })
+            .collect()
+    };
+
+    let valid = if !definite.is_empty() {
+        Valid::False
+    } else if !possible.is_empty() {
+        Valid::Unknown
+    } else {
+        Valid::True
+    };
+    LockSafety {
+        valid,
+        holds: holds.iter().filter(|h| h.certain).count(),
+        unknown_acquires,
+        double_grant_count: definite.len(),
+        double_grants: report(&definite),
+        possible_double_grant_count: possible.len(),
+        possible_double_grants: report(&possible),
+    }
+}
+
+/// A definite or possible hold, in nanoseconds.
+struct Candidate {
+    process: Process,
+    key: String,
+    acquire_index: u64,
+    token: Option<String>,
+    nodes: Option<Vec<String>>,
+    start: u64,
+    end: u64,
+    ended_by: &'static str,
+    certain: bool,
+}
+
+impl Candidate {
+    fn to_hold(&self) -> Hold {
+        Hold {
+            process: self.process,
+            key: self.key.clone(),
+            acquire_index: self.acquire_index,
+            token: self.token.clone(),
+            start_ms: ms(self.start),
+            end_ms: ms(self.end),
+            ended_by: self.ended_by.to_string(),
+            nodes: self.nodes.clone(),
+        }
+    }
+}
+
+fn ms(ns: u64) -> f64 {
+    (ns as f64 / 1_000.0).round() / 1_000.0
+}
+
+/// Pairs every client invoke with its completion and turns acquires into holds.
+/// Returns the holds and the number of acquires whose outcome is unknown.
+fn derive_holds(history: &[Op], end_of_history: u64) -> (Vec<Candidate>, usize) {
+    let mut pending: HashMap<Process, &Op> = HashMap::new();
+    // Index into `holds` of each process's open hold per key, waiting for its release.
+    let mut open: HashMap<(Process, &str), usize> = HashMap::new();
+    let mut holds: Vec<Candidate> = Vec::new();
+    let mut unknown = 0;
+
+    let possible_hold = |invoke: &Op| Candidate {
+        process: invoke.process,
+        key: invoke.key.clone().unwrap_or_default(),
+        acquire_index: invoke.index,
+        token: invoke.token.clone(),
+        nodes: None,
+        start: invoke.time,
+        end: invoke
+            .ttl_ms
+            .map_or(end_of_history, |ttl| invoke.time + ttl * 1_000_000),
+        ended_by: "unknown-outcome",
+        certain: false,
+    };
+
+    for op in history.iter().filter(|op| !op.process.is_nemesis()) {
+        if op.kind == OpType::Invoke {
+            if let Some(earlier) = pending.insert(op.process, op) {
+                // An invoke with no completion before the process's next invoke: unknown.
+                if earlier.f == "acquire" {
+                    holds.push(possible_hold(earlier));
+                    unknown += 1;
+                }
+            }
+            if op.f == "release" {
+                let key = op.key.as_deref().unwrap_or_default();
+                if let Some(i) = open.remove(&(op.process, key)) {
+                    if op.time < holds[i].end {
+                        holds[i].end = op.time.max(holds[i].start);
+                        holds[i].ended_by = "release";
+                    }
+                }
+            }
+            continue;
+        }
+        let Some(invoke) = pending.remove(&op.process) else {
+            continue;
+        };
+        if invoke.f != "acquire" {
+            continue;
+        }
+        match op.kind {
+            OpType::Ok => {
+                let validity = op.validity_ms.or(invoke.ttl_ms);
+                let key = invoke.key.clone().unwrap_or_default();
+                holds.push(Candidate {
+                    process: op.process,
+                    acquire_index: invoke.index,
+                    token: op.token.clone().or_else(|| invoke.token.clone()),
+                    nodes: op.node.clone(),
+                    start: op.time,
+                    end: validity.map_or(end_of_history, |v| {
+                        (invoke.time + v * 1_000_000).max(op.time)
+                    }),
+                    ended_by: "validity",
+                    certain: true,
+                    key,
+                });
+                let key = invoke.key.as_deref().unwrap_or_default();
+                open.insert((op.process, key), holds.len() - 1);
+            }
+            OpType::Info => {
+                holds.push(possible_hold(invoke));
+                unknown += 1;
+            }
+            OpType::Fail | OpType::Invoke => {}
+        }
+    }
+    for invoke in pending.values().filter(|op| op.f == "acquire") {
+        holds.push(possible_hold(invoke));
+        unknown += 1;
+    }
+    (holds, unknown)
+}
+
+struct Window {
+    fault: String,
+    nodes: Vec<String>,
+    start: u64,
+    stop: u64,
+    stopped: bool,
+}
+
+impl Window {
+    fn to_window(&self) -> FaultWindow {
+        FaultWindow {
+            fault: self.fault.clone(),
+            nodes: self.nodes.clone(),
+            start_ms: ms(self.start),
+            stop_ms: self.stopped.then(|| ms(self.stop)),
+        }
+    }
+}
+
+/// Pairs each nemesis `start` with the next `stop` of the same fault.
+fn fault_windows(history: &[Op]) -> Vec<Window> {
+    let mut windows: Vec<Window> = Vec::new();
+    for op in history.iter().filter(|op| op.process.is_nemesis()) {
+        let fault = op.fault.clone().unwrap_or_else(|| op.f.clone());
+        match op.f.as_str() {
+            "start" => windows.push(Window {
+                fault,
+                nodes: op.node.clone().unwrap_or_default(),
+                start: op.time,
+                stop: u64::MAX,
+                stopped: false,
+            }),
+            "stop" => {
+                if let Some(w) = windows.iter_mut().find(|w| !w.stopped && w.fault == fault) {
+                    w.stop = op.time;
+                    w.stopped = true;
+                }
+            }
+            _ => {}
+        }
+    }
+    windows
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::history::Op;
+
+    /// Builds histories in order, times in milliseconds.
+    #[derive(Default)]
+    struct Script(Vec<Op>);
+
+    impl Script {
+        fn push(&mut self, ms: u64, op: Op) -> &mut Self {
+            let index = self.0.len() as u64;
+            self.0.push(op.at(index, ms * 1_000_000));
+            self
+        }
+        fn invoke(&mut self, ms: u64, p: u64, f: &str) -> &mut Self {
+            let mut op = Op::new(Process::Client(p), OpType::Invoke, f).key("lock");
+            op.ttl_ms = (f == "acquire").then_some(1_000);
+            self.push(ms, op)
+        }
+        fn complete(&mut self, ms: u64, p: u64, kind: OpType, f: &str) -> &mut Self {
+            self.push(ms, Op::new(Process::Client(p), kind, f).key("lock"))
+        }
+        fn hold(&mut self, from: u64, to: u64, p: u64) -> &mut Self {
+            self.invoke(from, p, "acquire")
+                .complete(from + 1, p, OpType::Ok, "acquire")
+                .invoke(to, p, "release")
+                .complete(to + 1, p, OpType::Ok, "release")
+        }
+        fn nemesis(&mut self, ms: u64, f: &str, fault: &str) -> &mut Self {
+            let mut op = Op::new(Process::NEMESIS, OpType::Info, f).nodes(vec!["n1".into()]);
+            op.fault = Some(fault.into());
+            self.push(ms, op)
+        }
+        fn check(&self) -> LockSafety {
+            check(&self.0)
+        }
+    }
+
+    #[test]
+    fn sequential_holds_are_valid() {
+        let r = Script::default()
+            .hold(0, 100, 1)
+            .hold(200, 300, 2)
+            .hold(300, 400, 1)
+            .check();
+        assert_eq!(r.valid, Valid::True);
+        assert_eq!(r.holds, 3);
+    }
+
+    #[test]
+    fn rule_1_overlapping_holds_are_a_double_grant() {
+        let mut s = Script::default();
+        s.invoke(0, 1, "acquire")
+            .complete(1, 1, OpType::Ok, "acquire")
+            .invoke(50, 2, "acquire")
+            .complete(51, 2, OpType::Ok, "acquire")
+            .invoke(100, 1, "release")
+            .complete(101, 1, OpType::Ok, "release");
+        let r = s.check();
+        assert_eq!(r.valid, Valid::False);
+        assert_eq!(r.double_grant_count, 1);
+        let g = &r.double_grants[0];
+        assert_eq!(g.first.process, Process::Client(1));
+        assert_eq!(g.second.process, Process::Client(2));
+        assert_eq!(g.overlap_ms, 49.0);
+        assert_eq!(g.first.ended_by, "release");
+    }
+
+    #[test]
+    fn rule_1_a_hold_ends_at_its_validity() {
+        // Process 1 never releases: its 1 s lease ends at 1000 ms, so process 2 at 1001 is fine
+        // and process 3 at 900 is not.
+        let mut s = Script::default();
+        s.invoke(0, 1, "acquire")
+            .complete(5, 1, OpType::Ok, "acquire")
+            .hold(1001, 1100, 2);
+        assert_eq!(s.check().valid, Valid::True);
+        s.hold(900, 950, 3);
+        let r = s.check();
+        assert_eq!(r.valid, Valid::False);
+        assert_eq!(r.double_grants[0].first.ended_by, "validity");
+        assert_eq!(r.double_grants[0].first.end_ms, 1000.0);
+    }
+
+    #[test]
+    fn rule_1_a_granted_validity_shorter_than_the_ttl_wins() {
+        let mut s = Script::default();
+        s.invoke(0, 1, "acquire");
+        let mut ok = Op::new(Process::Client(1), OpType::Ok, "acquire").key("lock");
+        ok.validity_ms = Some(500);
+        s.push(5, ok).hold(600, 700, 2);
+        assert_eq!(s.check().valid, Valid::True);
+    }
+
+    #[test]
+    fn rule_2_a_failed_or_lost_release_does_not_extend_the_hold() {
+        for outcome in [OpType::Fail, OpType::Info] {
+            let mut s = Script::default();
+            s.invoke(0, 1, "acquire")
+                .complete(1, 1, OpType::Ok, "acquire")
+                .invoke(100, 1, "release")
+                .complete(900, 1, outcome, "release")
+                .hold(200, 300, 2);
+            let r = s.check();
+            assert_eq!(r.valid, Valid::True, "release {outcome:?}");
+        }
+    }
+
+    #[test]
+    fn rule_3_a_failed_acquire_holds_nothing() {
+        let mut s = Script::default();
+        s.invoke(0, 1, "acquire")
+            .complete(1, 1, OpType::Fail, "acquire")
+            .hold(0, 100, 2);
+        let r = s.check();
+        assert_eq!(r.valid, Valid::True);
+        assert_eq!(r.holds, 1);
+    }
+
+    #[test]
+    fn rule_4_an_unknown_acquire_makes_an_overlap_unknown_never_invalid() {
+        let mut s = Script::default();
+        s.invoke(0, 1, "acquire")
+            .complete(500, 1, OpType::Info, "acquire")
+            .hold(100, 200, 2);
+        let r = s.check();
+        assert_eq!(r.valid, Valid::Unknown);
+        assert_eq!(r.double_grant_count, 0);
+        assert_eq!(r.possible_double_grant_count, 1);
+        assert_eq!(r.unknown_acquires, 1);
+    }
+
+    #[test]
+    fn rule_4_an_unknown_acquire_outside_every_hold_is_harmless() {
+        let mut s = Script::default();
+        s.invoke(0, 1, "acquire")
+            .complete(10, 1, OpType::Info, "acquire")
+            .hold(1_001, 1_100, 2);
+        assert_eq!(s.check().valid, Valid::True);
+    }
+
+    #[test]
+    fn rule_4_an_acquire_never_completed_counts_as_unknown() {
+        let mut s = Script::default();
+        s.hold(100, 200, 2).invoke(150, 1, "acquire");
+        let r = s.check();
+        assert_eq!(r.valid, Valid::Unknown);
+        assert_eq!(r.unknown_acquires, 1);
+    }
+
+    #[test]
+    fn rule_4_two_unknown_acquires_never_conflict() {
+        let mut s = Script::default();
+        s.invoke(0, 1, "acquire")
+            .invoke(1, 2, "acquire")
+            .complete(5, 1, OpType::Info, "acquire")
+            .complete(5, 2, OpType::Info, "acquire");
+        assert_eq!(s.check().valid, Valid::True);
+    }
+
+    #[test]
+    fn a_definite_double_grant_beats_a_possible_one() {
+        let mut s = Script::default();
+        s.invoke(0, 3, "acquire")
+            .complete(1, 3, OpType::Info, "acquire")
+            .invoke(10, 1, "acquire")
+            .complete(11, 1, OpType::Ok, "acquire")
+            .hold(20, 30, 2);
+        let r = s.check();
+        assert_eq!(r.valid, Valid::False);
+        assert_eq!(r.double_grant_count, 1);
+    }
+
+    #[test]
+    fn rule_5_touching_holds_and_other_keys_do_not_conflict() {
+        let mut s = Script::default();
+        s.hold(0, 100, 1);
+        // Process 2 acquires exactly when process 1 invoked its release.
+        s.invoke(99, 2, "acquire")
+            .complete(100, 2, OpType::Ok, "acquire")
+            .invoke(150, 2, "release");
+        let other = Op::new(Process::Client(3), OpType::Invoke, "acquire").key("other");
+        s.push(10, other)
+            .push(11, Op::new(Process::Client(3), OpType::Ok, "acquire").key("other"));
+        assert_eq!(s.check().valid, Valid::True);
+    }
+
+    #[test]
+    fn rule_5_faults_between_the_first_grant_and_the_overlap_are_named() {
+        let mut s = Script::default();
+        s.nemesis(0, "start", "pause").nemesis(5, "stop", "pause");
+        s.invoke(10, 1, "acquire").complete(11, 1, OpType::Ok, "acquire");
+        s.nemesis(20, "start", "kill").nemesis(30, "stop", "kill");
+        s.hold(40, 60, 2);
+        s.nemesis(500, "start", "pause");
+        let r = s.check();
+        assert_eq!(r.valid, Valid::False);
+        let faults: Vec<_> = r.double_grants[0].faults.iter().map(|f| &f.fault).collect();
+        assert_eq!(faults, ["kill"]);
+        assert_eq!(r.double_grants[0].faults[0].stop_ms, Some(30.0));
+    }
+}
