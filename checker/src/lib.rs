@@ -5,6 +5,8 @@
 
 pub mod history;
 pub mod lock_safety;
+#[doc(hidden)]
+pub mod testing;
 mod verdict;
 
 pub use history::{read_history, HistoryError, Op, OpType, Process};

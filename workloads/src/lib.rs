@@ -1,1 +1,11 @@
-//! placeholder
+//! splitbrain's lock clients (one file per algorithm, in [`clients`]) and the workloads that
+//! drive them (in [`workload`]), recording every operation in a [`Recorder`].
+
+pub mod clients;
+mod node;
+mod recorder;
+pub mod workload;
+
+pub use clients::{find_client, ClientConfig, ClientKind, Grant, LockClient, Outcome, CLIENTS};
+pub use node::{NodeConn, NodeError};
+pub use recorder::Recorder;

@@ -1,0 +1,337 @@
+use std::collections::HashMap;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use bollard::models::{
+    ContainerCreateBody, EndpointIpamConfig, EndpointSettings, HostConfig, Ipam, IpamConfig,
+    NetworkCreateRequest, NetworkingConfig,
+};
+use bollard::query_parameters::{CreateContainerOptions, KillContainerOptions, LogsOptions};
+use bollard::Docker;
+use futures_util::StreamExt;
+
+use crate::docker::{remove_run, Leftovers, RUN_LABEL};
+use crate::topology::{NodeSpec, Topology, TopologyOptions};
+use crate::ComposeError;
+
+/// The port every node's Redis listens on, inside its own address.
+pub const REDIS_PORT: u16 = 6379;
+/// How long a node may take to answer PING after it is started.
+const READY_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// One running Redis node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Node {
+    /// Jepsen-style name: `n1`, `n2`, …
+    pub name: String,
+    /// The container's name, unique to the run.
+    pub container: String,
+    /// Where the harness reaches this node's Redis. Fixed for the run, across restarts.
+    pub addr: SocketAddr,
+}
+
+/// A deployment's containers on the run's own internal network.
+///
+/// It does not remove itself on drop (that needs the async Docker API); callers call
+/// [`Deployment::teardown`], or [`crate::remove_run`] with the run id on any exit path.
+pub struct Deployment {
+    docker: Docker,
+    run_id: String,
+    network: String,
+    nodes: Vec<Node>,
+}
+
+impl Deployment {
+    /// Creates the run's network and nodes, and waits until every node answers PING. On any
+    /// failure it removes what it made before returning the error.
+    pub async fn up(
+        docker: &Docker,
+        run_id: &str,
+        topology: &dyn Topology,
+        options: &TopologyOptions,
+        image: &str,
+    ) -> Result<Deployment, ComposeError> {
+        let specs = topology
+            .nodes(options)
+            .map_err(ComposeError::BadOptions)?;
+        let result = Self::create(docker, run_id, &specs, image).await;
+        if result.is_err() {
+            let _ = remove_run(docker, run_id).await;
+        }
+        result
+    }
+
+    async fn create(
+        docker: &Docker,
+        run_id: &str,
+        specs: &[NodeSpec],
+        image: &str,
+    ) -> Result<Deployment, ComposeError> {
+        let (network, prefix) = create_network(docker, run_id).await?;
+        let mut nodes = Vec::with_capacity(specs.len());
+        for (i, spec) in specs.iter().enumerate() {
+            let ip = Ipv4Addr::new(prefix[0], prefix[1], prefix[2], 11 + i as u8);
+            let container = format!("splitbrain-{run_id}-{}", spec.name);
+            let mut cmd: Vec<String> = [
+                "redis-server",
+                "--bind",
+                "0.0.0.0",
+                "--protected-mode",
+                "no",
+                "--logfile",
+                "",
+            ]
+            .map(String::from)
+            .to_vec();
+            cmd.push("--port".into());
+            cmd.push(REDIS_PORT.to_string());
+            cmd.extend(spec.args.iter().cloned());
+            let body = ContainerCreateBody {
+                image: Some(image.to_string()),
+                hostname: Some(spec.name.clone()),
+                cmd: Some(cmd),
+                labels: Some(HashMap::from([
+                    (RUN_LABEL.to_string(), run_id.to_string()),
+                    ("splitbrain.node".to_string(), spec.name.clone()),
+                ])),
+                host_config: Some(HostConfig {
+                    network_mode: Some(network.clone()),
+                    // Partition faults write iptables rules inside the node's namespace.
+                    cap_add: Some(vec!["NET_ADMIN".into()]),
+                    ..Default::default()
+                }),
+                networking_config: Some(NetworkingConfig {
+                    endpoints_config: Some(HashMap::from([(
+                        network.clone(),
+                        EndpointSettings {
+                            ipam_config: Some(EndpointIpamConfig {
+                                ipv4_address: Some(ip.to_string()),
+                                ..Default::default()
+                            }),
+                            ..Default::default()
+                        },
+                    )])),
+                }),
+                ..Default::default()
+            };
+            let options = CreateContainerOptions {
+                name: Some(container.clone()),
+                ..Default::default()
+            };
+            docker.create_container(Some(options), body).await?;
+            docker.start_container(&container, None).await?;
+            nodes.push(Node {
+                name: spec.name.clone(),
+                container,
+                addr: SocketAddr::new(ip.into(), REDIS_PORT),
+            });
+        }
+        let deployment = Deployment {
+            docker: docker.clone(),
+            run_id: run_id.to_string(),
+            network,
+            nodes,
+        };
+        for node in &deployment.nodes {
+            wait_ready(node).await?;
+        }
+        Ok(deployment)
+    }
+
+    pub fn run_id(&self) -> &str {
+        &self.run_id
+    }
+
+    pub fn network(&self) -> &str {
+        &self.network
+    }
+
+    pub fn nodes(&self) -> &[Node] {
+        &self.nodes
+    }
+
+    pub fn node(&self, name: &str) -> Result<&Node, ComposeError> {
+        self.nodes
+            .iter()
+            .find(|n| n.name == name)
+            .ok_or_else(|| ComposeError::UnknownNode(name.to_string()))
+    }
+
+    /// SIGKILLs a node's Redis. Without persistence it forgets every key.
+    pub async fn kill(&self, name: &str) -> Result<(), ComposeError> {
+        let node = self.node(name)?;
+        let options = KillContainerOptions {
+            signal: "SIGKILL".into(),
+        };
+        match self.docker.kill_container(&node.container, Some(options)).await {
+            // 409: it is not running (already killed): the kill's effect holds.
+            Ok(())
+            | Err(bollard::errors::Error::DockerResponseServerError {
+                status_code: 409, ..
+            }) => Ok(()),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Starts a killed node again (same address) and waits until it answers PING.
+    pub async fn restart(&self, name: &str) -> Result<(), ComposeError> {
+        let node = self.node(name)?;
+        match self.docker.start_container(&node.container, None).await {
+            // 304: already running.
+            Ok(())
+            | Err(bollard::errors::Error::DockerResponseServerError {
+                status_code: 304, ..
+            }) => {}
+            Err(e) => return Err(e.into()),
+        }
+        wait_ready(node).await
+    }
+
+    /// Freezes every process of a node (SIGSTOP through the cgroup freezer).
+    pub async fn pause(&self, name: &str) -> Result<(), ComposeError> {
+        let node = self.node(name)?;
+        self.docker.pause_container(&node.container).await?;
+        Ok(())
+    }
+
+    /// Thaws a paused node.
+    pub async fn resume(&self, name: &str) -> Result<(), ComposeError> {
+        let node = self.node(name)?;
+        self.docker.unpause_container(&node.container).await?;
+        Ok(())
+    }
+
+    /// Whether each node's container is running and not paused, by node name.
+    pub async fn health(&self) -> Result<Vec<(String, bool)>, ComposeError> {
+        let mut health = Vec::new();
+        for node in &self.nodes {
+            let state = self
+                .docker
+                .inspect_container(&node.container, None)
+                .await?
+                .state
+                .unwrap_or_default();
+            let up = state.running == Some(true) && state.paused != Some(true);
+            health.push((node.name.clone(), up));
+        }
+        Ok(health)
+    }
+
+    /// The Redis version the nodes run, from `INFO server` of the first node.
+    pub async fn redis_version(&self) -> Option<String> {
+        let node = self.nodes.first()?;
+        let client = redis::Client::open(format!("redis://{}/", node.addr)).ok()?;
+        let mut conn = tokio::time::timeout(
+            Duration::from_secs(2),
+            client.get_multiplexed_async_connection(),
+        )
+        .await
+        .ok()?
+        .ok()?;
+        let info: String = redis::cmd("INFO")
+            .arg("server")
+            .query_async(&mut conn)
+            .await
+            .ok()?;
+        info.lines()
+            .find_map(|l| l.strip_prefix("redis_version:"))
+            .map(|v| v.trim().to_string())
+    }
+
+    /// Writes each node's container log to `dir/<node>/redis.log`.
+    pub async fn save_logs(&self, dir: &Path) -> Result<(), ComposeError> {
+        for node in &self.nodes {
+            let node_dir = dir.join(&node.name);
+            std::fs::create_dir_all(&node_dir)
+                .map_err(ComposeError::io(format!("creating {}", node_dir.display())))?;
+            let options = LogsOptions {
+                stdout: true,
+                stderr: true,
+                timestamps: true,
+                ..Default::default()
+            };
+            let mut log = Vec::new();
+            let mut stream = self.docker.logs(&node.container, Some(options));
+            while let Some(chunk) = stream.next().await {
+                log.extend_from_slice(&chunk?.into_bytes());
+            }
+            let path = node_dir.join("redis.log");
+            std::fs::write(&path, log)
+                .map_err(ComposeError::io(format!("writing {}", path.display())))?;
+        }
+        Ok(())
+    }
+
+    /// Removes the run's containers and network.
+    pub async fn teardown(&self) -> Result<Leftovers, ComposeError> {
+        remove_run(&self.docker, &self.run_id).await
+    }
+}
+
+/// Creates the run's internal network (no route out) on the first free /24 of 10.98.0.0/16,
+/// starting at a slot derived from the run id so that concurrent runs rarely race for one.
+async fn create_network(docker: &Docker, run_id: &str) -> Result<(String, [u8; 3]), ComposeError> {
+    let name = format!("splitbrain-{run_id}");
+    let first = run_id.bytes().fold(0u8, |h, b| h.wrapping_mul(31).wrapping_add(b));
+    let mut last_error = String::new();
+    for step in 0..=255u8 {
+        let prefix = [10, 98, first.wrapping_add(step)];
+        let request = NetworkCreateRequest {
+            name: name.clone(),
+            driver: Some("bridge".into()),
+            internal: Some(true),
+            labels: Some(HashMap::from([(RUN_LABEL.to_string(), run_id.to_string())])),
+            ipam: Some(Ipam {
+                config: Some(vec![IpamConfig {
+                    subnet: Some(format!("{}.{}.{}.0/24", prefix[0], prefix[1], prefix[2])),
+                    gateway: Some(format!("{}.{}.{}.1", prefix[0], prefix[1], prefix[2])),
+                    ..Default::default()
+                }]),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        match docker.create_network(request).await {
+            Ok(_) => return Ok((name, prefix)),
+            Err(bollard::errors::Error::DockerResponseServerError { message, .. })
+                if message.contains("overlap") =>
+            {
+                last_error = message;
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Err(ComposeError::NoSubnet(last_error))
+}
+
+/// Waits until a node answers PING.
+async fn wait_ready(node: &Node) -> Result<(), ComposeError> {
+    let started = Instant::now();
+    let mut last_error = String::from("no answer");
+    while started.elapsed() < READY_TIMEOUT {
+        match ping(node.addr).await {
+            Ok(()) => return Ok(()),
+            Err(e) => last_error = e,
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    Err(ComposeError::NodeNotReady {
+        node: node.name.clone(),
+        seconds: READY_TIMEOUT.as_secs(),
+        last_error,
+    })
+}
+
+async fn ping(addr: SocketAddr) -> Result<(), String> {
+    let client = redis::Client::open(format!("redis://{addr}/")).map_err(|e| e.to_string())?;
+    let attempt = async {
+        let mut conn = client.get_multiplexed_async_connection().await?;
+        redis::cmd("PING").query_async::<String>(&mut conn).await
+    };
+    match tokio::time::timeout(Duration::from_secs(1), attempt).await {
+        Ok(Ok(_)) => Ok(()),
+        Ok(Err(e)) => Err(e.to_string()),
+        Err(_) => Err("PING timed out".into()),
+    }
+}

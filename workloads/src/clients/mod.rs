@@ -1,0 +1,84 @@
+//! Lock clients: one file per algorithm, each registered once in [`CLIENTS`].
+//!
+//! A client makes one attempt per [`LockClient::acquire`]; the workload records the attempt
+//! and decides when to try again, using the client's own [`LockClient::retry_delay`].
+
+mod redlock;
+mod set_nx_px;
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use async_trait::async_trait;
+
+/// The outcome of one operation, in Jepsen's terms.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome<T> {
+    /// It happened.
+    Ok(T),
+    /// It certainly did not happen.
+    Fail(String),
+    /// It may or may not have happened (a timeout, a dropped connection).
+    Info(String),
+}
+
+/// What a successful acquire hands the holder.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Grant {
+    pub token: String,
+    /// How long after the acquire began the client may consider itself the holder.
+    pub validity: Duration,
+    /// The nodes that granted the lock.
+    pub nodes: Vec<String>,
+}
+
+/// A lock algorithm, as one client process runs it.
+#[async_trait]
+pub trait LockClient: Send {
+    /// One attempt to take `resource` for `ttl`.
+    async fn acquire(&mut self, resource: &str, ttl: Duration) -> Outcome<Grant>;
+    /// Gives the lock back. `Fail` means the lock was no longer this client's to release.
+    async fn release(&mut self, resource: &str, grant: &Grant) -> Outcome<()>;
+    /// How long to wait before the next attempt after `failures` failed attempts in a row.
+    fn retry_delay(&mut self, failures: u32) -> Duration;
+}
+
+/// What every client is built from.
+#[derive(Debug, Clone)]
+pub struct ClientConfig {
+    /// The deployment's nodes, by name, in order.
+    pub nodes: Vec<(String, SocketAddr)>,
+    /// The lease each acquire asks for.
+    pub ttl: Duration,
+}
+
+/// A registered lock algorithm.
+pub struct ClientKind {
+    /// The name users pass to `--client`.
+    pub name: &'static str,
+    pub summary: &'static str,
+    /// Makes one client process, or says why this deployment does not suit the algorithm.
+    pub build: fn(&ClientConfig) -> Result<Box<dyn LockClient>, String>,
+}
+
+/// Every lock algorithm, by name.
+pub static CLIENTS: &[ClientKind] = &[set_nx_px::KIND, redlock::KIND];
+
+/// Looks a client up by name.
+pub fn find_client(name: &str) -> Option<&'static ClientKind> {
+    CLIENTS.iter().find(|c| c.name == name)
+}
+
+/// A fresh random lock token (64 random bits, hex).
+pub(crate) fn new_token() -> String {
+    format!("{:016x}", rand::random::<u64>())
+}
+
+/// Releases the key only if it still holds our token: the canonical compare-and-delete.
+pub(crate) const COMPARE_AND_DELETE: &str = r#"
+if redis.call("get", KEYS[1]) == ARGV[1] then
+    return redis.call("del", KEYS[1])
+else
+    return 0
+end
+"#;

@@ -1,0 +1,80 @@
+//! The canonical single-instance lock: `SET key token NX PX ttl`, released by a Lua
+//! compare-and-delete so that a client never deletes a lock that is no longer its own.
+
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use rand::Rng;
+
+use super::{new_token, ClientConfig, ClientKind, Grant, LockClient, Outcome, COMPARE_AND_DELETE};
+use crate::node::{NodeConn, NodeError};
+
+pub(super) const KIND: ClientKind = ClientKind {
+    name: "set-nx-px",
+    summary: "SET key token NX PX ttl on one node; compare-and-delete release",
+    build,
+};
+
+/// How long one command may take before its outcome is unknown.
+const OP_TIMEOUT: Duration = Duration::from_secs(1);
+
+fn build(config: &ClientConfig) -> Result<Box<dyn LockClient>, String> {
+    let (name, addr) = config
+        .nodes
+        .first()
+        .ok_or("set-nx-px needs a deployment with at least one node")?;
+    Ok(Box::new(SetNxPx {
+        node: NodeConn::new(name.clone(), *addr, OP_TIMEOUT),
+        release: redis::Script::new(COMPARE_AND_DELETE),
+    }))
+}
+
+struct SetNxPx {
+    node: NodeConn,
+    release: redis::Script,
+}
+
+#[async_trait]
+impl LockClient for SetNxPx {
+    async fn acquire(&mut self, resource: &str, ttl: Duration) -> Outcome<Grant> {
+        let token = new_token();
+        let started = Instant::now();
+        let mut set = redis::cmd("SET");
+        set.arg(resource)
+            .arg(&token)
+            .arg("NX")
+            .arg("PX")
+            .arg(ttl.as_millis() as u64);
+        match self.node.query::<Option<String>>(&set).await {
+            Ok(Some(_)) => Outcome::Ok(Grant {
+                token,
+                // The key's lease began after `started`, so `ttl` from then is a safe bound.
+                validity: ttl,
+                nodes: vec![self.node.name().to_string()],
+            }),
+            Ok(None) => Outcome::Fail("held by another client".into()),
+            Err(e @ NodeError::Indeterminate { .. }) => {
+                Outcome::Info(format!("{e} after {} ms", started.elapsed().as_millis()))
+            }
+            Err(e) => Outcome::Fail(e.to_string()),
+        }
+    }
+
+    async fn release(&mut self, resource: &str, grant: &Grant) -> Outcome<()> {
+        match self
+            .node
+            .eval::<i64>(&self.release, &[resource], &[&grant.token])
+            .await
+        {
+            Ok(1) => Outcome::Ok(()),
+            Ok(_) => Outcome::Fail("the lock was no longer ours (expired or taken)".into()),
+            Err(e) if e.is_indeterminate() => Outcome::Info(e.to_string()),
+            Err(e) => Outcome::Fail(e.to_string()),
+        }
+    }
+
+    fn retry_delay(&mut self, _failures: u32) -> Duration {
+        // A spin lock with a little jitter, as most single-instance clients poll.
+        Duration::from_millis(rand::rng().random_range(5..=20))
+    }
+}

@@ -1,0 +1,98 @@
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::Path;
+use std::sync::Mutex;
+use std::time::Instant;
+
+use splitbrain_checker::Op;
+
+/// Appends ops to `history.jsonl` as they happen, one JSON object per line, flushed at once, so
+/// a run that crashes or is killed still leaves a readable history.
+///
+/// It gives each op its `index` and its `time` (nanoseconds since the recorder was made, from
+/// one monotonic clock), under one lock so that index order is time order.
+pub struct Recorder {
+    start: Instant,
+    inner: Mutex<Inner>,
+}
+
+struct Inner {
+    out: BufWriter<File>,
+    next_index: u64,
+    first_error: Option<std::io::Error>,
+}
+
+impl Recorder {
+    /// Creates (or truncates) the history file; time zero is now.
+    pub fn create(path: &Path) -> std::io::Result<Recorder> {
+        Ok(Recorder {
+            start: Instant::now(),
+            inner: Mutex::new(Inner {
+                out: BufWriter::new(File::create(path)?),
+                next_index: 0,
+                first_error: None,
+            }),
+        })
+    }
+
+    /// Records an op and returns it with its index and time filled in.
+    pub fn record(&self, mut op: Op) -> Op {
+        let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        op.index = inner.next_index;
+        op.time = self.start.elapsed().as_nanos() as u64;
+        inner.next_index += 1;
+        let mut line = serde_json::to_vec(&op).expect("an op always serialises");
+        line.push(b'\n');
+        let written = inner.out.write_all(&line).and_then(|()| inner.out.flush());
+        if let Err(e) = written {
+            inner.first_error.get_or_insert(e);
+        }
+        op
+    }
+
+    /// The monotonic instant that history time zero stands for.
+    pub fn start(&self) -> Instant {
+        self.start
+    }
+
+    /// How many ops were recorded.
+    pub fn len(&self) -> u64 {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner()).next_index
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The first write error, if any op could not be written.
+    pub fn take_error(&self) -> Option<std::io::Error> {
+        self.inner
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .first_error
+            .take()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use splitbrain_checker::{read_history, OpType, Process};
+
+    #[test]
+    fn every_op_is_on_disk_as_soon_as_it_is_recorded() {
+        let dir = std::env::temp_dir().join(format!("sb-recorder-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("history.jsonl");
+        let recorder = Recorder::create(&path).unwrap();
+        recorder.record(Op::new(Process::Client(0), OpType::Invoke, "acquire"));
+        let second = recorder.record(Op::new(Process::Client(0), OpType::Ok, "acquire"));
+        assert_eq!(second.index, 1);
+        // Read while the recorder is still open: nothing may sit in a buffer.
+        let read = read_history(std::io::BufReader::new(File::open(&path).unwrap())).unwrap();
+        assert_eq!(read.ops.len(), 2);
+        assert!(read.ops[0].time <= read.ops[1].time);
+        assert!(recorder.take_error().is_none());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

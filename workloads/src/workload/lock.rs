@@ -1,0 +1,164 @@
+//! The `lock` workload: each client process loops acquire, hold, release.
+//!
+//! Every acquire and release is an invoke and a completion in the history. An `info` ends the
+//! process: the worker goes on under a new process id (the old id plus the concurrency), as
+//! in Jepsen, since the old process may still be holding or releasing.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rand::Rng;
+use splitbrain_checker::{Op, OpType, Process};
+use tokio_util::sync::CancellationToken;
+
+use crate::clients::{ClientConfig, ClientKind, Outcome};
+use crate::Recorder;
+
+/// How the `lock` workload runs.
+#[derive(Debug, Clone)]
+pub struct LockWorkload {
+    /// Client processes running at once.
+    pub concurrency: usize,
+    /// The lease each acquire asks for.
+    pub ttl: Duration,
+    /// How long to hold a granted lock; `None`: a random time shorter than what is left of the
+    /// validity.
+    pub hold: Option<Duration>,
+    /// Number of lock keys; worker `w` uses key `w % resources`.
+    pub resources: usize,
+}
+
+impl LockWorkload {
+    /// The lock key worker `w` contends for.
+    pub fn resource(&self, worker: usize) -> String {
+        if self.resources <= 1 {
+            "lock".to_string()
+        } else {
+            format!("lock-{}", worker % self.resources)
+        }
+    }
+
+    /// Runs every worker until `stop` is cancelled; each finishes its current operation (and
+    /// releases a held lock) before returning.
+    pub async fn run(
+        &self,
+        kind: &ClientKind,
+        config: &ClientConfig,
+        recorder: Arc<Recorder>,
+        stop: CancellationToken,
+    ) -> Result<(), String> {
+        let mut workers = tokio::task::JoinSet::new();
+        for worker in 0..self.concurrency {
+            let client = (kind.build)(config)?;
+            let this = self.clone();
+            let recorder = recorder.clone();
+            let stop = stop.clone();
+            workers.spawn(async move { this.worker(worker, client, &recorder, stop).await });
+        }
+        while let Some(joined) = workers.join_next().await {
+            joined.map_err(|e| format!("a client worker crashed: {e}"))?;
+        }
+        Ok(())
+    }
+
+    async fn worker(
+        &self,
+        worker: usize,
+        mut client: Box<dyn crate::LockClient>,
+        recorder: &Recorder,
+        stop: CancellationToken,
+    ) {
+        let resource = self.resource(worker);
+        let mut process = worker as u64;
+        let mut failures = 0u32;
+        let ttl_ms = self.ttl.as_millis() as u64;
+        while !stop.is_cancelled() {
+            let mut invoke = Op::new(Process::Client(process), OpType::Invoke, "acquire").key(&resource);
+            invoke.ttl_ms = Some(ttl_ms);
+            recorder.record(invoke);
+            let started = Instant::now();
+            let grant = match client.acquire(&resource, self.ttl).await {
+                Outcome::Ok(grant) => grant,
+                Outcome::Fail(error) => {
+                    recorder.record(
+                        Op::new(Process::Client(process), OpType::Fail, "acquire")
+                            .key(&resource)
+                            .error(error),
+                    );
+                    let delay = client.retry_delay(failures);
+                    failures = failures.saturating_add(1);
+                    sleep_unless_stopped(delay, &stop).await;
+                    continue;
+                }
+                Outcome::Info(error) => {
+                    recorder.record(
+                        Op::new(Process::Client(process), OpType::Info, "acquire")
+                            .key(&resource)
+                            .error(error),
+                    );
+                    process += self.concurrency as u64;
+                    continue;
+                }
+            };
+            failures = 0;
+            let mut ok = Op::new(Process::Client(process), OpType::Ok, "acquire")
+                .key(&resource)
+                .token(&grant.token)
+                .nodes(grant.nodes.clone());
+            ok.validity_ms = Some(grant.validity.as_millis() as u64);
+            recorder.record(ok);
+
+            let left = grant.validity.saturating_sub(started.elapsed());
+            let hold = match self.hold {
+                Some(hold) => hold.min(left),
+                None if left.is_zero() => left,
+                None => left.mul_f64(rand::rng().random_range(0.0..1.0)),
+            };
+            sleep_unless_stopped(hold, &stop).await;
+
+            recorder.record(
+                Op::new(Process::Client(process), OpType::Invoke, "release")
+                    .key(&resource)
+                    .token(&grant.token),
+            );
+            let (kind, error) = match client.release(&resource, &grant).await {
+                Outcome::Ok(()) => (OpType::Ok, None),
+                Outcome::Fail(e) => (OpType::Fail, Some(e)),
+                Outcome::Info(e) => (OpType::Info, Some(e)),
+            };
+            let mut done = Op::new(Process::Client(process), kind, "release")
+                .key(&resource)
+                .token(&grant.token);
+            done.error = error;
+            recorder.record(done);
+            if kind == OpType::Info {
+                process += self.concurrency as u64;
+            }
+        }
+    }
+}
+
+async fn sleep_unless_stopped(duration: Duration, stop: &CancellationToken) {
+    tokio::select! {
+        () = tokio::time::sleep(duration) => {}
+        () = stop.cancelled() => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn workers_share_one_key_unless_asked_for_more() {
+        let mut w = LockWorkload {
+            concurrency: 4,
+            ttl: Duration::from_secs(2),
+            hold: None,
+            resources: 1,
+        };
+        assert_eq!(w.resource(3), "lock");
+        w.resources = 2;
+        assert_eq!(w.resource(3), "lock-1");
+    }
+}

@@ -1,0 +1,9 @@
+//! Workloads: what client processes do, as a stream of recorded operations.
+
+pub mod lock;
+
+/// Every workload, by name, for `--workload`.
+pub static WORKLOADS: &[(&str, &str)] = &[(
+    "lock",
+    "clients loop: acquire, hold for a while, release (lock safety)",
+)];
