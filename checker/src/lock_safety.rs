@@ -505,8 +505,10 @@ mod tests {
             .complete(100, 2, OpType::Ok, "acquire")
             .invoke(150, 2, "release");
         let other = Op::new(Process::Client(3), OpType::Invoke, "acquire").key("other");
-        s.push(10, other)
-            .push(11, Op::new(Process::Client(3), OpType::Ok, "acquire").key("other"));
+        s.push(10, other).push(
+            11,
+            Op::new(Process::Client(3), OpType::Ok, "acquire").key("other"),
+        );
         assert_eq!(s.check().valid, Valid::True);
     }
 
@@ -514,7 +516,8 @@ mod tests {
     fn rule_5_faults_between_the_first_grant_and_the_overlap_are_named() {
         let mut s = Script::default();
         s.nemesis(0, "start", "pause").nemesis(5, "stop", "pause");
-        s.invoke(10, 1, "acquire").complete(11, 1, OpType::Ok, "acquire");
+        s.invoke(10, 1, "acquire")
+            .complete(11, 1, OpType::Ok, "acquire");
         s.nemesis(20, "start", "kill").nemesis(30, "stop", "kill");
         s.hold(40, 60, 2);
         s.nemesis(500, "start", "pause");

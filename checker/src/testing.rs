@@ -117,9 +117,7 @@ impl Sim {
                 let key = self.rng.below(self.keys.len() as u64) as usize;
                 self.tokens += 1;
                 let token = self.tokens.to_string();
-                let mut op = Op::new(process, OpType::Invoke, "acquire")
-                    .key(&self.keys[key])
-                    .token(&token);
+                let mut op = self.op(process, OpType::Invoke, "acquire", key, &token);
                 op.ttl_ms = Some(TTL_MS);
                 self.emit(now, op);
                 (State::Acquiring { key, token }, self.latency())
@@ -129,40 +127,34 @@ impl Sim {
                 if free {
                     self.free_at[key] = now + TTL_MS * MS;
                 }
-                let op = Op::new(process, OpType::Ok, "acquire")
-                    .key(&self.keys[key])
-                    .token(&token);
                 if self.timed_out() {
                     // The grant (if any) is lost on the way back: the lease just runs out.
-                    self.emit(now, Op { kind: OpType::Info, ..op }.error("timeout"));
+                    self.emit(now, self.op(process, OpType::Info, "acquire", key, &token));
                     self.retire(c);
                     (State::Idle, self.think())
                 } else if free {
-                    self.emit(now, op);
-                    (State::Holding { key, token }, MS + self.rng.below(4 * MS))
+                    self.emit(now, self.op(process, OpType::Ok, "acquire", key, &token));
+                    (State::Holding { key, token }, self.between_ms(1, 5))
                 } else {
-                    self.emit(now, Op { kind: OpType::Fail, ..op });
+                    self.emit(now, self.op(process, OpType::Fail, "acquire", key, &token));
                     (State::Idle, self.think())
                 }
             }
             State::Holding { key, token } => {
-                let op = Op::new(process, OpType::Invoke, "release")
-                    .key(&self.keys[key])
-                    .token(&token);
-                self.emit(now, op);
+                self.emit(
+                    now,
+                    self.op(process, OpType::Invoke, "release", key, &token),
+                );
                 (State::Releasing { key, token }, self.latency())
             }
             State::Releasing { key, token } => {
-                let op = Op::new(process, OpType::Ok, "release")
-                    .key(&self.keys[key])
-                    .token(token);
                 if self.timed_out() {
                     // The release never reached the service: the lease runs out.
-                    self.emit(now, Op { kind: OpType::Info, ..op }.error("timeout"));
+                    self.emit(now, self.op(process, OpType::Info, "release", key, &token));
                     self.retire(c);
                 } else {
                     self.free_at[key] = now;
-                    self.emit(now, op);
+                    self.emit(now, self.op(process, OpType::Ok, "release", key, &token));
                 }
                 (State::Idle, self.think())
             }
@@ -182,14 +174,24 @@ impl Sim {
                     .map(|i| NODES[(first + i) % NODES.len()].to_string())
                     .collect();
                 self.fault = Some((fault, nodes.clone()));
-                ("start", fault, nodes, 1_000 * MS + self.rng.below(2_000 * MS))
+                ("start", fault, nodes, self.between_ms(1_000, 3_000))
             }
-            Some((fault, nodes)) => ("stop", fault, nodes, 5_000 * MS + self.rng.below(5_000 * MS)),
+            Some((fault, nodes)) => ("stop", fault, nodes, self.between_ms(5_000, 10_000)),
         };
         let mut op = Op::new(Process::NEMESIS, OpType::Info, f).nodes(nodes);
         op.fault = Some(fault.to_string());
         self.emit(now, op);
         wait
+    }
+
+    /// A client op `f` on `key` under `token`; an `info` one timed out.
+    fn op(&self, process: Process, kind: OpType, f: &str, key: usize, token: &str) -> Op {
+        let op = Op::new(process, kind, f).key(&self.keys[key]).token(token);
+        if kind == OpType::Info {
+            op.error("timeout")
+        } else {
+            op
+        }
     }
 
     fn emit(&mut self, now: u64, op: Op) {
@@ -211,6 +213,11 @@ impl Sim {
     /// A round trip to the service: 0.2 to 2 ms.
     fn latency(&mut self) -> u64 {
         MS / 5 + self.rng.below(9 * MS / 5)
+    }
+
+    /// A duration of `low` ms or more, under `high` ms.
+    fn between_ms(&mut self, low: u64, high: u64) -> u64 {
+        low * MS + self.rng.below((high - low) * MS)
     }
 
     /// A client's pause between ops: up to 40 ms.

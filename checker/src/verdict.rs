@@ -74,8 +74,14 @@ mod tests {
 
     #[test]
     fn serialises_like_jepsen() {
-        assert_eq!(serde_json::to_string(&Valid::Unknown).unwrap(), "\"unknown\"");
-        assert_eq!(serde_json::from_str::<Valid>("false").unwrap(), Valid::False);
+        assert_eq!(
+            serde_json::to_string(&Valid::Unknown).unwrap(),
+            "\"unknown\""
+        );
+        assert_eq!(
+            serde_json::from_str::<Valid>("false").unwrap(),
+            Valid::False
+        );
         assert!(serde_json::from_str::<Valid>("\"maybe\"").is_err());
     }
 }

@@ -115,14 +115,18 @@ impl Model {
         for (key, steps) in timelines.iter().enumerate() {
             let mut cursor = START;
             for step in steps {
-                let group = match step {
+                let (group, next) = match step {
                     Step::Hold {
                         gap,
                         latency,
                         duration,
                         end,
                         who,
-                    } => hold(key, cursor + gap, *latency, *duration, end, *who),
+                    } => {
+                        let start = cursor + gap;
+                        let group = hold(key, start, *latency, *duration, end, *who);
+                        (group, start + duration)
+                    }
                     Step::Info {
                         gap,
                         ttl,
@@ -133,17 +137,12 @@ impl Model {
                         let mut acquire = op(key, OpType::Invoke, "acquire");
                         acquire.ttl_ms = Some(*ttl);
                         let info = op(key, OpType::Info, "acquire").error("timeout");
-                        let mut group =
-                            Group::new(key, vec![(at, acquire), (at + latency, info)], 0, *who);
+                        let ops = vec![(at, acquire), (at + latency, info)];
                         // The lock may be taken until the lease runs out: the next step waits.
-                        group.hold = Some((at, at + ttl));
-                        group
+                        (Group::new(key, ops, 0, *who), at + ttl)
                     }
                 };
-                cursor = group.hold.expect("every step has a window").1;
-                if matches!(step, Step::Info { .. }) {
-                    group.hold.take();
-                }
+                cursor = next;
                 groups.push(group);
             }
         }
@@ -164,6 +163,7 @@ impl Model {
         model
     }
 
+    /// Gives each group, in order of start, a process that is free then, as its `who` picks.
     fn deal(&mut self, processes: usize) {
         let mut order: Vec<usize> = (0..self.groups.len()).collect();
         order.sort_by_key(|&g| self.groups[g].span.0);
@@ -191,8 +191,9 @@ impl Model {
             .iter()
             .flat_map(|g| {
                 g.ops.iter().map(|(ms, op)| {
-                    let process = Process::Client(g.process);
-                    (*ms, Op { process, ..op.clone() })
+                    let mut op = op.clone();
+                    op.process = Process::Client(g.process);
+                    (*ms, op)
                 })
             })
             .collect();
@@ -205,10 +206,10 @@ impl Model {
             .collect()
     }
 
-    /// Moves one hold so that it begins inside another hold of another process on the same key,
-    /// overlapping it by at least 1 ms. It keeps its process unless that process is busy at the
-    /// new time, in which case a new process takes it. Returns the key and both processes, or
-    /// `None` if no key has two holds.
+    /// Moves one hold so that it begins inside another hold on the same key, overlapping it by
+    /// at least 1 ms. It keeps its process unless that one is busy at the new time, in which case
+    /// the first free process (perhaps a new one) takes it, never the other hold's. Returns the
+    /// model, the key and both processes, or `None` if no key has two holds.
     fn with_overlap(mut self, pair: Index, offset: Index) -> Option<(Model, usize, u64, u64)> {
         let holds: Vec<usize> = (0..self.groups.len())
             .filter(|&g| self.groups[g].hold.is_some())
@@ -222,9 +223,9 @@ impl Model {
             return None;
         }
         let (i, j) = pairs[pair.index(pairs.len())];
-        let (start, end) = self.groups[i].hold?;
+        let window = |g: usize| self.groups[g].hold.expect("only holds are paired");
+        let ((start, end), from) = (window(i), window(j).0);
         let target = start + offset.index((end - start) as usize) as u64;
-        let from = self.groups[j].hold?.0;
         // `t + target - from` never underflows: every op is at most 50 ms before its hold,
         // and every hold starts at or after START.
         let moved = &mut self.groups[j];
@@ -232,14 +233,18 @@ impl Model {
             *ms = *ms + target - from;
         }
         moved.span = (moved.span.0 + target - from, moved.span.1 + target - from);
+        moved.hold = moved.hold.map(|(s, e)| (target, e + target - s));
         let (span, process) = (moved.span, moved.process);
-        let clash = self.groups.iter().enumerate().any(|(g, other)| {
-            g != j && other.process == process && other.span.0 <= span.1 && span.0 <= other.span.1
-        });
-        if clash {
-            let fresh = self.groups.iter().map(|g| g.process).max().unwrap_or(0) + 1;
-            self.groups[j].process = fresh;
-        }
+        let busy = |p: u64| {
+            self.groups.iter().enumerate().any(|(g, other)| {
+                g != j && other.process == p && other.span.0 <= span.1 && span.0 <= other.span.1
+            })
+        };
+        let free = std::iter::once(process)
+            .chain(0..)
+            .find(|&p| !busy(p))
+            .expect("some process is free");
+        self.groups[j].process = free;
         let (key, first, second) = (
             self.groups[i].key,
             self.groups[i].process,
@@ -347,16 +352,20 @@ fn fail() -> impl Strategy<Value = Fail> {
 
 /// Histories of a correct lock: 1 to 3 keys, 1 to 6 processes to begin with.
 fn correct_history() -> impl Strategy<Value = Model> {
-    (vec(vec(step(), 0..12), 1..=3), vec(fail(), 0..20), 1..=6usize)
+    (
+        vec(vec(step(), 0..12), 1..=3),
+        vec(fail(), 0..20),
+        1..=6usize,
+    )
         .prop_map(|(timelines, fails, processes)| Model::lay_out(&timelines, &fails, processes))
 }
 
 /// A correct history with one hold moved into another's: the model, key and both processes.
 fn overlapping_history() -> impl Strategy<Value = (Model, usize, u64, u64)> {
-    (correct_history(), any::<Index>(), any::<Index>()).prop_filter_map(
-        "needs two holds on one key",
-        |(model, pair, offset)| model.with_overlap(pair, offset),
-    )
+    (correct_history(), any::<Index>(), any::<Index>())
+        .prop_filter_map("needs two holds on one key", |(model, pair, offset)| {
+            model.with_overlap(pair, offset)
+        })
 }
 
 /// The history with the acquire `ok`s picked by `mask` (bit n for the nth, cyclically) made
@@ -393,13 +402,12 @@ proptest! {
         let result = check(&model.render());
         prop_assert_eq!(result.valid, Valid::False);
         prop_assert!(result.double_grant_count >= 1);
-        let both = [Process::Client(first), Process::Client(second)];
+        let (a, b) = (Process::Client(first), Process::Client(second));
         let named = result.double_grants.iter().any(|g| {
-            g.key == key_name(key)
-                && both.contains(&g.first.process)
-                && both.contains(&g.second.process)
+            let pair = (g.first.process, g.second.process);
+            g.key == key_name(key) && (pair == (a, b) || pair == (b, a))
         });
-        prop_assert!(named, "no double grant of {:?} on {}: {:#?}", both, key, result);
+        prop_assert!(named, "no double grant of {} and {} on {}: {:#?}", a, b, key, result);
     }
 
     #[test]

@@ -10,6 +10,7 @@ mod error;
 pub mod image;
 pub mod topology;
 
+pub use bollard::Docker;
 pub use deployment::{Deployment, Node};
 pub use docker::{clean, connect, remove_run, Leftovers, RUN_LABEL};
 pub use error::ComposeError;

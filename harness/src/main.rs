@@ -1,1 +1,118 @@
-fn main() {}
+//! The `splitbrain` command.
+
+mod check;
+mod cli;
+mod error;
+mod logging;
+mod progress;
+mod results;
+mod run;
+mod spec;
+mod summary;
+
+use clap::Parser;
+use tokio_util::sync::CancellationToken;
+
+use crate::cli::{Cli, Command, ImagesCommand};
+use crate::error::{Exit, HarnessError};
+
+fn main() {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) if !e.use_stderr() => {
+            // --help and --version.
+            let _ = e.print();
+            std::process::exit(0);
+        }
+        Err(e) => {
+            let rendered = e.render().to_string();
+            let first = rendered.lines().next().unwrap_or("bad arguments");
+            eprintln!("{first} (see `splitbrain --help`)");
+            std::process::exit(Exit::BadInput.code());
+        }
+    };
+    let runtime = tokio::runtime::Runtime::new().expect("starting the async runtime");
+    let exit = runtime.block_on(dispatch(cli.command));
+    // Do not wait for stray tasks (a hung connection) once the outcome is known.
+    runtime.shutdown_timeout(std::time::Duration::from_secs(1));
+    std::process::exit(exit.code());
+}
+
+async fn dispatch(command: Command) -> Exit {
+    let result = match command {
+        Command::Run(args) => match spec::TestSpec::from_args(&args) {
+            Ok(spec) => run::run(spec, interrupt_on_signals()).await,
+            Err(e) => Err(e),
+        },
+        Command::Check(args) => {
+            logging::to_stderr();
+            check::check(&args.history)
+        }
+        Command::Images {
+            command: ImagesCommand::Build,
+        } => {
+            logging::to_stderr();
+            build_images().await
+        }
+        Command::Clean => {
+            logging::to_stderr();
+            clean().await
+        }
+    };
+    match result {
+        Ok(exit) => exit,
+        Err(e) => {
+            match &e {
+                HarnessError::BadInput(message) => eprintln!("error: {message}"),
+                HarnessError::Crash(error) => eprintln!("error: {error:#}"),
+            }
+            Exit::from(&e)
+        }
+    }
+}
+
+/// A token cancelled on the first Ctrl-C or SIGTERM; the run then stops, heals, cleans up and
+/// checks what it recorded.
+fn interrupt_on_signals() -> CancellationToken {
+    let token = CancellationToken::new();
+    let cancel = token.clone();
+    tokio::spawn(async move {
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            .expect("installing the SIGTERM handler");
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+        }
+        cancel.cancel();
+    });
+    token
+}
+
+async fn build_images() -> Result<Exit, HarnessError> {
+    let docker = splitbrain_compose::connect()
+        .await
+        .map_err(anyhow::Error::from)?;
+    progress::step("building the node image");
+    let tag = splitbrain_compose::image::build_node_image(&docker, &mut |line| {
+        progress::detail(line)
+    })
+    .await
+    .map_err(anyhow::Error::from)?;
+    progress::step(&format!("built {tag}"));
+    Ok(Exit::Success)
+}
+
+async fn clean() -> Result<Exit, HarnessError> {
+    let docker = splitbrain_compose::connect()
+        .await
+        .map_err(anyhow::Error::from)?;
+    let removed = splitbrain_compose::clean(&docker)
+        .await
+        .map_err(anyhow::Error::from)?;
+    println!(
+        "removed {} container(s) and {} network(s) left by earlier runs",
+        removed.containers.len(),
+        removed.networks.len()
+    );
+    Ok(Exit::Success)
+}

@@ -22,9 +22,9 @@ pub trait Fault: Sync {
     fn summary(&self) -> &'static str;
     /// How long the fault stays on before it is healed.
     fn duration(&self, options: &NemesisOptions) -> Duration;
-    /// Which nodes to hit; the default is one node or a minority, as Jepsen picks them.
+    /// Which nodes to hit; by default one of Jepsen's node specs, chosen at random.
     fn targets(&self, nodes: &[String], rng: &mut StdRng) -> Vec<String> {
-        one_or_minority(nodes, rng)
+        jepsen_targets(nodes, rng)
     }
     async fn start(&self, deployment: &Deployment, targets: &[String]) -> Result<(), ComposeError>;
     async fn stop(&self, deployment: &Deployment, targets: &[String]) -> Result<(), ComposeError>;
@@ -48,11 +48,18 @@ where
     Ok(())
 }
 
-/// One random node, or a random minority (at most half, rounded down, and at least one).
-fn one_or_minority(nodes: &[String], rng: &mut StdRng) -> Vec<String> {
-    let minority = (nodes.len() / 2).max(1);
-    let count = if rng.random_bool(0.5) { 1 } else { minority };
-    let mut targets: Vec<String> = nodes.choose_multiple(rng, count).cloned().collect();
+/// Jepsen's node specs, one picked at random: one node, a minority (the largest set short of
+/// a majority), a majority (the smallest), or all. Losing a majority at once is what a power
+/// cut or a bad deploy does, and what Redlock's delayed-restart rule is for.
+fn jepsen_targets(nodes: &[String], rng: &mut StdRng) -> Vec<String> {
+    let n = nodes.len();
+    let count = match rng.random_range(0..4) {
+        0 => 1,
+        1 => (n.saturating_sub(1) / 2).max(1),
+        2 => n / 2 + 1,
+        _ => n,
+    };
+    let mut targets: Vec<String> = nodes.choose_multiple(rng, count.min(n)).cloned().collect();
     targets.sort();
     targets
 }
@@ -63,17 +70,19 @@ mod tests {
     use rand::SeedableRng;
 
     #[test]
-    fn targets_are_a_nonempty_minority() {
+    fn targets_are_one_minority_majority_or_all() {
         let nodes: Vec<String> = (1..=5).map(|i| format!("n{i}")).collect();
         let mut rng = StdRng::seed_from_u64(7);
         let mut sizes = std::collections::BTreeSet::new();
         for _ in 0..200 {
-            let t = one_or_minority(&nodes, &mut rng);
-            assert!(!t.is_empty() && t.len() <= 2, "{t:?}");
+            let t = jepsen_targets(&nodes, &mut rng);
+            let mut unique = t.clone();
+            unique.dedup();
+            assert_eq!(unique, t, "targets are distinct and sorted");
             sizes.insert(t.len());
         }
-        assert_eq!(sizes.into_iter().collect::<Vec<_>>(), [1, 2]);
+        assert_eq!(sizes.into_iter().collect::<Vec<_>>(), [1, 2, 3, 5]);
         let single = vec!["n1".to_string()];
-        assert_eq!(one_or_minority(&single, &mut rng), single);
+        assert_eq!(jepsen_targets(&single, &mut rng), single);
     }
 }

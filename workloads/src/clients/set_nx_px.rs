@@ -19,10 +19,13 @@ pub(super) const KIND: ClientKind = ClientKind {
 const OP_TIMEOUT: Duration = Duration::from_secs(1);
 
 fn build(config: &ClientConfig) -> Result<Box<dyn LockClient>, String> {
-    let (name, addr) = config
-        .nodes
-        .first()
-        .ok_or("set-nx-px needs a deployment with at least one node")?;
+    let [(name, addr)] = config.nodes.as_slice() else {
+        return Err(format!(
+            "set-nx-px locks on one Redis server, and this deployment has {} nodes; \
+             use --deployment single",
+            config.nodes.len()
+        ));
+    };
     Ok(Box::new(SetNxPx {
         node: NodeConn::new(name.clone(), *addr, OP_TIMEOUT),
         release: redis::Script::new(COMPARE_AND_DELETE),

@@ -1,0 +1,143 @@
+//! The command line. Parsing only: meaning and validation live in [`crate::spec`].
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand};
+
+/// A Jepsen-style chaos harness for Redis-based distributed locks.
+#[derive(Debug, Parser)]
+#[command(
+    name = "splitbrain",
+    version,
+    about,
+    max_term_width = 100,
+    arg_required_else_help = true
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Start a deployment, run a workload against it under faults, check the history.
+    Run(RunArgs),
+    /// Check a stored history.jsonl again and print the verdict.
+    Check(CheckArgs),
+    /// Build the Redis node image (and its Debian base) locally.
+    Images {
+        #[command(subcommand)]
+        command: ImagesCommand,
+    },
+    /// Remove every container and network left behind by earlier runs.
+    Clean,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ImagesCommand {
+    /// Build the node image now, even if it exists.
+    Build,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct RunArgs {
+    /// Deployment: single | redlock.
+    #[arg(long, default_value = "redlock")]
+    pub deployment: String,
+    /// Number of Redis nodes, for deployments where it can vary (redlock: 5).
+    #[arg(long)]
+    pub nodes: Option<usize>,
+    /// Lock algorithm: set-nx-px | redlock.
+    #[arg(long, default_value = "redlock")]
+    pub client: String,
+    /// Workload: lock.
+    #[arg(long, default_value = "lock")]
+    pub workload: String,
+    /// Faults, comma-separated: none | kill | pause | kill,pause.
+    #[arg(long, default_value = "kill")]
+    pub nemesis: String,
+    /// How long clients run.
+    #[arg(long, default_value = "60s", value_parser = duration, allow_hyphen_values = true)]
+    pub time_limit: Duration,
+    /// Client processes running at once.
+    #[arg(long, default_value_t = 5, allow_hyphen_values = true, value_parser = count)]
+    pub concurrency: usize,
+    /// Lease each acquire asks for.
+    #[arg(long, default_value = "2s", value_parser = duration, allow_hyphen_values = true)]
+    pub ttl: Duration,
+    /// Hold a granted lock this long (default: a random time within its validity).
+    #[arg(long, value_parser = duration, allow_hyphen_values = true)]
+    pub hold: Option<Duration>,
+    /// Number of lock keys the clients spread over (1: all contend for one).
+    #[arg(long, default_value_t = 1, allow_hyphen_values = true, value_parser = count)]
+    pub resources: usize,
+    /// How long a killed node stays down before it is restarted.
+    #[arg(long, default_value = "0s", value_parser = duration, allow_hyphen_values = true)]
+    pub restart_delay: Duration,
+    /// Quiet time before each fault; a pause lasts this long too.
+    #[arg(long, default_value = "1s", value_parser = duration, allow_hyphen_values = true)]
+    pub nemesis_interval: Duration,
+    /// Seed for the fault schedule (default: random, printed and stored in test.json).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Where results go.
+    #[arg(long, default_value = "results")]
+    pub results: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// A history.jsonl, or a run directory that holds one.
+    pub history: PathBuf,
+}
+
+/// Parses `500ms`, `2s`, `1m`, `1h30m`.
+pub fn duration(text: &str) -> Result<Duration, String> {
+    if text.trim_start().starts_with('-') {
+        return Err(format!("`{text}` is negative; durations must be positive, like 2s"));
+    }
+    humantime::parse_duration(text)
+        .map_err(|e| format!("`{text}` is not a duration ({e}); write it like 500ms, 2s or 1m"))
+}
+
+fn count(text: &str) -> Result<usize, String> {
+    match text.parse::<usize>() {
+        Ok(n) if n > 0 => Ok(n),
+        _ => Err(format!("`{text}` is not a positive whole number")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_read_like_people_write_them() {
+        assert_eq!(duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(duration("2s"), Ok(Duration::from_secs(2)));
+        assert_eq!(duration("1m"), Ok(Duration::from_secs(60)));
+        assert!(duration("-2s").unwrap_err().contains("negative"));
+        assert!(duration("2 parsecs").unwrap_err().contains("not a duration"));
+        assert!(duration("5").is_err(), "a bare number has no unit");
+    }
+
+    #[test]
+    fn the_cli_definition_is_consistent() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn run_alone_means_redlock_under_kills_for_a_minute() {
+        let cli = Cli::try_parse_from(["splitbrain", "run"]).unwrap();
+        let Command::Run(args) = cli.command else {
+            panic!("not a run")
+        };
+        assert_eq!(
+            (args.deployment.as_str(), args.client.as_str(), args.nemesis.as_str()),
+            ("redlock", "redlock", "kill")
+        );
+        assert_eq!(args.time_limit, Duration::from_secs(60));
+    }
+}

@@ -1,0 +1,240 @@
+//! `splitbrain run`: bring up, run, heal, tear down, check, report.
+//!
+//! The run's work happens in a spawned task so that an error or a panic anywhere in it still
+//! comes back here, where the run's containers are removed and the history written so far is
+//! checked and kept.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::Context;
+use splitbrain_checker::{lock_safety, read_history, Valid};
+use splitbrain_compose::{image, topology, Deployment};
+use splitbrain_nemesis::Nemesis;
+use splitbrain_workloads::{find_client, ClientConfig, Recorder};
+use tokio_util::sync::CancellationToken;
+
+use crate::error::{Exit, HarnessError};
+use crate::progress;
+use crate::results::{injected_faults, OpCounts, Results, RunDir, TestRecord, Versions};
+use crate::spec::TestSpec;
+use crate::summary;
+
+/// Runs one test. `interrupt` is cancelled on Ctrl-C or SIGTERM.
+pub async fn run(spec: TestSpec, interrupt: CancellationToken) -> Result<Exit, HarnessError> {
+    let started = chrono::Utc::now();
+    let dir = RunDir::create(&spec.results, &spec.name, started)?;
+    crate::logging::to_file(&dir.log())?;
+    let run_id = format!("{}-{:04x}", started.format("%H%M%S"), rand::random::<u16>());
+    let mut record = TestRecord {
+        spec: &spec,
+        run_id: &run_id,
+        started: started.to_rfc3339(),
+        command: spec.command_line(),
+        versions: Versions {
+            splitbrain: env!("CARGO_PKG_VERSION"),
+            ..Versions::default()
+        },
+    };
+    dir.write_json("test.json", &record)?;
+    progress::step(&format!(
+        "{} (seed {}, run {run_id}) -> {}",
+        spec.name,
+        spec.seed,
+        dir.path.display()
+    ));
+
+    let docker = splitbrain_compose::connect()
+        .await
+        .map_err(anyhow::Error::from)?;
+    let core = tokio::spawn(run_core(
+        spec.clone(),
+        docker.clone(),
+        run_id.clone(),
+        dir.path.clone(),
+        interrupt.clone(),
+    ));
+    let (versions, error) = match core.await {
+        Ok(Ok(versions)) => (Some(versions), None),
+        Ok(Err(e)) => (None, Some(format!("{e:#}"))),
+        Err(e) if e.is_panic() => (None, Some(format!("the harness panicked: {e}"))),
+        Err(e) => (None, Some(format!("the run was cancelled: {e}"))),
+    };
+    // Whatever happened above, nothing of this run may stay behind.
+    match splitbrain_compose::remove_run(&docker, &run_id).await {
+        Ok(left) if !left.containers.is_empty() => {
+            progress::step(&format!("removed {} container(s)", left.containers.len()))
+        }
+        Ok(_) => {}
+        Err(e) => progress::step(&format!(
+            "could not remove the run's containers ({e}); run `splitbrain clean`"
+        )),
+    }
+    if let Some(versions) = versions {
+        record.versions = versions;
+        dir.write_json("test.json", &record)?;
+    }
+
+    let interrupted = interrupt.is_cancelled();
+    let results = check_history(&dir.history(), interrupted, error)?;
+    dir.write_json("results.json", &results)?;
+    dir.link_latest(&spec.results)?;
+    let title = format!(
+        "{} (seed {}) in {:.1} s -> {}",
+        spec.name,
+        spec.seed,
+        (chrono::Utc::now() - started).num_milliseconds() as f64 / 1000.0,
+        dir.path.display()
+    );
+    print!("{}", summary::render(&title, &results));
+    Ok(if results.error.is_some() {
+        Exit::Crash
+    } else if interrupted {
+        Exit::Interrupted
+    } else {
+        Exit::Verdict(results.valid)
+    })
+}
+
+/// Reads back the run's history and checks it.
+pub fn check_history(
+    path: &Path,
+    interrupted: bool,
+    error: Option<String>,
+) -> Result<Results, HarnessError> {
+    let ops = match std::fs::File::open(path) {
+        Ok(file) => {
+            read_history(std::io::BufReader::new(file))
+                .with_context(|| format!("reading back {}", path.display()))?
+                .ops
+        }
+        // A run that failed before its clients started has no history.
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+        Err(e) => return Err(anyhow::Error::from(e).context(format!("opening {}", path.display())).into()),
+    };
+    let lock_safety = lock_safety::check(&ops);
+    Ok(Results {
+        valid: if error.is_some() {
+            lock_safety.valid.merge(Valid::Unknown)
+        } else {
+            lock_safety.valid
+        },
+        interrupted,
+        ops: OpCounts::of(&ops),
+        faults: injected_faults(&ops),
+        lock_safety,
+        error,
+    })
+}
+
+/// Image, bring-up, workload under faults, heal, logs, teardown.
+async fn run_core(
+    spec: TestSpec,
+    docker: splitbrain_compose::Docker,
+    run_id: String,
+    dir: std::path::PathBuf,
+    interrupt: CancellationToken,
+) -> anyhow::Result<Versions> {
+    let dir = RunDir { path: dir };
+    let mut show = |line: &str| progress::detail(line);
+    let image = tokio::select! {
+        image = image::ensure_node_image(&docker, &mut show) => image?,
+        () = interrupt.cancelled() => anyhow::bail!("interrupted while building images"),
+    };
+    let topology = topology::find(&spec.deployment).context("deployment vanished")?;
+    let bring_up = Instant::now();
+    let options = spec.topology_options();
+    let deployment = tokio::select! {
+        d = Deployment::up(&docker, &run_id, topology, &options, &image) => d?,
+        () = interrupt.cancelled() => anyhow::bail!("interrupted during bring-up"),
+    };
+    progress::step(&format!(
+        "{} node(s) up in {:.2} s on {}",
+        deployment.nodes().len(),
+        bring_up.elapsed().as_secs_f64(),
+        deployment.network()
+    ));
+    let versions = Versions {
+        splitbrain: env!("CARGO_PKG_VERSION"),
+        redis: deployment.redis_version().await,
+        node_image: Some(image),
+    };
+
+    let outcome = exercise(&spec, &deployment, &dir, &interrupt).await;
+    if let Err(e) = deployment.save_logs(&dir.nodes()).await {
+        progress::step(&format!("could not save node logs: {e}"));
+    }
+    deployment.teardown().await?;
+    outcome?;
+    Ok(versions)
+}
+
+/// The workload and the nemesis side by side until the time limit, then heal.
+async fn exercise(
+    spec: &TestSpec,
+    deployment: &Deployment,
+    dir: &RunDir,
+    interrupt: &CancellationToken,
+) -> anyhow::Result<()> {
+    let recorder = Arc::new(Recorder::create(&dir.history()).context("creating history.jsonl")?);
+    let client = find_client(&spec.client).context("client vanished")?;
+    let config = ClientConfig {
+        nodes: deployment
+            .nodes()
+            .iter()
+            .map(|n| (n.name.clone(), n.addr))
+            .collect(),
+        ttl: spec.ttl,
+    };
+    let nemesis = Nemesis {
+        faults: spec.faults(),
+        options: spec.nemesis_options(),
+        seed: spec.seed,
+    };
+    let stop = interrupt.child_token();
+    progress::step(&format!(
+        "running {} clients for {} with faults: {}",
+        spec.concurrency,
+        humantime::format_duration(spec.time_limit),
+        if spec.nemesis.is_empty() { "none".to_string() } else { spec.nemesis.join(", ") }
+    ));
+    let workload = async {
+        let result = spec
+            .lock_workload()
+            .run(client, &config, recorder.clone(), stop.clone())
+            .await;
+        stop.cancel();
+        result.map_err(anyhow::Error::msg)
+    };
+    let faults = async {
+        if nemesis.faults.is_empty() {
+            return Ok(());
+        }
+        let result = nemesis.run(deployment, &recorder, stop.clone()).await;
+        if result.is_err() {
+            stop.cancel();
+        }
+        result.map(|_| ()).map_err(anyhow::Error::from)
+    };
+    let timer = async {
+        tokio::select! {
+            () = tokio::time::sleep(spec.time_limit) => {}
+            () = stop.cancelled() => {}
+        }
+        stop.cancel();
+        if interrupt.is_cancelled() {
+            progress::step("interrupted: stopping clients, healing faults, cleaning up");
+        } else {
+            progress::step("time limit reached: stopping clients, healing faults");
+        }
+    };
+    let (workload, faults, ()) = tokio::join!(workload, faults, timer);
+    if let Some(e) = recorder.take_error() {
+        anyhow::bail!("writing the history failed: {e}");
+    }
+    progress::step(&format!("{} ops recorded", recorder.len()));
+    workload?;
+    faults?;
+    Ok(())
+}

@@ -1,0 +1,298 @@
+//! A test, as data: every parameter of a run, checked before anything starts.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use splitbrain_compose::topology::{self, TopologyOptions};
+use splitbrain_nemesis::{find_fault, Fault, NemesisOptions, FAULTS};
+use splitbrain_workloads::workload::lock::LockWorkload;
+use splitbrain_workloads::workload::WORKLOADS;
+use splitbrain_workloads::{find_client, ClientConfig, CLIENTS};
+
+use crate::cli::RunArgs;
+use crate::error::HarnessError;
+
+/// Everything a run needs, as stored in `test.json`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TestSpec {
+    pub name: String,
+    pub deployment: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nodes: Option<usize>,
+    pub client: String,
+    pub workload: String,
+    /// Fault names; empty for no faults.
+    pub nemesis: Vec<String>,
+    #[serde(with = "millis")]
+    pub time_limit: Duration,
+    pub concurrency: usize,
+    #[serde(with = "millis")]
+    pub ttl: Duration,
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "opt_millis")]
+    pub hold: Option<Duration>,
+    pub resources: usize,
+    #[serde(with = "millis")]
+    pub restart_delay: Duration,
+    #[serde(with = "millis")]
+    pub nemesis_interval: Duration,
+    pub seed: u64,
+    pub results: PathBuf,
+}
+
+impl TestSpec {
+    /// Checks every name and number, so that a bad one stops the run before any container
+    /// starts.
+    pub fn from_args(args: &RunArgs) -> Result<TestSpec, HarnessError> {
+        let bad = HarnessError::BadInput;
+        let topology = topology::find(&args.deployment).ok_or_else(|| {
+            bad(format!(
+                "unknown deployment `{}`; choose one of: {}",
+                args.deployment,
+                names(topology::TOPOLOGIES.iter().map(|t| t.name()))
+            ))
+        })?;
+        let nodes = topology
+            .nodes(&TopologyOptions { nodes: args.nodes })
+            .map_err(|e| bad(format!("--nodes: {e}")))?;
+        let client = find_client(&args.client).ok_or_else(|| {
+            bad(format!(
+                "unknown client `{}`; choose one of: {}",
+                args.client,
+                names(CLIENTS.iter().map(|c| c.name))
+            ))
+        })?;
+        // Building a client connects to nothing, so it can say now whether it suits the nodes.
+        let placeholder = ClientConfig {
+            nodes: nodes
+                .iter()
+                .map(|n| (n.name.clone(), ([127, 0, 0, 1], 6379).into()))
+                .collect(),
+            ttl: args.ttl,
+        };
+        (client.build)(&placeholder).map_err(|e| {
+            bad(format!(
+                "--client {} does not fit --deployment {}: {e}",
+                client.name,
+                topology.name()
+            ))
+        })?;
+        if !WORKLOADS.iter().any(|(name, _)| *name == args.workload) {
+            return Err(bad(format!(
+                "unknown workload `{}`; choose one of: {}",
+                args.workload,
+                names(WORKLOADS.iter().map(|(name, _)| *name))
+            )));
+        }
+        let nemesis = parse_nemesis(&args.nemesis)?;
+        let positive = |flag: &str, d: Duration| {
+            if d.is_zero() {
+                Err(bad(format!("{flag} must be more than zero")))
+            } else {
+                Ok(())
+            }
+        };
+        positive("--ttl", args.ttl)?;
+        positive("--time-limit", args.time_limit)?;
+        positive("--nemesis-interval", args.nemesis_interval)?;
+        if args.ttl < Duration::from_millis(50) {
+            return Err(bad(format!(
+                "--ttl {} is too short to hold a lock over a network; use 50ms or more",
+                humantime::format_duration(args.ttl)
+            )));
+        }
+        let name = format!(
+            "{}-{}-{}-{}",
+            topology.name(),
+            client.name,
+            args.workload,
+            if nemesis.is_empty() { "none".to_string() } else { nemesis.join("+") }
+        );
+        Ok(TestSpec {
+            name,
+            deployment: topology.name().to_string(),
+            nodes: args.nodes,
+            client: client.name.to_string(),
+            workload: args.workload.clone(),
+            nemesis,
+            time_limit: args.time_limit,
+            concurrency: args.concurrency,
+            ttl: args.ttl,
+            hold: args.hold,
+            resources: args.resources,
+            restart_delay: args.restart_delay,
+            nemesis_interval: args.nemesis_interval,
+            seed: args.seed.unwrap_or_else(rand::random),
+            results: args.results.clone(),
+        })
+    }
+
+    pub fn topology_options(&self) -> TopologyOptions {
+        TopologyOptions { nodes: self.nodes }
+    }
+
+    pub fn faults(&self) -> Vec<&'static dyn Fault> {
+        self.nemesis.iter().filter_map(|n| find_fault(n)).collect()
+    }
+
+    pub fn nemesis_options(&self) -> NemesisOptions {
+        NemesisOptions {
+            interval: self.nemesis_interval,
+            restart_delay: self.restart_delay,
+        }
+    }
+
+    pub fn lock_workload(&self) -> LockWorkload {
+        LockWorkload {
+            concurrency: self.concurrency,
+            ttl: self.ttl,
+            hold: self.hold,
+            resources: self.resources,
+        }
+    }
+
+    /// The command line that runs this test again, seed included.
+    pub fn command_line(&self) -> String {
+        let mut line = format!(
+            "splitbrain run --deployment {} --client {} --workload {} --nemesis {} \
+             --time-limit {} --concurrency {} --ttl {} --restart-delay {} \
+             --nemesis-interval {} --seed {}",
+            self.deployment,
+            self.client,
+            self.workload,
+            if self.nemesis.is_empty() { "none".to_string() } else { self.nemesis.join(",") },
+            humantime::format_duration(self.time_limit),
+            self.concurrency,
+            humantime::format_duration(self.ttl),
+            humantime::format_duration(self.restart_delay),
+            humantime::format_duration(self.nemesis_interval),
+            self.seed
+        );
+        if let Some(nodes) = self.nodes {
+            line += &format!(" --nodes {nodes}");
+        }
+        if let Some(hold) = self.hold {
+            line += &format!(" --hold {}", humantime::format_duration(hold));
+        }
+        if self.resources != 1 {
+            line += &format!(" --resources {}", self.resources);
+        }
+        line
+    }
+}
+
+fn parse_nemesis(text: &str) -> Result<Vec<String>, HarnessError> {
+    if text.trim() == "none" {
+        return Ok(Vec::new());
+    }
+    let mut faults: Vec<String> = Vec::new();
+    for name in text.split(',').map(str::trim) {
+        if find_fault(name).is_none() {
+            return Err(HarnessError::BadInput(format!(
+                "unknown fault `{name}` in --nemesis; choose none or a comma-separated list of: {}",
+                names(FAULTS.iter().map(|f| f.name()))
+            )));
+        }
+        if !faults.iter().any(|f| f == name) {
+            faults.push(name.to_string());
+        }
+    }
+    Ok(faults)
+}
+
+fn names<'a>(names: impl Iterator<Item = &'a str>) -> String {
+    names.collect::<Vec<_>>().join(", ")
+}
+
+/// Durations as whole milliseconds in JSON.
+mod millis {
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u64(d.as_millis() as u64)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        Ok(Duration::from_millis(u64::deserialize(d)?))
+    }
+}
+
+mod opt_millis {
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+        match d {
+            Some(d) => s.serialize_some(&(d.as_millis() as u64)),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+        Ok(Option::<u64>::deserialize(d)?.map(Duration::from_millis))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::{Cli, Command};
+    use clap::Parser;
+
+    fn spec(extra: &[&str]) -> Result<TestSpec, HarnessError> {
+        let argv = ["splitbrain", "run"].iter().chain(extra).copied();
+        let Command::Run(args) = Cli::try_parse_from(argv).unwrap().command else {
+            unreachable!()
+        };
+        TestSpec::from_args(&args)
+    }
+
+    fn message(extra: &[&str]) -> String {
+        spec(extra).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn the_defaults_make_a_valid_test() {
+        let s = spec(&["--seed", "7"]).unwrap();
+        assert_eq!(s.name, "redlock-redlock-lock-kill");
+        assert_eq!(s.seed, 7);
+    }
+
+    #[test]
+    fn bad_names_say_what_would_be_right() {
+        assert!(message(&["--deployment", "sentinal"]).contains("single, redlock"));
+        assert!(message(&["--client", "zookeeper"]).contains("set-nx-px, redlock"));
+        assert!(message(&["--nemesis", "kill,partition"]).contains("`partition`"));
+        assert!(message(&["--workload", "bank"]).contains("lock"));
+    }
+
+    #[test]
+    fn a_client_must_suit_its_deployment() {
+        assert!(message(&["--deployment", "single", "--nodes", "3"]).contains("--nodes"));
+        let s = spec(&["--deployment", "single", "--client", "set-nx-px", "--nemesis", "none"])
+            .unwrap();
+        assert_eq!(s.name, "single-set-nx-px-lock-none");
+        assert!(s.nemesis.is_empty());
+    }
+
+    #[test]
+    fn zero_durations_are_refused() {
+        assert!(message(&["--ttl", "0s"]).contains("--ttl"));
+        assert!(message(&["--ttl", "10ms"]).contains("too short"));
+    }
+
+    #[test]
+    fn the_command_line_reproduces_the_spec() {
+        let s = spec(&["--nemesis", "pause,kill", "--seed", "9", "--hold", "0s"]).unwrap();
+        let line = s.command_line();
+        let argv: Vec<&str> = line.split_whitespace().collect();
+        let Command::Run(args) = Cli::try_parse_from(argv).unwrap().command else {
+            unreachable!()
+        };
+        let again = TestSpec::from_args(&args).unwrap();
+        assert_eq!(serde_json::to_value(&again).unwrap(), serde_json::to_value(&s).unwrap());
+    }
+}
