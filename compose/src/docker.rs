@@ -36,7 +36,19 @@ pub async fn clean(docker: &Docker) -> Result<Leftovers, ComposeError> {
     remove_labelled(docker, RUN_LABEL).await
 }
 
-async fn remove_labelled(docker: &Docker, label: &str) -> Result<Leftovers, ComposeError> {
+/// Lists, without removing, the containers and networks labelled with this run id.
+pub async fn list_run(docker: &Docker, run_id: &str) -> Result<Leftovers, ComposeError> {
+    let (containers, networks) = labelled(docker, &format!("{RUN_LABEL}={run_id}")).await?;
+    Ok(Leftovers {
+        containers: containers.into_iter().map(|(_, name)| name).collect(),
+        networks: networks.into_iter().map(|(_, name)| name).collect(),
+    })
+}
+
+type Named = Vec<(String, String)>;
+
+/// (id, name) of every container and network carrying `label`.
+async fn labelled(docker: &Docker, label: &str) -> Result<(Named, Named), ComposeError> {
     let filters = HashMap::from([("label".to_string(), vec![label.to_string()])]);
     let containers = docker
         .list_containers(Some(ListContainersOptions {
@@ -44,10 +56,32 @@ async fn remove_labelled(docker: &Docker, label: &str) -> Result<Leftovers, Comp
             filters: Some(filters.clone()),
             ..Default::default()
         }))
-        .await?;
+        .await?
+        .into_iter()
+        .filter_map(|c| {
+            let id = c.id?;
+            let name = c.names.and_then(|n| n.into_iter().next()).unwrap_or(id.clone());
+            Some((id, name.trim_start_matches('/').to_string()))
+        })
+        .collect();
+    let networks = docker
+        .list_networks(Some(ListNetworksOptions {
+            filters: Some(filters),
+        }))
+        .await?
+        .into_iter()
+        .filter_map(|n| {
+            let id = n.id?;
+            Some((id.clone(), n.name.unwrap_or(id)))
+        })
+        .collect();
+    Ok((containers, networks))
+}
+
+async fn remove_labelled(docker: &Docker, label: &str) -> Result<Leftovers, ComposeError> {
+    let (containers, networks) = labelled(docker, label).await?;
     let mut removed = Leftovers::default();
-    for container in containers {
-        let Some(id) = container.id else { continue };
+    for (id, name) in containers {
         // A paused container cannot be killed; a failed unpause just means it was not paused.
         let _ = docker.unpause_container(&id).await;
         let force = RemoveContainerOptions {
@@ -59,21 +93,14 @@ async fn remove_labelled(docker: &Docker, label: &str) -> Result<Leftovers, Comp
             Ok(()) | Err(bollard::errors::Error::DockerResponseServerError { status_code: 404, .. }) => {}
             Err(e) => return Err(e.into()),
         }
-        let name = container.names.and_then(|n| n.into_iter().next()).unwrap_or(id);
-        removed.containers.push(name.trim_start_matches('/').to_string());
+        removed.containers.push(name);
     }
-    let networks = docker
-        .list_networks(Some(ListNetworksOptions {
-            filters: Some(filters),
-        }))
-        .await?;
-    for network in networks {
-        let Some(id) = network.id else { continue };
+    for (id, name) in networks {
         match docker.remove_network(&id).await {
             Ok(()) | Err(bollard::errors::Error::DockerResponseServerError { status_code: 404, .. }) => {}
             Err(e) => return Err(e.into()),
         }
-        removed.networks.push(network.name.unwrap_or(id));
+        removed.networks.push(name);
     }
     Ok(removed)
 }

@@ -12,6 +12,6 @@ pub mod topology;
 
 pub use bollard::Docker;
 pub use deployment::{Deployment, Node};
-pub use docker::{clean, connect, remove_run, Leftovers, RUN_LABEL};
+pub use docker::{clean, connect, list_run, remove_run, Leftovers, RUN_LABEL};
 pub use error::ComposeError;
 pub use topology::{Topology, TopologyOptions, TOPOLOGIES};

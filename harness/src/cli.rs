@@ -31,7 +31,11 @@ pub enum Command {
         command: ImagesCommand,
     },
     /// Remove every container and network left behind by earlier runs.
-    Clean,
+    Clean {
+        /// Only this run's (its id is printed at the start of the run and kept in test.json).
+        #[arg(long)]
+        run: Option<String>,
+    },
 }
 
 #[derive(Debug, Subcommand)]

@@ -54,9 +54,9 @@ async fn dispatch(command: Command) -> Exit {
             logging::to_stderr();
             build_images().await
         }
-        Command::Clean => {
+        Command::Clean { run } => {
             logging::to_stderr();
-            clean().await
+            clean(run.as_deref()).await
         }
     };
     match result {
@@ -102,13 +102,15 @@ async fn build_images() -> Result<Exit, HarnessError> {
     Ok(Exit::Success)
 }
 
-async fn clean() -> Result<Exit, HarnessError> {
+async fn clean(run: Option<&str>) -> Result<Exit, HarnessError> {
     let docker = splitbrain_compose::connect()
         .await
         .map_err(anyhow::Error::from)?;
-    let removed = splitbrain_compose::clean(&docker)
-        .await
-        .map_err(anyhow::Error::from)?;
+    let removed = match run {
+        Some(run) => splitbrain_compose::remove_run(&docker, run).await,
+        None => splitbrain_compose::clean(&docker).await,
+    }
+    .map_err(anyhow::Error::from)?;
     println!(
         "removed {} container(s) and {} network(s) left by earlier runs",
         removed.containers.len(),

@@ -1,0 +1,143 @@
+//! The Redlock spec's node-restart hazard, scripted step by step against real containers:
+//! a node that restarts without persistence before the TTL has passed forgets the lock it
+//! granted, and a second client gets a majority that includes it. Restarting only after the
+//! TTL (the spec's remedy) keeps the lock safe.
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use splitbrain_checker::{lock_safety, Op, OpType, Process, Valid};
+use splitbrain_workloads::{Grant, LockClient, Outcome};
+use support::{docker_skipped, Fixture};
+
+const KEY: &str = "lock";
+/// Long enough that a slow restart of n3 still falls well inside A's lease.
+const TTL: Duration = Duration::from_secs(5);
+
+/// Records one acquire attempt of `process` and returns its grant, if any.
+async fn acquire(
+    fx: &Fixture,
+    process: u64,
+    client: &mut Box<dyn LockClient>,
+) -> Option<Grant> {
+    let mut invoke = Op::new(Process::Client(process), OpType::Invoke, "acquire").key(KEY);
+    invoke.ttl_ms = Some(TTL.as_millis() as u64);
+    fx.recorder.record(invoke);
+    match client.acquire(KEY, TTL).await {
+        Outcome::Ok(grant) => {
+            let mut ok = Op::new(Process::Client(process), OpType::Ok, "acquire")
+                .key(KEY)
+                .token(&grant.token)
+                .nodes(grant.nodes.clone());
+            ok.validity_ms = Some(grant.validity.as_millis() as u64);
+            fx.recorder.record(ok);
+            Some(grant)
+        }
+        Outcome::Fail(e) => {
+            fx.recorder
+                .record(Op::new(Process::Client(process), OpType::Fail, "acquire").key(KEY).error(e));
+            None
+        }
+        Outcome::Info(e) => panic!("no acquire should time out in this script: {e}"),
+    }
+}
+
+/// Records a release of `process`'s grant.
+async fn release(fx: &Fixture, process: u64, client: &mut Box<dyn LockClient>, grant: &Grant) {
+    fx.recorder.record(
+        Op::new(Process::Client(process), OpType::Invoke, "release")
+            .key(KEY)
+            .token(&grant.token),
+    );
+    let kind = match client.release(KEY, grant).await {
+        Outcome::Ok(()) => OpType::Ok,
+        Outcome::Fail(_) => OpType::Fail,
+        Outcome::Info(_) => OpType::Info,
+    };
+    fx.recorder
+        .record(Op::new(Process::Client(process), kind, "release").key(KEY).token(&grant.token));
+}
+
+/// Client A takes the lock on exactly n1, n2, n3 (n4 and n5 frozen while it asks).
+async fn a_holds_a_bare_majority(fx: &Fixture, a: &mut Box<dyn LockClient>) -> Grant {
+    for node in ["n4", "n5"] {
+        fx.deployment.pause(node).await.unwrap();
+    }
+    fx.fault("start", "pause", &["n4", "n5"]);
+    let grant = acquire(fx, 0, a).await.expect("A gets a majority of three");
+    for node in ["n4", "n5"] {
+        fx.deployment.resume(node).await.unwrap();
+    }
+    fx.fault("stop", "pause", &["n4", "n5"]);
+    assert_eq!(grant.nodes, ["n1", "n2", "n3"]);
+    grant
+}
+
+/// The script: A holds n1-n3, n3 is killed and restarted after `restart_delay`, and B tries
+/// for the lock every 200 ms until it gets it. Returns the checker's result and B's failures.
+async fn restart_hazard(restart_delay: Duration) -> (lock_safety::LockSafety, u32) {
+    let fx = Fixture::up("redlock", None).await;
+    let mut a = fx.client("redlock", TTL);
+    let mut b = fx.client("redlock", TTL);
+    let a_grant = a_holds_a_bare_majority(&fx, &mut a).await;
+
+    fx.deployment.kill("n3").await.unwrap();
+    fx.fault("start", "kill", &["n3"]);
+    let restart_at = Instant::now() + restart_delay;
+    let mut restarted = false;
+    let mut b_failures = 0;
+    let b_grant = loop {
+        if !restarted && Instant::now() >= restart_at {
+            fx.deployment.restart("n3").await.unwrap();
+            fx.fault("stop", "kill", &["n3"]);
+            restarted = true;
+        }
+        if let Some(grant) = acquire(&fx, 1, &mut b).await {
+            break grant;
+        }
+        b_failures += 1;
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    release(&fx, 0, &mut a, &a_grant).await;
+    release(&fx, 1, &mut b, &b_grant).await;
+    if !restarted {
+        fx.deployment.restart("n3").await.unwrap();
+        fx.fault("stop", "kill", &["n3"]);
+    }
+    (lock_safety::check(&fx.history()), b_failures)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_immediate_restart_gives_a_double_grant() {
+    if docker_skipped() {
+        return;
+    }
+    let (result, b_failures) = restart_hazard(Duration::ZERO).await;
+    assert_eq!(b_failures, 0, "B gets n3, n4 and n5 at its first try");
+    assert_eq!(result.valid, Valid::False);
+    assert_eq!(result.double_grant_count, 1);
+    let grant = &result.double_grants[0];
+    assert_eq!(
+        (grant.first.process, grant.second.process),
+        (Process::Client(0), Process::Client(1))
+    );
+    assert_eq!(grant.second.nodes.as_deref(), Some(&["n3", "n4", "n5"].map(String::from)[..]));
+    assert!(grant.overlap_ms > 0.0);
+    assert!(
+        grant.faults.iter().any(|f| f.fault == "kill" && f.nodes == ["n3"]),
+        "the kill of n3 is named: {:?}",
+        grant.faults
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_delayed_past_the_ttl_keeps_the_lock_safe() {
+    if docker_skipped() {
+        return;
+    }
+    let (result, b_failures) = restart_hazard(TTL + Duration::from_millis(500)).await;
+    assert!(b_failures > 0, "B is refused while A's lease is live");
+    assert_eq!(result.valid, Valid::True, "{:?}", result.double_grants);
+    assert_eq!(result.holds, 2);
+}

@@ -1,0 +1,140 @@
+//! The one fixture every capability test shares: Docker, the node image, a deployment that
+//! is removed however the test ends, and the `splitbrain` binary.
+
+#![allow(dead_code)] // Each test binary uses its own part of the fixture.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+use std::sync::Arc;
+use std::time::Duration;
+
+use splitbrain_checker::{read_history, Op};
+use splitbrain_compose::{topology, Deployment, Docker, TopologyOptions};
+use splitbrain_nemesis::nemesis_op;
+use splitbrain_workloads::{find_client, ClientConfig, LockClient, Recorder};
+use tokio::sync::OnceCell;
+
+/// Whether Docker tests were switched off on purpose. Without it, a missing Docker fails.
+pub fn docker_skipped() -> bool {
+    if std::env::var("SPLITBRAIN_SKIP_DOCKER").as_deref() == Ok("1") {
+        eprintln!("SPLITBRAIN_SKIP_DOCKER=1: skipping a test that needs Docker");
+        return true;
+    }
+    false
+}
+
+/// Docker, reached once per test binary, with the node image built if it was missing.
+pub async fn docker() -> (Docker, String) {
+    static READY: OnceCell<(Docker, String)> = OnceCell::const_new();
+    READY
+        .get_or_init(|| async {
+            let docker = splitbrain_compose::connect().await.unwrap_or_else(|e| {
+                panic!("this test needs Docker: {e} (set SPLITBRAIN_SKIP_DOCKER=1 to skip it)")
+            });
+            let image = splitbrain_compose::image::ensure_node_image(&docker, &mut |line| {
+                eprintln!("  {line}")
+            })
+            .await
+            .expect("building the node image");
+            (docker, image)
+        })
+        .await
+        .clone()
+}
+
+/// A deployment that removes itself when dropped, even when the test panics.
+pub struct Fixture {
+    pub deployment: Deployment,
+    pub docker: Docker,
+    pub run_id: String,
+    pub dir: tempfile::TempDir,
+    pub recorder: Arc<Recorder>,
+}
+
+impl Fixture {
+    pub async fn up(deployment: &str, nodes: Option<usize>) -> Fixture {
+        let (docker, image) = docker().await;
+        let run_id = format!("test-{:08x}", rand::random::<u32>());
+        let topology = topology::find(deployment).expect("known deployment");
+        let deployment = Deployment::up(&docker, &run_id, topology, &TopologyOptions { nodes }, &image)
+            .await
+            .expect("bringing the deployment up");
+        let dir = tempfile::tempdir().expect("a temporary folder");
+        let recorder = Arc::new(Recorder::create(&dir.path().join("history.jsonl")).unwrap());
+        Fixture {
+            deployment,
+            docker,
+            run_id,
+            dir,
+            recorder,
+        }
+    }
+
+    /// A lock client of the given algorithm on this deployment's nodes.
+    pub fn client(&self, name: &str, ttl: Duration) -> Box<dyn LockClient> {
+        let config = ClientConfig {
+            nodes: self
+                .deployment
+                .nodes()
+                .iter()
+                .map(|n| (n.name.clone(), n.addr))
+                .collect(),
+            ttl,
+        };
+        (find_client(name).expect("known client").build)(&config).expect("client fits")
+    }
+
+    /// Records a nemesis start or stop.
+    pub fn fault(&self, f: &str, fault: &str, nodes: &[&str]) {
+        let nodes: Vec<String> = nodes.iter().map(|n| n.to_string()).collect();
+        self.recorder.record(nemesis_op(f, fault, &nodes));
+    }
+
+    /// The history recorded so far.
+    pub fn history(&self) -> Vec<Op> {
+        let file = std::fs::File::open(self.dir.path().join("history.jsonl")).unwrap();
+        read_history(std::io::BufReader::new(file)).unwrap().ops
+    }
+}
+
+impl Drop for Fixture {
+    fn drop(&mut self) {
+        let docker = self.docker.clone();
+        let run_id = self.run_id.clone();
+        // Drop cannot await; a thread with its own runtime can, even while a test panics.
+        let removed = std::thread::spawn(move || {
+            tokio::runtime::Runtime::new()
+                .unwrap()
+                .block_on(splitbrain_compose::remove_run(&docker, &run_id))
+        })
+        .join();
+        if !matches!(removed, Ok(Ok(_))) {
+            eprintln!("could not remove run {}: run `splitbrain clean`", self.run_id);
+        }
+    }
+}
+
+/// The `splitbrain` binary under test.
+pub fn splitbrain() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_splitbrain"))
+}
+
+/// Runs `splitbrain` with these arguments and returns what it did.
+pub fn run_splitbrain(args: &[&str]) -> Output {
+    splitbrain().args(args).output().expect("starting splitbrain")
+}
+
+/// How many containers and networks are still labelled with this run id.
+pub async fn leftovers(docker: &Docker, run_id: &str) -> usize {
+    let left = splitbrain_compose::list_run(docker, run_id)
+        .await
+        .expect("listing the run's containers");
+    left.containers.len() + left.networks.len()
+}
+
+/// A fresh results folder for one binary run.
+pub fn results_dir() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("results");
+    (dir, path)
+}
