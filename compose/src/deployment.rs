@@ -52,9 +52,7 @@ impl Deployment {
         options: &TopologyOptions,
         image: &str,
     ) -> Result<Deployment, ComposeError> {
-        let specs = topology
-            .nodes(options)
-            .map_err(ComposeError::BadOptions)?;
+        let specs = topology.nodes(options).map_err(ComposeError::BadOptions)?;
         let result = Self::create(docker, run_id, &specs, image).await;
         if result.is_err() {
             let _ = remove_run(docker, run_id).await;
@@ -164,7 +162,11 @@ impl Deployment {
         let options = KillContainerOptions {
             signal: "SIGKILL".into(),
         };
-        match self.docker.kill_container(&node.container, Some(options)).await {
+        match self
+            .docker
+            .kill_container(&node.container, Some(options))
+            .await
+        {
             // 409: it is not running (already killed): the kill's effect holds.
             Ok(())
             | Err(bollard::errors::Error::DockerResponseServerError {
@@ -273,7 +275,9 @@ impl Deployment {
 /// starting at a slot derived from the run id so that concurrent runs rarely race for one.
 async fn create_network(docker: &Docker, run_id: &str) -> Result<(String, [u8; 3]), ComposeError> {
     let name = format!("splitbrain-{run_id}");
-    let first = run_id.bytes().fold(0u8, |h, b| h.wrapping_mul(31).wrapping_add(b));
+    let first = run_id
+        .bytes()
+        .fold(0u8, |h, b| h.wrapping_mul(31).wrapping_add(b));
     let mut last_error = String::new();
     for step in 0..=255u8 {
         let prefix = [10, 98, first.wrapping_add(step)];

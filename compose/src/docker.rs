@@ -60,7 +60,10 @@ async fn labelled(docker: &Docker, label: &str) -> Result<(Named, Named), Compos
         .into_iter()
         .filter_map(|c| {
             let id = c.id?;
-            let name = c.names.and_then(|n| n.into_iter().next()).unwrap_or(id.clone());
+            let name = c
+                .names
+                .and_then(|n| n.into_iter().next())
+                .unwrap_or(id.clone());
             Some((id, name.trim_start_matches('/').to_string()))
         })
         .collect();
@@ -90,14 +93,20 @@ async fn remove_labelled(docker: &Docker, label: &str) -> Result<Leftovers, Comp
             ..Default::default()
         };
         match docker.remove_container(&id, Some(force)).await {
-            Ok(()) | Err(bollard::errors::Error::DockerResponseServerError { status_code: 404, .. }) => {}
+            Ok(())
+            | Err(bollard::errors::Error::DockerResponseServerError {
+                status_code: 404, ..
+            }) => {}
             Err(e) => return Err(e.into()),
         }
         removed.containers.push(name);
     }
     for (id, name) in networks {
         match docker.remove_network(&id).await {
-            Ok(()) | Err(bollard::errors::Error::DockerResponseServerError { status_code: 404, .. }) => {}
+            Ok(())
+            | Err(bollard::errors::Error::DockerResponseServerError {
+                status_code: 404, ..
+            }) => {}
             Err(e) => return Err(e.into()),
         }
         removed.networks.push(name);

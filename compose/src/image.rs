@@ -31,9 +31,11 @@ pub const MIRROR_ENV: &str = "SPLITBRAIN_DEBIAN_MIRROR";
 /// never used.
 pub fn node_image() -> String {
     // FNV-1a: stable across Rust releases, unlike `DefaultHasher`.
-    let hash = NODE_DOCKERFILE.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-    });
+    let hash = NODE_DOCKERFILE
+        .bytes()
+        .fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+        });
     format!("{NODE_REPOSITORY}:{:012x}", hash >> 16)
 }
 
@@ -194,7 +196,8 @@ async fn make_and_import(
     progress: &mut (dyn FnMut(&str) + Send),
 ) -> Result<(), ComposeError> {
     let _ = std::fs::remove_dir_all(work);
-    std::fs::create_dir_all(work).map_err(ComposeError::io(format!("creating {}", work.display())))?;
+    std::fs::create_dir_all(work)
+        .map_err(ComposeError::io(format!("creating {}", work.display())))?;
     let tarball = work.join("rootfs.tar");
     let rootfs = work.join("rootfs");
     let mirror = debian_mirror();
@@ -218,13 +221,20 @@ async fn make_and_import(
     run_logged(command, progress).await?;
     if let BootstrapTool::Debootstrap = tool {
         let mut pack = Command::new("tar");
-        pack.arg("-C").arg(&rootfs).arg("-cf").arg(&tarball).arg(".");
+        pack.arg("-C")
+            .arg(&rootfs)
+            .arg("-cf")
+            .arg(&tarball)
+            .arg(".");
         run_logged(pack, progress).await?;
     }
     let bytes = tokio::fs::read(&tarball)
         .await
         .map_err(ComposeError::io(format!("reading {}", tarball.display())))?;
-    progress(&format!("importing the rootfs ({} MB) as {BASE_IMAGE}", bytes.len() >> 20));
+    progress(&format!(
+        "importing the rootfs ({} MB) as {BASE_IMAGE}",
+        bytes.len() >> 20
+    ));
     let (repo, tag) = BASE_IMAGE.split_once(':').unwrap_or((BASE_IMAGE, "latest"));
     let options = CreateImageOptions {
         from_src: Some("-".into()),
@@ -232,7 +242,8 @@ async fn make_and_import(
         tag: Some(tag.into()),
         ..Default::default()
     };
-    let mut stream = docker.create_image(Some(options), Some(bollard::body_full(bytes.into())), None);
+    let mut stream =
+        docker.create_image(Some(options), Some(bollard::body_full(bytes.into())), None);
     while let Some(step) = stream.next().await {
         step.map_err(|e| ComposeError::BaseImage(format!("importing the rootfs: {e}")))?;
     }
@@ -244,7 +255,11 @@ async fn run_logged(
     mut command: Command,
     progress: &mut (dyn FnMut(&str) + Send),
 ) -> Result<(), ComposeError> {
-    let program = command.as_std().get_program().to_string_lossy().into_owned();
+    let program = command
+        .as_std()
+        .get_program()
+        .to_string_lossy()
+        .into_owned();
     let mut child = command
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -253,10 +268,8 @@ async fn run_logged(
         .map_err(|e| ComposeError::BaseImage(format!("cannot start {program}: {e}")))?;
     let stdout = BufReader::new(child.stdout.take().expect("piped")).lines();
     let stderr = BufReader::new(child.stderr.take().expect("piped")).lines();
-    let mut lines = futures_util::stream::select(
-        tokio_stream_lines(stdout),
-        tokio_stream_lines(stderr),
-    );
+    let mut lines =
+        futures_util::stream::select(tokio_stream_lines(stdout), tokio_stream_lines(stderr));
     let mut tail: Vec<String> = Vec::new();
     while let Some(line) = lines.next().await {
         progress(&line);
@@ -290,12 +303,15 @@ fn tokio_stream_lines<R>(
 where
     R: tokio::io::AsyncBufRead + Unpin,
 {
-    Box::pin(futures_util::stream::unfold(lines, |mut lines| async move {
-        match lines.next_line().await {
-            Ok(Some(line)) => Some((line, lines)),
-            _ => None,
-        }
-    }))
+    Box::pin(futures_util::stream::unfold(
+        lines,
+        |mut lines| async move {
+            match lines.next_line().await {
+                Ok(Some(line)) => Some((line, lines)),
+                _ => None,
+            }
+        },
+    ))
 }
 
 /// The Debian mirror to bootstrap from: `SPLITBRAIN_DEBIAN_MIRROR`, else the first source in
@@ -371,7 +387,10 @@ mod tests {
             mirror_in_one_line_format(text).as_deref(),
             Some("http://mirror.example/debian")
         );
-        assert_eq!(mirror_in_one_line_format("deb http://x/ jammy main\n"), None);
+        assert_eq!(
+            mirror_in_one_line_format("deb http://x/ jammy main\n"),
+            None
+        );
     }
 
     #[test]

@@ -31,6 +31,9 @@ pub fn check(path: &Path) -> Result<Exit, HarnessError> {
         },
         other => other,
     })?;
-    print!("{}", summary::render(&format!("check {}", history.display()), &results));
+    print!(
+        "{}",
+        summary::render(&format!("check {}", history.display()), &results)
+    );
     Ok(Exit::Verdict(results.valid))
 }

@@ -22,7 +22,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Start a deployment, run a workload against it under faults, check the history.
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Check a stored history.jsonl again and print the verdict.
     Check(CheckArgs),
     /// Build the Redis node image (and its Debian base) locally.
@@ -99,7 +99,9 @@ pub struct CheckArgs {
 /// Parses `500ms`, `2s`, `1m`, `1h30m`.
 pub fn duration(text: &str) -> Result<Duration, String> {
     if text.trim_start().starts_with('-') {
-        return Err(format!("`{text}` is negative; durations must be positive, like 2s"));
+        return Err(format!(
+            "`{text}` is negative; durations must be positive, like 2s"
+        ));
     }
     humantime::parse_duration(text)
         .map_err(|e| format!("`{text}` is not a duration ({e}); write it like 500ms, 2s or 1m"))
@@ -122,7 +124,9 @@ mod tests {
         assert_eq!(duration("2s"), Ok(Duration::from_secs(2)));
         assert_eq!(duration("1m"), Ok(Duration::from_secs(60)));
         assert!(duration("-2s").unwrap_err().contains("negative"));
-        assert!(duration("2 parsecs").unwrap_err().contains("not a duration"));
+        assert!(duration("2 parsecs")
+            .unwrap_err()
+            .contains("not a duration"));
         assert!(duration("5").is_err(), "a bare number has no unit");
     }
 
@@ -139,7 +143,11 @@ mod tests {
             panic!("not a run")
         };
         assert_eq!(
-            (args.deployment.as_str(), args.client.as_str(), args.nemesis.as_str()),
+            (
+                args.deployment.as_str(),
+                args.client.as_str(),
+                args.nemesis.as_str()
+            ),
             ("redlock", "redlock", "kill")
         );
         assert_eq!(args.time_limit, Duration::from_secs(60));

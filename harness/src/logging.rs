@@ -8,8 +8,10 @@ use tracing_subscriber::EnvFilter;
 
 /// Sends everything at info and above (or as `RUST_LOG` says) to the run's log file.
 pub fn to_file(path: &Path) -> anyhow::Result<()> {
-    let file = std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?;
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("debug,bollard=info,hyper=info,hyper_util=info"));
+    let file =
+        std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?;
+    let filter = EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| EnvFilter::new("debug,bollard=info,hyper=info,hyper_util=info"));
     // A second run in one process (tests) keeps the first subscriber; that is fine.
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)

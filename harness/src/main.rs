@@ -93,11 +93,10 @@ async fn build_images() -> Result<Exit, HarnessError> {
         .await
         .map_err(anyhow::Error::from)?;
     progress::step("building the node image");
-    let tag = splitbrain_compose::image::build_node_image(&docker, &mut |line| {
-        progress::detail(line)
-    })
-    .await
-    .map_err(anyhow::Error::from)?;
+    let tag =
+        splitbrain_compose::image::build_node_image(&docker, &mut |line| progress::detail(line))
+            .await
+            .map_err(anyhow::Error::from)?;
     progress::step(&format!("built {tag}"));
     Ok(Exit::Success)
 }

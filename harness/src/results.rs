@@ -19,13 +19,21 @@ pub struct RunDir {
 impl RunDir {
     /// Makes a fresh folder named after the start time (with a suffix if two runs of the same
     /// test start in the same second).
-    pub fn create(root: &Path, test: &str, started: chrono::DateTime<chrono::Utc>) -> anyhow::Result<RunDir> {
+    pub fn create(
+        root: &Path,
+        test: &str,
+        started: chrono::DateTime<chrono::Utc>,
+    ) -> anyhow::Result<RunDir> {
         let parent = root.join(test);
         std::fs::create_dir_all(&parent)
             .with_context(|| format!("creating the results folder {}", parent.display()))?;
         let stamp = started.format("%Y%m%dT%H%M%S").to_string();
         for attempt in 0..100 {
-            let name = if attempt == 0 { stamp.clone() } else { format!("{stamp}-{attempt}") };
+            let name = if attempt == 0 {
+                stamp.clone()
+            } else {
+                format!("{stamp}-{attempt}")
+            };
             let path = parent.join(name);
             match std::fs::create_dir(&path) {
                 Ok(()) => return Ok(RunDir { path }),
@@ -33,7 +41,10 @@ impl RunDir {
                 Err(e) => return Err(e).with_context(|| format!("creating {}", path.display())),
             }
         }
-        anyhow::bail!("too many runs of {test} in one second under {}", parent.display())
+        anyhow::bail!(
+            "too many runs of {test} in one second under {}",
+            parent.display()
+        )
     }
 
     pub fn history(&self) -> PathBuf {
@@ -152,7 +163,12 @@ impl OpCounts {
                     "info"
                 }
             };
-            *counts.by_f.entry(op.f.clone()).or_default().entry(slot).or_default() += 1;
+            *counts
+                .by_f
+                .entry(op.f.clone())
+                .or_default()
+                .entry(slot)
+                .or_default() += 1;
         }
         counts
     }

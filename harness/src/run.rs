@@ -23,6 +23,9 @@ use crate::summary;
 
 /// Runs one test. `interrupt` is cancelled on Ctrl-C or SIGTERM.
 pub async fn run(spec: TestSpec, interrupt: CancellationToken) -> Result<Exit, HarnessError> {
+    let docker = splitbrain_compose::connect()
+        .await
+        .map_err(anyhow::Error::from)?;
     let started = chrono::Utc::now();
     let dir = RunDir::create(&spec.results, &spec.name, started)?;
     crate::logging::to_file(&dir.log())?;
@@ -45,9 +48,6 @@ pub async fn run(spec: TestSpec, interrupt: CancellationToken) -> Result<Exit, H
         dir.path.display()
     ));
 
-    let docker = splitbrain_compose::connect()
-        .await
-        .map_err(anyhow::Error::from)?;
     let core = tokio::spawn(run_core(
         spec.clone(),
         docker.clone(),
@@ -111,7 +111,11 @@ pub fn check_history(
         }
         // A run that failed before its clients started has no history.
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-        Err(e) => return Err(anyhow::Error::from(e).context(format!("opening {}", path.display())).into()),
+        Err(e) => {
+            return Err(anyhow::Error::from(e)
+                .context(format!("opening {}", path.display()))
+                .into())
+        }
     };
     let lock_safety = lock_safety::check(&ops);
     Ok(Results {
@@ -197,7 +201,11 @@ async fn exercise(
         "running {} clients for {} with faults: {}",
         spec.concurrency,
         humantime::format_duration(spec.time_limit),
-        if spec.nemesis.is_empty() { "none".to_string() } else { spec.nemesis.join(", ") }
+        if spec.nemesis.is_empty() {
+            "none".to_string()
+        } else {
+            spec.nemesis.join(", ")
+        }
     ));
     let workload = async {
         let result = spec

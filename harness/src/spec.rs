@@ -106,7 +106,11 @@ impl TestSpec {
             topology.name(),
             client.name,
             args.workload,
-            if nemesis.is_empty() { "none".to_string() } else { nemesis.join("+") }
+            if nemesis.is_empty() {
+                "none".to_string()
+            } else {
+                nemesis.join("+")
+            }
         );
         Ok(TestSpec {
             name,
@@ -160,7 +164,11 @@ impl TestSpec {
             self.deployment,
             self.client,
             self.workload,
-            if self.nemesis.is_empty() { "none".to_string() } else { self.nemesis.join(",") },
+            if self.nemesis.is_empty() {
+                "none".to_string()
+            } else {
+                self.nemesis.join(",")
+            },
             humantime::format_duration(self.time_limit),
             self.concurrency,
             humantime::format_duration(self.ttl),
@@ -272,8 +280,15 @@ mod tests {
     #[test]
     fn a_client_must_suit_its_deployment() {
         assert!(message(&["--deployment", "single", "--nodes", "3"]).contains("--nodes"));
-        let s = spec(&["--deployment", "single", "--client", "set-nx-px", "--nemesis", "none"])
-            .unwrap();
+        let s = spec(&[
+            "--deployment",
+            "single",
+            "--client",
+            "set-nx-px",
+            "--nemesis",
+            "none",
+        ])
+        .unwrap();
         assert_eq!(s.name, "single-set-nx-px-lock-none");
         assert!(s.nemesis.is_empty());
     }
@@ -293,6 +308,9 @@ mod tests {
             unreachable!()
         };
         let again = TestSpec::from_args(&args).unwrap();
-        assert_eq!(serde_json::to_value(&again).unwrap(), serde_json::to_value(&s).unwrap());
+        assert_eq!(
+            serde_json::to_value(&again).unwrap(),
+            serde_json::to_value(&s).unwrap()
+        );
     }
 }

@@ -49,7 +49,11 @@ pub fn render(title: &str, results: &Results) -> String {
             plural(safety.possible_double_grant_count)
         ),
     };
-    let interrupted = if results.interrupted { " (run interrupted)" } else { "" };
+    let interrupted = if results.interrupted {
+        " (run interrupted)"
+    } else {
+        ""
+    };
     let _ = writeln!(out, "  verdict  {verdict}{interrupted}");
     let shown = if results.valid == Valid::False {
         &safety.double_grants
@@ -87,7 +91,13 @@ pub fn describe(grant: &DoubleGrant) -> String {
         .iter()
         .map(|f| {
             let stop = f.stop_ms.map_or("end".to_string(), seconds);
-            format!("{} {} {}-{}", f.fault, f.nodes.join(","), seconds(f.start_ms), stop)
+            format!(
+                "{} {} {}-{}",
+                f.fault,
+                f.nodes.join(","),
+                seconds(f.start_ms),
+                stop
+            )
         })
         .collect();
     let nodes = |n: &Option<Vec<String>>| {

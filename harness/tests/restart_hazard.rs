@@ -16,11 +16,7 @@ const KEY: &str = "lock";
 const TTL: Duration = Duration::from_secs(5);
 
 /// Records one acquire attempt of `process` and returns its grant, if any.
-async fn acquire(
-    fx: &Fixture,
-    process: u64,
-    client: &mut Box<dyn LockClient>,
-) -> Option<Grant> {
+async fn acquire(fx: &Fixture, process: u64, client: &mut Box<dyn LockClient>) -> Option<Grant> {
     let mut invoke = Op::new(Process::Client(process), OpType::Invoke, "acquire").key(KEY);
     invoke.ttl_ms = Some(TTL.as_millis() as u64);
     fx.recorder.record(invoke);
@@ -35,8 +31,11 @@ async fn acquire(
             Some(grant)
         }
         Outcome::Fail(e) => {
-            fx.recorder
-                .record(Op::new(Process::Client(process), OpType::Fail, "acquire").key(KEY).error(e));
+            fx.recorder.record(
+                Op::new(Process::Client(process), OpType::Fail, "acquire")
+                    .key(KEY)
+                    .error(e),
+            );
             None
         }
         Outcome::Info(e) => panic!("no acquire should time out in this script: {e}"),
@@ -55,8 +54,11 @@ async fn release(fx: &Fixture, process: u64, client: &mut Box<dyn LockClient>, g
         Outcome::Fail(_) => OpType::Fail,
         Outcome::Info(_) => OpType::Info,
     };
-    fx.recorder
-        .record(Op::new(Process::Client(process), kind, "release").key(KEY).token(&grant.token));
+    fx.recorder.record(
+        Op::new(Process::Client(process), kind, "release")
+            .key(KEY)
+            .token(&grant.token),
+    );
 }
 
 /// Client A takes the lock on exactly n1, n2, n3 (n4 and n5 frozen while it asks).
@@ -122,10 +124,16 @@ async fn an_immediate_restart_gives_a_double_grant() {
         (grant.first.process, grant.second.process),
         (Process::Client(0), Process::Client(1))
     );
-    assert_eq!(grant.second.nodes.as_deref(), Some(&["n3", "n4", "n5"].map(String::from)[..]));
+    assert_eq!(
+        grant.second.nodes.as_deref(),
+        Some(&["n3", "n4", "n5"].map(String::from)[..])
+    );
     assert!(grant.overlap_ms > 0.0);
     assert!(
-        grant.faults.iter().any(|f| f.fault == "kill" && f.nodes == ["n3"]),
+        grant
+            .faults
+            .iter()
+            .any(|f| f.fault == "kill" && f.nodes == ["n3"]),
         "the kill of n3 is named: {:?}",
         grant.faults
     );

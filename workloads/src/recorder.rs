@@ -57,7 +57,10 @@ impl Recorder {
 
     /// How many ops were recorded.
     pub fn len(&self) -> u64 {
-        self.inner.lock().unwrap_or_else(|e| e.into_inner()).next_index
+        self.inner
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .next_index
     }
 
     pub fn is_empty(&self) -> bool {

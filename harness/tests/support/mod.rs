@@ -56,9 +56,15 @@ impl Fixture {
         let (docker, image) = docker().await;
         let run_id = format!("test-{:08x}", rand::random::<u32>());
         let topology = topology::find(deployment).expect("known deployment");
-        let deployment = Deployment::up(&docker, &run_id, topology, &TopologyOptions { nodes }, &image)
-            .await
-            .expect("bringing the deployment up");
+        let deployment = Deployment::up(
+            &docker,
+            &run_id,
+            topology,
+            &TopologyOptions { nodes },
+            &image,
+        )
+        .await
+        .expect("bringing the deployment up");
         let dir = tempfile::tempdir().expect("a temporary folder");
         let recorder = Arc::new(Recorder::create(&dir.path().join("history.jsonl")).unwrap());
         Fixture {
@@ -109,7 +115,10 @@ impl Drop for Fixture {
         })
         .join();
         if !matches!(removed, Ok(Ok(_))) {
-            eprintln!("could not remove run {}: run `splitbrain clean`", self.run_id);
+            eprintln!(
+                "could not remove run {}: run `splitbrain clean`",
+                self.run_id
+            );
         }
     }
 }
@@ -121,7 +130,10 @@ pub fn splitbrain() -> Command {
 
 /// Runs `splitbrain` with these arguments and returns what it did.
 pub fn run_splitbrain(args: &[&str]) -> Output {
-    splitbrain().args(args).output().expect("starting splitbrain")
+    splitbrain()
+        .args(args)
+        .output()
+        .expect("starting splitbrain")
 }
 
 /// How many containers and networks are still labelled with this run id.

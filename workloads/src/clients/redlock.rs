@@ -159,9 +159,18 @@ mod tests {
 
     #[test]
     fn timeouts_and_drift_follow_the_spec() {
-        assert_eq!(node_timeout(Duration::from_secs(10)), Duration::from_millis(50));
-        assert_eq!(node_timeout(Duration::from_secs(2)), Duration::from_millis(20));
-        assert_eq!(node_timeout(Duration::from_millis(200)), Duration::from_millis(10));
+        assert_eq!(
+            node_timeout(Duration::from_secs(10)),
+            Duration::from_millis(50)
+        );
+        assert_eq!(
+            node_timeout(Duration::from_secs(2)),
+            Duration::from_millis(20)
+        );
+        assert_eq!(
+            node_timeout(Duration::from_millis(200)),
+            Duration::from_millis(10)
+        );
         assert_eq!(drift(Duration::from_secs(10)), Duration::from_millis(102));
     }
 

@@ -73,7 +73,8 @@ impl LockWorkload {
         let mut failures = 0u32;
         let ttl_ms = self.ttl.as_millis() as u64;
         while !stop.is_cancelled() {
-            let mut invoke = Op::new(Process::Client(process), OpType::Invoke, "acquire").key(&resource);
+            let mut invoke =
+                Op::new(Process::Client(process), OpType::Invoke, "acquire").key(&resource);
             invoke.ttl_ms = Some(ttl_ms);
             recorder.record(invoke);
             let started = Instant::now();

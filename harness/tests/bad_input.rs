@@ -1,0 +1,77 @@
+//! Bad input gets one clear line, exit code 254, and starts nothing.
+
+mod support;
+
+use support::{results_dir, run_splitbrain};
+
+/// Runs `splitbrain` expecting a refusal; returns its one line of stderr.
+fn refused(args: &[&str]) -> String {
+    let (_keep, results) = results_dir();
+    let mut argv: Vec<&str> = args.to_vec();
+    let results_arg = results.to_str().unwrap().to_string();
+    if args.first() == Some(&"run") {
+        argv.extend(["--results", &results_arg]);
+    }
+    let out = run_splitbrain(&argv);
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    assert_eq!(out.status.code(), Some(254), "{args:?} gave {stderr}");
+    assert_eq!(
+        stderr.trim_end().lines().count(),
+        1,
+        "one line, not: {stderr}"
+    );
+    assert!(!results.exists(), "{args:?} started a run");
+    stderr
+}
+
+#[test]
+fn an_unknown_deployment_names_the_known_ones() {
+    let line = refused(&["run", "--deployment", "sentinal"]);
+    assert!(
+        line.contains("sentinal") && line.contains("single, redlock"),
+        "{line}"
+    );
+}
+
+#[test]
+fn a_negative_ttl_is_refused() {
+    let line = refused(&["run", "--ttl", "-2s"]);
+    assert!(line.contains("negative"), "{line}");
+}
+
+#[test]
+fn a_malformed_duration_says_how_to_write_one() {
+    let line = refused(&["run", "--time-limit", "ten seconds"]);
+    assert!(line.contains("500ms, 2s or 1m"), "{line}");
+}
+
+#[test]
+fn a_client_that_does_not_fit_the_deployment_is_refused() {
+    let line = refused(&["run", "--deployment", "redlock", "--client", "set-nx-px"]);
+    assert!(line.contains("--deployment single"), "{line}");
+}
+
+#[test]
+fn an_unknown_fault_is_refused() {
+    let line = refused(&["run", "--nemesis", "kill,meteor"]);
+    assert!(line.contains("meteor"), "{line}");
+}
+
+#[test]
+fn a_history_that_is_not_json_lines_names_the_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("history.jsonl");
+    std::fs::write(
+        &path,
+        "{\"index\":0,\"time\":0,\"process\":0,\"type\":\"invoke\",\"f\":\"acquire\"}\n<html>\n{}\n",
+    )
+    .unwrap();
+    let line = refused(&["check", path.to_str().unwrap()]);
+    assert!(line.contains("line 2"), "{line}");
+}
+
+#[test]
+fn a_missing_history_is_refused() {
+    let line = refused(&["check", "/nonexistent/history.jsonl"]);
+    assert!(line.contains("no such history"), "{line}");
+}

@@ -1,0 +1,210 @@
+//! Whole runs of the `splitbrain` binary against real containers: a correct lock is judged
+//! valid, and a run that is interrupted or killed leaves a readable history and, after
+//! `splitbrain clean`, nothing behind.
+
+mod support;
+
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use splitbrain_checker::read_history;
+use support::{docker, docker_skipped, leftovers, results_dir, run_splitbrain, splitbrain};
+
+fn results_json(run_dir: &std::path::Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(run_dir.join("results.json")).expect("results.json");
+    serde_json::from_str(&text).unwrap()
+}
+
+#[test]
+fn a_single_instance_lock_without_faults_is_valid_for_every_seed() {
+    if docker_skipped() {
+        return;
+    }
+    let (_keep, results) = results_dir();
+    for seed in ["1", "2", "3"] {
+        let out = run_splitbrain(&[
+            "run",
+            "--deployment",
+            "single",
+            "--client",
+            "set-nx-px",
+            "--nemesis",
+            "none",
+            "--time-limit",
+            "4s",
+            "--ttl",
+            "500ms",
+            "--seed",
+            seed,
+            "--results",
+            results.to_str().unwrap(),
+        ]);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "seed {seed}: {stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(stdout.contains("verdict  valid"), "{stdout}");
+        let latest = results.join("latest");
+        let results = results_json(&latest);
+        assert_eq!(results["valid"], serde_json::json!(true));
+        assert!(
+            results["lock-safety"]["holds"].as_u64().unwrap() >= 3,
+            "clients really took the lock: {results}"
+        );
+        let test = std::fs::read_to_string(latest.join("test.json")).unwrap();
+        assert!(
+            test.contains(&format!("\"seed\": {seed}")) && test.contains("\"redis\": \"7."),
+            "{test}"
+        );
+        assert!(latest.join("nodes/n1/redis.log").is_file());
+    }
+}
+
+/// A run in the background, with its stderr lines arriving on a channel.
+struct Background {
+    child: Child,
+    lines: mpsc::Receiver<String>,
+    run_id: String,
+    run_dir: PathBuf,
+}
+
+impl Background {
+    /// Starts a Redlock run under kills and waits until its clients are running.
+    fn start(results: &std::path::Path) -> Background {
+        let mut child = splitbrain()
+            .args([
+                "run",
+                "--time-limit",
+                "2m",
+                "--results",
+                results.to_str().unwrap(),
+            ])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let (send, lines) = mpsc::channel();
+        let stderr = child.stderr.take().unwrap();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                let _ = send.send(line);
+            }
+        });
+        let first = lines
+            .recv_timeout(Duration::from_secs(30))
+            .expect("a first line");
+        // "[   0.0s] <test> (seed N, run ID) -> DIR"
+        let run_id = first
+            .split("run ")
+            .nth(1)
+            .unwrap()
+            .split(')')
+            .next()
+            .unwrap()
+            .to_string();
+        let run_dir = PathBuf::from(first.split("-> ").nth(1).unwrap().trim());
+        loop {
+            let line = lines
+                .recv_timeout(Duration::from_secs(300))
+                .expect("the run reaches its clients");
+            if line.contains("running 5 clients") {
+                break;
+            }
+        }
+        std::thread::sleep(Duration::from_secs(3));
+        Background {
+            child,
+            lines,
+            run_id,
+            run_dir,
+        }
+    }
+
+    fn signal(&self, signal: i32) {
+        // SAFETY: kill(2) on our own child's pid has no memory-safety preconditions.
+        let rc = unsafe { libc::kill(self.child.id() as i32, signal) };
+        assert_eq!(rc, 0);
+    }
+}
+
+fn history_len(run_dir: &std::path::Path) -> usize {
+    let file = std::fs::File::open(run_dir.join("history.jsonl")).expect("history.jsonl");
+    read_history(BufReader::new(file))
+        .expect("a readable history")
+        .ops
+        .len()
+}
+
+#[tokio::test]
+async fn ctrl_c_cleans_up_and_keeps_the_history() {
+    if docker_skipped() {
+        return;
+    }
+    let (docker, _) = docker().await;
+    let (_keep, results) = results_dir();
+    let mut run = tokio::task::spawn_blocking(move || {
+        let run = Background::start(&results);
+        run.signal(libc::SIGINT);
+        run
+    })
+    .await
+    .unwrap();
+    let status = tokio::task::spawn_blocking(move || {
+        let status = run.child.wait().unwrap();
+        let rest: Vec<String> = run.lines.try_iter().collect();
+        (status, run, rest)
+    })
+    .await
+    .unwrap();
+    let (status, run, rest) = status;
+    assert_eq!(status.code(), Some(130), "{rest:?}");
+    assert!(rest.iter().any(|l| l.contains("interrupted")), "{rest:?}");
+    assert_eq!(
+        leftovers(&docker, &run.run_id).await,
+        0,
+        "containers left behind"
+    );
+    assert!(history_len(&run.run_dir) > 10);
+    let results = results_json(&run.run_dir);
+    assert_eq!(results["interrupted"], serde_json::json!(true));
+}
+
+#[tokio::test]
+async fn after_sigkill_the_history_checks_and_clean_removes_the_leftovers() {
+    if docker_skipped() {
+        return;
+    }
+    let (docker, _) = docker().await;
+    let (_keep, results) = results_dir();
+    let run = tokio::task::spawn_blocking(move || {
+        let mut run = Background::start(&results);
+        run.signal(libc::SIGKILL);
+        run.child.wait().unwrap();
+        run
+    })
+    .await
+    .unwrap();
+    assert!(
+        leftovers(&docker, &run.run_id).await > 0,
+        "SIGKILL leaves the containers"
+    );
+
+    let out = run_splitbrain(&["check", run.run_dir.to_str().unwrap()]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(matches!(out.status.code(), Some(0..=2)), "{stdout}");
+    assert!(stdout.contains("verdict"), "{stdout}");
+    assert!(history_len(&run.run_dir) > 10);
+
+    let out = run_splitbrain(&["clean", "--run", &run.run_id]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("removed 5 container(s) and 1 network(s)")
+    );
+    assert_eq!(leftovers(&docker, &run.run_id).await, 0);
+}
