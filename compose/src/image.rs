@@ -123,6 +123,10 @@ async fn ensure_base(
             return Ok(image.to_string());
         }
     }
+    if bootstrap_tool().is_none() && can_install_packages() {
+        progress("debootstrap is not installed; installing it with apt-get (running as root)");
+        install_debootstrap(progress).await?;
+    }
     if let Some(tool) = bootstrap_tool() {
         import_rootfs(docker, tool, progress).await?;
         return Ok(BASE_IMAGE.to_string());
@@ -153,6 +157,30 @@ async fn pull(docker: &Docker, image: &str) -> Result<(), bollard::errors::Error
         step?;
     }
     Ok(())
+}
+
+/// Root on a machine with apt: splitbrain may install debootstrap itself.
+fn can_install_packages() -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let root = std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0);
+    root && Path::new("/usr/bin/apt-get").is_file()
+}
+
+async fn install_debootstrap(progress: &mut (dyn FnMut(&str) + Send)) -> Result<(), ComposeError> {
+    let install = || {
+        let mut c = Command::new("apt-get");
+        c.args(["install", "-y", "-q", "debootstrap"])
+            .env("DEBIAN_FRONTEND", "noninteractive");
+        c
+    };
+    if run_logged(install(), progress).await.is_ok() {
+        return Ok(());
+    }
+    // A fresh machine has no package lists yet.
+    let mut update = Command::new("apt-get");
+    update.args(["update", "-q"]);
+    run_logged(update, progress).await?;
+    run_logged(install(), progress).await
 }
 
 #[derive(Clone, Copy)]

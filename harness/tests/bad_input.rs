@@ -75,3 +75,30 @@ fn a_missing_history_is_refused() {
     let line = refused(&["check", "/nonexistent/history.jsonl"]);
     assert!(line.contains("no such history"), "{line}");
 }
+
+#[test]
+fn an_unreachable_docker_says_what_to_do() {
+    let (_keep, results) = results_dir();
+    let out = support::splitbrain()
+        .args([
+            "run",
+            "--time-limit",
+            "1s",
+            "--results",
+            results.to_str().unwrap(),
+        ])
+        .env("DOCKER_HOST", "unix:///nonexistent/docker.sock")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(255), "{stderr}");
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("cannot reach the Docker engine") && stderr.contains("DOCKER_HOST"),
+        "{stderr}"
+    );
+    assert!(
+        !results.exists(),
+        "no results folder for a run that never started"
+    );
+}

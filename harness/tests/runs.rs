@@ -208,3 +208,54 @@ async fn after_sigkill_the_history_checks_and_clean_removes_the_leftovers() {
     );
     assert_eq!(leftovers(&docker, &run.run_id).await, 0);
 }
+
+#[test]
+fn every_fault_is_recorded_and_healed() {
+    if docker_skipped() {
+        return;
+    }
+    let (_keep, results) = results_dir();
+    // Seed 5's schedule starts with both a kill and a pause.
+    let out = run_splitbrain(&[
+        "run",
+        "--nemesis",
+        "kill,pause",
+        "--time-limit",
+        "6s",
+        "--nemesis-interval",
+        "300ms",
+        "--seed",
+        "5",
+        "--results",
+        results.to_str().unwrap(),
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        matches!(out.status.code(), Some(0..=2)),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let results_json = results_json(&results.join("latest"));
+    assert!(results_json.get("error").is_none(), "{results_json}");
+    let faults: Vec<&str> = results_json["faults"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["fault"].as_str().unwrap())
+        .collect();
+    assert!(
+        faults.contains(&"kill") && faults.contains(&"pause"),
+        "{faults:?}"
+    );
+    let file = std::fs::File::open(results.join("latest/history.jsonl")).unwrap();
+    let ops = read_history(BufReader::new(file)).unwrap().ops;
+    let starts = ops
+        .iter()
+        .filter(|op| op.process.is_nemesis() && op.f == "start")
+        .count();
+    let stops = ops
+        .iter()
+        .filter(|op| op.process.is_nemesis() && op.f == "stop")
+        .count();
+    assert_eq!(starts, stops, "every fault started was stopped");
+}
