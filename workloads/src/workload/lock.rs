@@ -140,6 +140,10 @@ impl LockWorkload {
 }
 
 async fn sleep_unless_stopped(duration: Duration, stop: &CancellationToken) {
+    // A zero sleep still waits for the timer wheel's next millisecond tick.
+    if duration.is_zero() {
+        return;
+    }
     tokio::select! {
         () = tokio::time::sleep(duration) => {}
         () = stop.cancelled() => {}
