@@ -23,6 +23,7 @@ fn a_single_instance_lock_without_faults_is_valid_for_every_seed() {
     if docker_skipped() {
         return;
     }
+    support::node_image();
     let (_keep, results) = results_dir();
     for seed in ["1", "2", "3"] {
         let out = run_splitbrain(&[
@@ -214,6 +215,7 @@ fn every_fault_is_recorded_and_healed() {
     if docker_skipped() {
         return;
     }
+    support::node_image();
     let (_keep, results) = results_dir();
     // Seed 5's schedule starts with both a kill and a pause.
     let out = run_splitbrain(&[

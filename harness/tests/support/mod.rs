@@ -5,14 +5,13 @@
 
 use std::path::PathBuf;
 use std::process::{Command, Output};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use splitbrain_checker::{read_history, Op};
 use splitbrain_compose::{topology, Deployment, Docker, TopologyOptions};
 use splitbrain_nemesis::nemesis_op;
 use splitbrain_workloads::{find_client, ClientConfig, LockClient, Recorder};
-use tokio::sync::OnceCell;
 
 /// Whether Docker tests were switched off on purpose. Without it, a missing Docker fails.
 pub fn docker_skipped() -> bool {
@@ -23,23 +22,39 @@ pub fn docker_skipped() -> bool {
     false
 }
 
-/// Docker, reached once per test binary, with the node image built if it was missing.
-pub async fn docker() -> (Docker, String) {
-    static READY: OnceCell<(Docker, String)> = OnceCell::const_new();
-    READY
-        .get_or_init(|| async {
-            let docker = splitbrain_compose::connect().await.unwrap_or_else(|e| {
-                panic!("this test needs Docker: {e} (set SPLITBRAIN_SKIP_DOCKER=1 to skip it)")
-            });
-            let image = splitbrain_compose::image::ensure_node_image(&docker, &mut |line| {
-                eprintln!("  {line}")
+/// The node image, built once per test binary if missing, before any test (or `splitbrain`
+/// process a test starts) needs it, so that parallel tests never build it side by side.
+pub fn node_image() -> String {
+    static IMAGE: OnceLock<String> = OnceLock::new();
+    IMAGE
+        .get_or_init(|| {
+            // A thread of its own: this may be called from inside a test's runtime.
+            std::thread::spawn(|| {
+                tokio::runtime::Runtime::new().unwrap().block_on(async {
+                    let docker = connect().await;
+                    splitbrain_compose::image::ensure_node_image(&docker, &mut |line| {
+                        eprintln!("  {line}")
+                    })
+                    .await
+                    .expect("building the node image")
+                })
             })
-            .await
-            .expect("building the node image");
-            (docker, image)
+            .join()
+            .expect("the image build panicked")
         })
-        .await
         .clone()
+}
+
+/// A connection to Docker on the calling test's runtime, and the node image.
+pub async fn docker() -> (Docker, String) {
+    let image = tokio::task::spawn_blocking(node_image).await.unwrap();
+    (connect().await, image)
+}
+
+async fn connect() -> Docker {
+    splitbrain_compose::connect().await.unwrap_or_else(|e| {
+        panic!("this test needs Docker: {e} (set SPLITBRAIN_SKIP_DOCKER=1 to skip it)")
+    })
 }
 
 /// A deployment that removes itself when dropped, even when the test panics.
