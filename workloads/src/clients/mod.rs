@@ -74,6 +74,17 @@ pub(crate) fn new_token() -> String {
     format!("{:016x}", rand::random::<u64>())
 }
 
+/// `SET resource token NX PX ttl`: take the key only if nobody holds it, with a lease.
+pub(crate) fn set_if_absent(resource: &str, token: &str, ttl: Duration) -> redis::Cmd {
+    let mut set = redis::cmd("SET");
+    set.arg(resource)
+        .arg(token)
+        .arg("NX")
+        .arg("PX")
+        .arg(ttl.as_millis() as u64);
+    set
+}
+
 /// Releases the key only if it still holds our token: the canonical compare-and-delete.
 pub(crate) const COMPARE_AND_DELETE: &str = r#"
 if redis.call("get", KEYS[1]) == ARGV[1] then

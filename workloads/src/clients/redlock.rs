@@ -10,7 +10,10 @@ use async_trait::async_trait;
 use futures_util::future::join_all;
 use rand::Rng;
 
-use super::{new_token, ClientConfig, ClientKind, Grant, LockClient, Outcome, COMPARE_AND_DELETE};
+use super::{
+    new_token, set_if_absent, ClientConfig, ClientKind, Grant, LockClient, Outcome,
+    COMPARE_AND_DELETE,
+};
 use crate::node::NodeConn;
 
 pub(super) const KIND: ClientKind = ClientKind {
@@ -83,12 +86,7 @@ impl LockClient for Redlock {
     async fn acquire(&mut self, resource: &str, ttl: Duration) -> Outcome<Grant> {
         let token = new_token();
         let started = Instant::now();
-        let mut set = redis::cmd("SET");
-        set.arg(resource)
-            .arg(&token)
-            .arg("NX")
-            .arg("PX")
-            .arg(ttl.as_millis() as u64);
+        let set = set_if_absent(resource, &token, ttl);
         let replies = join_all(
             self.nodes
                 .iter_mut()

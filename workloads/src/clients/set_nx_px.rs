@@ -6,7 +6,10 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use rand::Rng;
 
-use super::{new_token, ClientConfig, ClientKind, Grant, LockClient, Outcome, COMPARE_AND_DELETE};
+use super::{
+    new_token, set_if_absent, ClientConfig, ClientKind, Grant, LockClient, Outcome,
+    COMPARE_AND_DELETE,
+};
 use crate::node::{NodeConn, NodeError};
 
 pub(super) const KIND: ClientKind = ClientKind {
@@ -42,12 +45,7 @@ impl LockClient for SetNxPx {
     async fn acquire(&mut self, resource: &str, ttl: Duration) -> Outcome<Grant> {
         let token = new_token();
         let started = Instant::now();
-        let mut set = redis::cmd("SET");
-        set.arg(resource)
-            .arg(&token)
-            .arg("NX")
-            .arg("PX")
-            .arg(ttl.as_millis() as u64);
+        let set = set_if_absent(resource, &token, ttl);
         match self.node.query::<Option<String>>(&set).await {
             Ok(Some(_)) => Outcome::Ok(Grant {
                 token,
