@@ -84,6 +84,10 @@ pub struct Op {
     pub fault: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// What the harness observed of a fault it started (the clock skew it achieved, say), as
+    /// opposed to what it asked for, which is in `value`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measured: Option<serde_json::Value>,
 }
 
 impl Op {
@@ -103,6 +107,7 @@ impl Op {
             node: None,
             fault: None,
             error: None,
+            measured: None,
         }
     }
 

@@ -3,6 +3,8 @@ use std::net::{Ipv4Addr, SocketAddr};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use bollard::exec::StartExecResults;
+use bollard::models::ExecConfig;
 use bollard::models::{
     ContainerCreateBody, EndpointIpamConfig, EndpointSettings, HostConfig, Ipam, IpamConfig,
     NetworkCreateRequest, NetworkingConfig,
@@ -31,15 +33,32 @@ pub struct Node {
     pub addr: SocketAddr,
 }
 
-/// A deployment's containers on the run's own internal network.
+/// A deployment's containers on the run's own internal network. Cloning is cheap and every
+/// clone controls the same containers.
 ///
 /// It does not remove itself on drop (that needs the async Docker API); callers call
 /// [`Deployment::teardown`], or [`crate::remove_run`] with the run id on any exit path.
+#[derive(Clone)]
 pub struct Deployment {
     docker: Docker,
     run_id: String,
     network: String,
+    gateway: Ipv4Addr,
     nodes: Vec<Node>,
+}
+
+/// Whether a node's container runs, and whether it is frozen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NodeState {
+    pub running: bool,
+    pub paused: bool,
+}
+
+/// What a command run inside a node printed, and how it exited.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExecOutput {
+    pub exit_code: i64,
+    pub output: String,
 }
 
 impl Deployment {
@@ -129,6 +148,7 @@ impl Deployment {
             docker: docker.clone(),
             run_id: run_id.to_string(),
             network,
+            gateway: Ipv4Addr::new(prefix[0], prefix[1], prefix[2], 1),
             nodes,
         };
         for node in &deployment.nodes {
@@ -147,6 +167,11 @@ impl Deployment {
 
     pub fn nodes(&self) -> &[Node] {
         &self.nodes
+    }
+
+    /// The address the harness (and every client) reaches the nodes from.
+    pub fn gateway(&self) -> Ipv4Addr {
+        self.gateway
     }
 
     pub fn node(&self, name: &str) -> Result<&Node, ComposeError> {
@@ -204,8 +229,56 @@ impl Deployment {
         Ok(())
     }
 
-    /// Whether each node's container is running and not paused, by node name.
-    pub async fn health(&self) -> Result<Vec<(String, bool)>, ComposeError> {
+    /// Runs a command inside a node (as root, with the node's NET_ADMIN capability) and waits
+    /// for it to finish.
+    pub async fn exec(&self, name: &str, cmd: &[&str]) -> Result<ExecOutput, ComposeError> {
+        let node = self.node(name)?;
+        let config = ExecConfig {
+            cmd: Some(cmd.iter().map(|s| s.to_string()).collect()),
+            attach_stdout: Some(true),
+            attach_stderr: Some(true),
+            ..Default::default()
+        };
+        let exec = self.docker.create_exec(&node.container, config).await?;
+        let mut output = Vec::new();
+        if let StartExecResults::Attached {
+            output: mut stream, ..
+        } = self.docker.start_exec(&exec.id, None).await?
+        {
+            // The exit code is only known once the output is drained.
+            while let Some(chunk) = stream.next().await {
+                output.extend_from_slice(&chunk?.into_bytes());
+            }
+        }
+        let exit_code = self
+            .docker
+            .inspect_exec(&exec.id)
+            .await?
+            .exit_code
+            .unwrap_or(-1);
+        Ok(ExecOutput {
+            exit_code,
+            output: String::from_utf8_lossy(&output).into_owned(),
+        })
+    }
+
+    /// Like [`Deployment::exec`], but a non-zero exit is an error naming the command.
+    pub async fn exec_ok(&self, name: &str, cmd: &[&str]) -> Result<String, ComposeError> {
+        let out = self.exec(name, cmd).await?;
+        if out.exit_code == 0 {
+            Ok(out.output)
+        } else {
+            Err(ComposeError::Exec {
+                node: name.to_string(),
+                command: cmd.join(" "),
+                exit_code: out.exit_code,
+                output: out.output.trim().to_string(),
+            })
+        }
+    }
+
+    /// Each node's container state, by node name.
+    pub async fn health(&self) -> Result<Vec<(String, NodeState)>, ComposeError> {
         let mut health = Vec::new();
         for node in &self.nodes {
             let state = self
@@ -214,8 +287,11 @@ impl Deployment {
                 .await?
                 .state
                 .unwrap_or_default();
-            let up = state.running == Some(true) && state.paused != Some(true);
-            health.push((node.name.clone(), up));
+            let state = NodeState {
+                running: state.running == Some(true),
+                paused: state.paused == Some(true),
+            };
+            health.push((node.name.clone(), state));
         }
         Ok(health)
     }

@@ -17,8 +17,17 @@ pub enum ComposeError {
     BadOptions(String),
     #[error("no free subnet for the run's network: {0}")]
     NoSubnet(String),
+    #[error("`{command}` on {node} exited with {exit_code}: {output}")]
+    Exec {
+        node: String,
+        command: String,
+        exit_code: i64,
+        output: String,
+    },
     #[error("unknown node {0}")]
     UnknownNode(String),
+    #[error("redis: {0}")]
+    Redis(#[from] redis::RedisError),
     #[error("docker: {0}")]
     Docker(#[from] bollard::errors::Error),
     #[error("{context}: {source}")]

@@ -22,7 +22,24 @@ pub const BASE_IMAGE: &str = "splitbrain/debian:bookworm";
 /// The registry base image used where one is available.
 pub const SLIM_IMAGE: &str = "debian:bookworm-slim";
 const NODE_REPOSITORY: &str = "splitbrain/redis-node";
-const NODE_DOCKERFILE: &str = include_str!("../images/redis-node/Dockerfile");
+/// The node image's build context: every file, by name.
+const NODE_CONTEXT: &[(&str, &str, u32)] = &[
+    (
+        "Dockerfile",
+        include_str!("../images/redis-node/Dockerfile"),
+        0o644,
+    ),
+    (
+        "clockshim.c",
+        include_str!("../images/redis-node/clockshim.c"),
+        0o644,
+    ),
+    (
+        "splitbrain-node",
+        include_str!("../images/redis-node/splitbrain-node"),
+        0o755,
+    ),
+];
 const SUITE: &str = "bookworm";
 /// Overrides the Debian mirror that debootstrap fetches from.
 pub const MIRROR_ENV: &str = "SPLITBRAIN_DEBIAN_MIRROR";
@@ -31,11 +48,12 @@ pub const MIRROR_ENV: &str = "SPLITBRAIN_DEBIAN_MIRROR";
 /// never used.
 pub fn node_image() -> String {
     // FNV-1a: stable across Rust releases, unlike `DefaultHasher`.
-    let hash = NODE_DOCKERFILE
-        .bytes()
-        .fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
-            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-        });
+    let bytes = NODE_CONTEXT
+        .iter()
+        .flat_map(|(name, text, _)| name.bytes().chain(text.bytes()));
+    let hash = bytes.fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    });
     format!("{NODE_REPOSITORY}:{:012x}", hash >> 16)
 }
 
@@ -101,13 +119,15 @@ async fn exists(docker: &Docker, image: &str) -> Result<bool, ComposeError> {
 
 fn build_context() -> Result<Vec<u8>, ComposeError> {
     let mut archive = tar::Builder::new(Vec::new());
-    let mut header = tar::Header::new_gnu();
-    header.set_size(NODE_DOCKERFILE.len() as u64);
-    header.set_mode(0o644);
-    header.set_cksum();
-    archive
-        .append_data(&mut header, "Dockerfile", NODE_DOCKERFILE.as_bytes())
-        .map_err(ComposeError::io("writing the build context"))?;
+    for (name, text, mode) in NODE_CONTEXT {
+        let mut header = tar::Header::new_gnu();
+        header.set_size(text.len() as u64);
+        header.set_mode(*mode);
+        header.set_cksum();
+        archive
+            .append_data(&mut header, name, text.as_bytes())
+            .map_err(ComposeError::io("writing the build context"))?;
+    }
     archive
         .into_inner()
         .map_err(ComposeError::io("writing the build context"))

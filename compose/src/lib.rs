@@ -4,6 +4,7 @@
 //! Every container and network a run makes carries the label `splitbrain.run=<run id>`, so
 //! that [`remove_run`] and [`clean`] can always find what a run left behind.
 
+pub mod clock;
 mod deployment;
 mod docker;
 mod error;
@@ -11,7 +12,7 @@ pub mod image;
 pub mod topology;
 
 pub use bollard::Docker;
-pub use deployment::{Deployment, Node};
+pub use deployment::{Deployment, ExecOutput, Node, NodeState};
 pub use docker::{clean, connect, list_run, remove_run, Leftovers, RUN_LABEL};
 pub use error::ComposeError;
 pub use topology::{Topology, TopologyOptions, TOPOLOGIES};

@@ -37,7 +37,7 @@ async fn main() {
             &docker,
             &run_id,
             redlock,
-            &TopologyOptions { nodes: None },
+            &TopologyOptions::default(),
             &image,
         )
         .await
@@ -53,7 +53,7 @@ async fn main() {
         &docker,
         &run_id,
         single,
-        &TopologyOptions { nodes: None },
+        &TopologyOptions::default(),
         &image,
     )
     .await

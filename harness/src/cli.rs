@@ -58,9 +58,13 @@ pub struct RunArgs {
     /// Workload: lock.
     #[arg(long, default_value = "lock")]
     pub workload: String,
-    /// Faults, comma-separated: none | kill | pause | kill,pause.
+    /// Faults, comma-separated, or all or none: kill, pause, partition (or partition-isolate,
+    /// -halves, -ring, -bridge), clock-bump, clock-strobe, clock-drift.
     #[arg(long, default_value = "kill")]
     pub nemesis: String,
+    /// What a killed node keeps: none | everysec | always (AOF fsync policy).
+    #[arg(long, default_value = "none")]
+    pub persistence: String,
     /// How long clients run.
     #[arg(long, default_value = "60s", value_parser = duration, allow_hyphen_values = true)]
     pub time_limit: Duration,
@@ -82,6 +86,12 @@ pub struct RunArgs {
     /// Quiet time before each fault; a pause lasts this long too.
     #[arg(long, default_value = "1s", value_parser = duration, allow_hyphen_values = true)]
     pub nemesis_interval: Duration,
+    /// The largest clock jump of clock-bump and clock-strobe.
+    #[arg(long, default_value = "10s", value_parser = duration, allow_hyphen_values = true)]
+    pub clock_bump: Duration,
+    /// How fast clock-drift runs a clock (or 1/that, for a slow one); above 0, not 1.
+    #[arg(long, default_value_t = 2.0, allow_hyphen_values = true)]
+    pub clock_drift: f64,
     /// Seed for the fault schedule (default: random, printed and stored in test.json).
     #[arg(long)]
     pub seed: Option<u64>,

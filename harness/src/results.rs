@@ -119,6 +119,10 @@ pub struct Results {
 pub struct InjectedFault {
     pub fault: String,
     pub nodes: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub params: Option<serde_json::Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub measured: Option<serde_json::Value>,
 }
 
 /// How many ops of each kind a history holds, clients and nemesis apart.
@@ -182,6 +186,8 @@ pub fn injected_faults(history: &[Op]) -> Vec<InjectedFault> {
         .map(|op| InjectedFault {
             fault: op.fault.clone().unwrap_or_default(),
             nodes: op.node.clone().unwrap_or_default(),
+            params: op.value.clone(),
+            measured: op.measured.clone(),
         })
         .collect()
 }

@@ -4,8 +4,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-use splitbrain_compose::topology::{self, TopologyOptions};
-use splitbrain_nemesis::{find_fault, Fault, NemesisOptions, FAULTS};
+use splitbrain_compose::topology::{self, Persistence, TopologyOptions};
+use splitbrain_nemesis::{all_faults, find_fault, Fault, NemesisOptions, FAULTS};
 use splitbrain_workloads::workload::lock::LockWorkload;
 use splitbrain_workloads::workload::WORKLOADS;
 use splitbrain_workloads::{find_client, ClientConfig, CLIENTS};
@@ -24,6 +24,7 @@ pub struct TestSpec {
     pub workload: String,
     /// Fault names; empty for no faults.
     pub nemesis: Vec<String>,
+    pub persistence: String,
     #[serde(with = "millis")]
     pub time_limit: Duration,
     pub concurrency: usize,
@@ -36,6 +37,9 @@ pub struct TestSpec {
     pub restart_delay: Duration,
     #[serde(with = "millis")]
     pub nemesis_interval: Duration,
+    #[serde(with = "millis")]
+    pub clock_bump: Duration,
+    pub clock_drift: f64,
     pub seed: u64,
     pub results: PathBuf,
 }
@@ -52,8 +56,18 @@ impl TestSpec {
                 names(topology::TOPOLOGIES.iter().map(|t| t.name()))
             ))
         })?;
+        let persistence = Persistence::parse(&args.persistence).ok_or_else(|| {
+            bad(format!(
+                "unknown persistence `{}`; choose one of: {}",
+                args.persistence,
+                Persistence::NAMES
+            ))
+        })?;
         let nodes = topology
-            .nodes(&TopologyOptions { nodes: args.nodes })
+            .nodes(&TopologyOptions {
+                nodes: args.nodes,
+                persistence,
+            })
             .map_err(|e| bad(format!("--nodes: {e}")))?;
         let client = find_client(&args.client).ok_or_else(|| {
             bad(format!(
@@ -85,6 +99,18 @@ impl TestSpec {
             )));
         }
         let nemesis = parse_nemesis(&args.nemesis)?;
+        let node_names: Vec<String> = nodes.iter().map(|n| n.name.clone()).collect();
+        for fault in nemesis.iter().filter_map(|name| find_fault(name)) {
+            fault
+                .fits(&node_names)
+                .map_err(|e| bad(format!("--nemesis {}: {e}", fault.name())))?;
+        }
+        if !(args.clock_drift > 0.0 && args.clock_drift.is_finite()) || args.clock_drift == 1.0 {
+            return Err(bad(format!(
+                "--clock-drift {} must be a rate above 0 other than 1, like 2 (twice as fast)",
+                args.clock_drift
+            )));
+        }
         let positive = |flag: &str, d: Duration| {
             if d.is_zero() {
                 Err(bad(format!("{flag} must be more than zero")))
@@ -119,6 +145,7 @@ impl TestSpec {
             client: client.name.to_string(),
             workload: args.workload.clone(),
             nemesis,
+            persistence: persistence.name().to_string(),
             time_limit: args.time_limit,
             concurrency: args.concurrency,
             ttl: args.ttl,
@@ -126,13 +153,18 @@ impl TestSpec {
             resources: args.resources,
             restart_delay: args.restart_delay,
             nemesis_interval: args.nemesis_interval,
+            clock_bump: args.clock_bump,
+            clock_drift: args.clock_drift,
             seed: args.seed.unwrap_or_else(rand::random),
             results: args.results.clone(),
         })
     }
 
     pub fn topology_options(&self) -> TopologyOptions {
-        TopologyOptions { nodes: self.nodes }
+        TopologyOptions {
+            nodes: self.nodes,
+            persistence: Persistence::parse(&self.persistence).unwrap_or_default(),
+        }
     }
 
     pub fn faults(&self) -> Vec<&'static dyn Fault> {
@@ -143,6 +175,8 @@ impl TestSpec {
         NemesisOptions {
             interval: self.nemesis_interval,
             restart_delay: self.restart_delay,
+            clock_bump: self.clock_bump,
+            clock_drift: self.clock_drift,
         }
     }
 
@@ -160,7 +194,7 @@ impl TestSpec {
         let mut line = format!(
             "splitbrain run --deployment {} --client {} --workload {} --nemesis {} \
              --time-limit {} --concurrency {} --ttl {} --restart-delay {} \
-             --nemesis-interval {} --seed {}",
+             --nemesis-interval {} --persistence {} --clock-bump {} --clock-drift {} --seed {}",
             self.deployment,
             self.client,
             self.workload,
@@ -174,6 +208,9 @@ impl TestSpec {
             humantime::format_duration(self.ttl),
             humantime::format_duration(self.restart_delay),
             humantime::format_duration(self.nemesis_interval),
+            self.persistence,
+            humantime::format_duration(self.clock_bump),
+            self.clock_drift,
             self.seed
         );
         if let Some(nodes) = self.nodes {
@@ -190,14 +227,16 @@ impl TestSpec {
 }
 
 fn parse_nemesis(text: &str) -> Result<Vec<String>, HarnessError> {
-    if text.trim() == "none" {
-        return Ok(Vec::new());
+    match text.trim() {
+        "none" => return Ok(Vec::new()),
+        "all" => return Ok(all_faults().iter().map(|f| f.name().to_string()).collect()),
+        _ => {}
     }
     let mut faults: Vec<String> = Vec::new();
     for name in text.split(',').map(str::trim) {
         if find_fault(name).is_none() {
             return Err(HarnessError::BadInput(format!(
-                "unknown fault `{name}` in --nemesis; choose none or a comma-separated list of: {}",
+                "unknown fault `{name}` in --nemesis; choose none, all, or a comma-separated list of: {}",
                 names(FAULTS.iter().map(|f| f.name()))
             )));
         }
@@ -294,6 +333,24 @@ mod tests {
     }
 
     #[test]
+    fn faults_must_fit_the_deployment() {
+        let ring_on_one = message(&[
+            "--deployment",
+            "single",
+            "--client",
+            "set-nx-px",
+            "--nemesis",
+            "partition-ring",
+        ]);
+        assert!(ring_on_one.contains("at least 4 nodes"), "{ring_on_one}");
+        assert!(message(&["--clock-drift", "0"]).contains("--clock-drift"));
+        assert!(message(&["--clock-drift", "-1.5"]).contains("--clock-drift"));
+        assert!(message(&["--persistence", "rdb"]).contains("everysec"));
+        let all = spec(&["--nemesis", "all"]).unwrap();
+        assert!(all.nemesis.len() >= 6, "{:?}", all.nemesis);
+    }
+
+    #[test]
     fn zero_durations_are_refused() {
         assert!(message(&["--ttl", "0s"]).contains("--ttl"));
         assert!(message(&["--ttl", "10ms"]).contains("too short"));
@@ -301,7 +358,19 @@ mod tests {
 
     #[test]
     fn the_command_line_reproduces_the_spec() {
-        let s = spec(&["--nemesis", "pause,kill", "--seed", "9", "--hold", "0s"]).unwrap();
+        let s = spec(&[
+            "--nemesis",
+            "pause,kill,clock-drift",
+            "--seed",
+            "9",
+            "--hold",
+            "0s",
+            "--persistence",
+            "always",
+            "--clock-drift",
+            "1.5",
+        ])
+        .unwrap();
         let line = s.command_line();
         let argv: Vec<&str> = line.split_whitespace().collect();
         let Command::Run(args) = Cli::try_parse_from(argv).unwrap().command else {

@@ -1,9 +1,10 @@
 //! splitbrain's faults ([`faults`], one file each), their seeded schedule ([`schedule`]), and
-//! the runner that injects them into a deployment and heals them ([`Nemesis`]).
+//! the runner that injects them into a deployment, heals them and verifies the heal
+//! ([`Nemesis`]).
 
 pub mod faults;
 mod runner;
 pub mod schedule;
 
-pub use faults::{find_fault, Fault, FAULTS};
-pub use runner::{nemesis_op, verify_healed, Nemesis, NemesisError, NemesisOptions};
+pub use faults::{all_faults, find_fault, Action, Fault, FAULTS};
+pub use runner::{heal, nemesis_op, Nemesis, NemesisError, NemesisOptions};

@@ -5,16 +5,32 @@ use splitbrain_compose::{ComposeError, Deployment};
 use splitbrain_workloads::Recorder;
 use tokio_util::sync::CancellationToken;
 
-use crate::schedule::Schedule;
+use crate::faults::{families, Action};
+use crate::schedule::{Schedule, Step};
 use crate::Fault;
 
-/// When faults happen.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// When faults happen, and how big they are.
+#[derive(Debug, Clone, PartialEq)]
 pub struct NemesisOptions {
-    /// Quiet time before each fault (and how long a pause lasts).
+    /// Mean quiet time before each fault, and mean length of faults that have no other.
     pub interval: Duration,
     /// How long a killed node stays down.
     pub restart_delay: Duration,
+    /// The largest clock jump.
+    pub clock_bump: Duration,
+    /// How fast a drifting clock runs (its inverse for a slow one); above 0, not 1.
+    pub clock_drift: f64,
+}
+
+impl Default for NemesisOptions {
+    fn default() -> Self {
+        NemesisOptions {
+            interval: Duration::from_millis(500),
+            restart_delay: Duration::ZERO,
+            clock_bump: Duration::from_secs(10),
+            clock_drift: 2.0,
+        }
+    }
 }
 
 /// A fault that could not be injected, healed, or verified healed.
@@ -27,20 +43,23 @@ pub enum NemesisError {
         targets: Vec<String>,
         source: ComposeError,
     },
-    #[error("the heal did not take: {0}")]
-    NotHealed(String),
+    #[error("the heal did not take: {}", .0.join("; "))]
+    NotHealed(Vec<String>),
 }
 
-/// The nemesis op that marks a fault's start or stop: process `nemesis`, type `info`.
-pub fn nemesis_op(f: &str, fault: &str, targets: &[String]) -> Op {
-    let mut op = Op::new(Process::NEMESIS, OpType::Info, f).nodes(targets.to_vec());
+/// The nemesis op that marks a fault's start or stop: process `nemesis`, type `info`, the
+/// targets in `node`, the parameters in `value`.
+pub fn nemesis_op(f: &str, fault: &str, action: &Action) -> Op {
+    let mut op = Op::new(Process::NEMESIS, OpType::Info, f).nodes(action.targets.clone());
     op.fault = Some(fault.to_string());
+    if !action.params.is_null() {
+        op.value = Some(action.params.clone());
+    }
     op
 }
 
-/// Runs a seeded fault schedule against a deployment, Jepsen-style: a quiet interval, a
-/// fault, its heal, again, until stopped. Every start and stop is recorded once it has taken
-/// effect.
+/// Runs a seeded fault schedule against a deployment, Jepsen-style: a quiet time, a fault,
+/// its heal, again, until stopped; then heals everything and verifies it.
 pub struct Nemesis {
     pub faults: Vec<&'static dyn Fault>,
     pub options: NemesisOptions,
@@ -48,72 +67,96 @@ pub struct Nemesis {
 }
 
 impl Nemesis {
-    /// Injects faults until `stop` is cancelled, then heals whatever is active and checks that
-    /// every node is running and unpaused. Returns each fault injected, with its targets.
+    /// Injects faults until `stop` is cancelled, then heals every fault it may have left and
+    /// checks that no trace of any fault remains on any node. Returns the steps it ran.
     pub async fn run(
         &self,
         deployment: &Deployment,
         recorder: &Recorder,
         stop: CancellationToken,
-    ) -> Result<Vec<(String, Vec<String>)>, NemesisError> {
+    ) -> Result<Vec<Step>, NemesisError> {
         let nodes = deployment.nodes().iter().map(|n| n.name.clone()).collect();
-        let mut schedule = Schedule::new(self.seed, self.faults.clone(), nodes);
-        let mut injected = Vec::new();
-        while sleep_unless_stopped(self.options.interval, &stop).await {
-            let Some(step) = schedule.next() else { break };
-            let fault = step.fault;
-            let started = fault.start(deployment, &step.targets).await;
-            if let Err(source) = started {
-                // Part of it may have taken: heal before giving up.
-                let _ = fault.stop(deployment, &step.targets).await;
-                return Err(action_error("start", fault, &step.targets, source));
+        let schedule = Schedule::new(self.seed, self.faults.clone(), nodes, self.options.clone());
+        let mut ran = Vec::new();
+        let mut outcome = Ok(());
+        for step in schedule {
+            if !sleep_unless_stopped(step.wait, &stop).await {
+                break;
             }
-            recorder.record(nemesis_op("start", fault.name(), &step.targets));
-            injected.push((fault.name().to_string(), step.targets.clone()));
-            sleep_unless_stopped(fault.duration(&self.options), &stop).await;
-            fault
-                .stop(deployment, &step.targets)
-                .await
-                .map_err(|source| action_error("stop", fault, &step.targets, source))?;
-            recorder.record(nemesis_op("stop", fault.name(), &step.targets));
+            outcome = run_step(&step, deployment, recorder, &stop).await;
+            ran.push(step);
+            if outcome.is_err() {
+                break;
+            }
         }
-        verify_healed(deployment).await?;
-        Ok(injected)
+        let healed = heal(&self.faults, deployment).await;
+        outcome.and(healed).map(|()| ran)
     }
 }
 
-fn action_error(
-    action: &'static str,
-    fault: &'static dyn Fault,
-    targets: &[String],
-    source: ComposeError,
-) -> NemesisError {
-    NemesisError::Action {
-        action,
+/// Starts one fault, holds it, stops it, recording both ends once they have taken effect.
+async fn run_step(
+    step: &Step,
+    deployment: &Deployment,
+    recorder: &Recorder,
+    stop: &CancellationToken,
+) -> Result<(), NemesisError> {
+    let (fault, action) = (step.fault, &step.action);
+    let error = |what, source| NemesisError::Action {
+        action: what,
         fault: fault.name(),
-        targets: targets.to_vec(),
+        targets: action.targets.clone(),
         source,
+    };
+    let started = match fault.start(deployment, action).await {
+        Ok(started) => started,
+        Err(source) => {
+            // Part of it may have taken: undo before giving up.
+            let _ = fault.stop(deployment, action).await;
+            return Err(error("start", source));
+        }
+    };
+    let mut op = nemesis_op("start", fault.name(), action);
+    op.measured = started.measured;
+    recorder.record(op);
+    sleep_unless_stopped(step.hold, stop).await;
+    if let Some(background) = started.background {
+        background.abort();
+        let _ = background.await;
     }
+    fault
+        .stop(deployment, action)
+        .await
+        .map_err(|source| error("stop", source))?;
+    recorder.record(nemesis_op("stop", fault.name(), action));
+    Ok(())
 }
 
-/// Every node must be running and not paused.
-pub async fn verify_healed(deployment: &Deployment) -> Result<(), NemesisError> {
-    let health = deployment
-        .health()
-        .await
-        .map_err(|e| NemesisError::NotHealed(e.to_string()))?;
-    let down: Vec<_> = health
-        .into_iter()
-        .filter(|(_, up)| !up)
-        .map(|(name, _)| name)
-        .collect();
-    if down.is_empty() {
+/// Heals every family of the given faults on every node, then checks that no family of any
+/// fault has left a trace: nothing down, nothing paused, no iptables rule, no clock skew.
+pub async fn heal(
+    faults: &[&'static dyn Fault],
+    deployment: &Deployment,
+) -> Result<(), NemesisError> {
+    let mut problems = Vec::new();
+    // In registry order: restart and resume before anything that must exec into a node.
+    for fault in families() {
+        if faults.iter().any(|f| f.family() == fault.family()) {
+            if let Err(e) = fault.heal_all(deployment).await {
+                problems.push(format!("healing {}: {e}", fault.family()));
+            }
+        }
+    }
+    for fault in families() {
+        match fault.leftovers(deployment).await {
+            Ok(left) => problems.extend(left),
+            Err(e) => problems.push(format!("checking {}: {e}", fault.family())),
+        }
+    }
+    if problems.is_empty() {
         Ok(())
     } else {
-        Err(NemesisError::NotHealed(format!(
-            "{} still down or paused",
-            down.join(", ")
-        )))
+        Err(NemesisError::NotHealed(problems))
     }
 }
 

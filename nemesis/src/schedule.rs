@@ -1,38 +1,61 @@
-//! The fault schedule: which fault hits which nodes, step by step, from a seed alone.
+//! The fault schedule: which fault, on which nodes, with what parameters, after how long a
+//! quiet time and for how long, step by step, from the seed alone.
+
+use std::time::Duration;
 
 use rand::rngs::StdRng;
 use rand::seq::IndexedRandom;
-use rand::SeedableRng;
+use rand::{Rng, SeedableRng};
 
-use crate::Fault;
+use crate::faults::Action;
+use crate::{Fault, NemesisOptions};
 
 /// One step of the schedule.
 #[derive(Clone)]
 pub struct Step {
     pub fault: &'static dyn Fault,
-    pub targets: Vec<String>,
+    pub action: Action,
+    /// Quiet time before the fault starts.
+    pub wait: Duration,
+    /// How long the fault stays on.
+    pub hold: Duration,
 }
 
 impl std::fmt::Debug for Step {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} {:?}", self.fault.name(), self.targets)
+        write!(
+            f,
+            "after {:?}: {} {:?} {} for {:?}",
+            self.wait,
+            self.fault.name(),
+            self.action.targets,
+            self.action.params,
+            self.hold
+        )
     }
 }
 
-/// An endless, reproducible sequence of steps: the same seed, faults and nodes always give the
-/// same steps.
+/// An endless, reproducible sequence of steps: the same seed, faults, nodes and options always
+/// give the same steps.
 pub struct Schedule {
     rng: StdRng,
     faults: Vec<&'static dyn Fault>,
     nodes: Vec<String>,
+    options: NemesisOptions,
 }
 
 impl Schedule {
-    pub fn new(seed: u64, faults: Vec<&'static dyn Fault>, nodes: Vec<String>) -> Schedule {
+    pub fn new(
+        seed: u64,
+        faults: Vec<&'static dyn Fault>,
+        nodes: Vec<String>,
+        options: NemesisOptions,
+    ) -> Schedule {
         Schedule {
             rng: StdRng::seed_from_u64(seed),
             faults,
             nodes,
+            options,
         }
     }
 }
@@ -42,41 +65,58 @@ impl Iterator for Schedule {
 
     fn next(&mut self) -> Option<Step> {
         let fault = *self.faults.choose(&mut self.rng)?;
-        let targets = fault.targets(&self.nodes, &mut self.rng);
-        Some(Step { fault, targets })
+        let wait = self
+            .options
+            .interval
+            .mul_f64(self.rng.random_range(0.5..1.5));
+        let action = fault.plan(&self.nodes, &self.options, &mut self.rng);
+        let hold = fault.hold(&self.options, &mut self.rng);
+        Some(Step {
+            fault,
+            action,
+            wait,
+            hold,
+        })
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::FAULTS;
+    use crate::faults::all_faults;
 
     fn nodes() -> Vec<String> {
         (1..=5).map(|i| format!("n{i}")).collect()
     }
 
-    fn names(seed: u64) -> Vec<String> {
-        Schedule::new(seed, FAULTS.to_vec(), nodes())
-            .take(20)
+    fn steps(seed: u64) -> Vec<String> {
+        Schedule::new(seed, all_faults(), nodes(), NemesisOptions::default())
+            .take(50)
             .map(|s| format!("{s:?}"))
             .collect()
     }
 
     #[test]
     fn a_seed_gives_the_same_schedule_every_time() {
-        assert_eq!(names(42), names(42));
-        assert_ne!(names(42), names(43));
+        assert_eq!(steps(42), steps(42));
+        assert_ne!(steps(42), steps(43));
     }
 
     #[test]
     fn every_fault_is_used() {
-        let steps = names(1).join(" ");
-        assert!(steps.contains("kill") && steps.contains("pause"), "{steps}");
+        let steps = steps(1).join("\n");
+        for fault in all_faults() {
+            assert!(
+                steps.contains(fault.name()),
+                "{} missing from\n{steps}",
+                fault.name()
+            );
+        }
     }
 
     #[test]
     fn no_faults_no_steps() {
-        assert!(Schedule::new(1, Vec::new(), nodes()).next().is_none());
+        let mut none = Schedule::new(1, Vec::new(), nodes(), NemesisOptions::default());
+        assert!(none.next().is_none());
     }
 }

@@ -6,10 +6,67 @@ mod redlock;
 mod single;
 
 /// Options every topology understands.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct TopologyOptions {
     /// Number of Redis nodes, where the topology lets it vary.
     pub nodes: Option<usize>,
+    pub persistence: Persistence,
+}
+
+/// What a node keeps across a kill: nothing, or an append-only file synced every second or
+/// on every write.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Persistence {
+    #[default]
+    None,
+    AofEverysec,
+    AofAlways,
+}
+
+impl Persistence {
+    pub const NAMES: &'static str = "none, everysec, always";
+
+    pub fn parse(name: &str) -> Option<Persistence> {
+        match name {
+            "none" => Some(Persistence::None),
+            "everysec" => Some(Persistence::AofEverysec),
+            "always" => Some(Persistence::AofAlways),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Persistence::None => "none",
+            Persistence::AofEverysec => "everysec",
+            Persistence::AofAlways => "always",
+        }
+    }
+
+    /// The `redis-server` arguments for this policy. RDB snapshots are always off, so that
+    /// what survives a kill is exactly what the policy promises.
+    pub fn redis_args(self) -> Vec<String> {
+        let args: &[&str] = match self {
+            Persistence::None => &["--save", "", "--appendonly", "no"],
+            Persistence::AofEverysec => &[
+                "--save",
+                "",
+                "--appendonly",
+                "yes",
+                "--appendfsync",
+                "everysec",
+            ],
+            Persistence::AofAlways => &[
+                "--save",
+                "",
+                "--appendonly",
+                "yes",
+                "--appendfsync",
+                "always",
+            ],
+        };
+        args.iter().map(|a| a.to_string()).collect()
+    }
 }
 
 /// One container to start: its node name and the `redis-server` arguments.
@@ -35,13 +92,6 @@ pub static TOPOLOGIES: &[&dyn Topology] = &[&single::Single, &redlock::Redlock];
 /// Looks a topology up by name.
 pub fn find(name: &str) -> Option<&'static dyn Topology> {
     TOPOLOGIES.iter().copied().find(|t| t.name() == name)
-}
-
-/// `redis-server` arguments for a node that persists nothing, so a restart forgets every key.
-pub(crate) fn ephemeral_master() -> Vec<String> {
-    ["--save", "", "--appendonly", "no"]
-        .map(String::from)
-        .to_vec()
 }
 
 /// `n1`, `n2`, …: node names as Jepsen gives them.

@@ -1,10 +1,10 @@
-use super::{ephemeral_master, node_name, NodeSpec, Topology, TopologyOptions};
+use super::{node_name, NodeSpec, Topology, TopologyOptions};
 
 /// The default number of independent masters, as in the Redlock spec.
 pub const DEFAULT_NODES: usize = 5;
 
-/// N independent Redis masters (default 5) with no replication and no persistence: what the
-/// Redlock algorithm runs on.
+/// N independent Redis masters (default 5) with no replication: what the Redlock algorithm
+/// runs on.
 pub struct Redlock;
 
 impl Topology for Redlock {
@@ -13,7 +13,7 @@ impl Topology for Redlock {
     }
 
     fn summary(&self) -> &'static str {
-        "N independent masters (default 5), no persistence"
+        "N independent masters (default 5)"
     }
 
     fn nodes(&self, options: &TopologyOptions) -> Result<Vec<NodeSpec>, String> {
@@ -24,7 +24,7 @@ impl Topology for Redlock {
         Ok((0..n)
             .map(|i| NodeSpec {
                 name: node_name(i),
-                args: ephemeral_master(),
+                args: options.persistence.redis_args(),
             })
             .collect())
     }
@@ -36,9 +36,14 @@ mod tests {
 
     #[test]
     fn five_nodes_by_default() {
-        let nodes = Redlock.nodes(&TopologyOptions { nodes: None }).unwrap();
+        let nodes = Redlock.nodes(&TopologyOptions::default()).unwrap();
         let names: Vec<_> = nodes.iter().map(|n| n.name.as_str()).collect();
         assert_eq!(names, ["n1", "n2", "n3", "n4", "n5"]);
-        assert!(Redlock.nodes(&TopologyOptions { nodes: Some(0) }).is_err());
+        assert!(Redlock
+            .nodes(&TopologyOptions {
+                nodes: Some(0),
+                ..Default::default()
+            })
+            .is_err());
     }
 }

@@ -1,4 +1,4 @@
-use super::{ephemeral_master, node_name, NodeSpec, Topology, TopologyOptions};
+use super::{node_name, NodeSpec, Topology, TopologyOptions};
 
 /// One Redis server: the canonical single-instance lock.
 pub struct Single;
@@ -9,14 +9,14 @@ impl Topology for Single {
     }
 
     fn summary(&self) -> &'static str {
-        "one Redis server, no persistence"
+        "one Redis server"
     }
 
     fn nodes(&self, options: &TopologyOptions) -> Result<Vec<NodeSpec>, String> {
         match options.nodes {
             None | Some(1) => Ok(vec![NodeSpec {
                 name: node_name(0),
-                args: ephemeral_master(),
+                args: options.persistence.redis_args(),
             }]),
             Some(n) => Err(format!(
                 "the single deployment has exactly 1 node, not {n}; use --deployment redlock for more"

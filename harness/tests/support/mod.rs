@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use splitbrain_checker::{read_history, Op};
 use splitbrain_compose::{topology, Deployment, Docker, TopologyOptions};
-use splitbrain_nemesis::nemesis_op;
+use splitbrain_nemesis::{nemesis_op, Action};
 use splitbrain_workloads::{find_client, ClientConfig, LockClient, Recorder};
 
 /// Whether Docker tests were switched off on purpose. Without it, a missing Docker fails.
@@ -75,7 +75,10 @@ impl Fixture {
             &docker,
             &run_id,
             topology,
-            &TopologyOptions { nodes },
+            &TopologyOptions {
+                nodes,
+                ..Default::default()
+            },
             &image,
         )
         .await
@@ -108,7 +111,8 @@ impl Fixture {
     /// Records a nemesis start or stop.
     pub fn fault(&self, f: &str, fault: &str, nodes: &[&str]) {
         let nodes: Vec<String> = nodes.iter().map(|n| n.to_string()).collect();
-        self.recorder.record(nemesis_op(f, fault, &nodes));
+        self.recorder
+            .record(nemesis_op(f, fault, &Action::on(nodes)));
     }
 
     /// The history recorded so far.

@@ -1,13 +1,14 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
+use rand::rngs::StdRng;
 use splitbrain_compose::{ComposeError, Deployment};
 
-use super::{join_targets, Fault};
+use super::{join_targets, Action, Fault, Started};
 use crate::NemesisOptions;
 
-/// SIGKILL the target nodes' Redis, then start them again after the restart delay. Without
-/// persistence a restarted node has forgotten every key.
+/// SIGKILL the target nodes' Redis, then start them again after the restart delay. What a
+/// restarted node remembers is the deployment's persistence policy.
 pub struct Kill;
 
 #[async_trait]
@@ -17,18 +18,44 @@ impl Fault for Kill {
     }
 
     fn summary(&self) -> &'static str {
-        "SIGKILL nodes, restart them after --restart-delay (no persistence: keys are lost)"
+        "SIGKILL nodes, restart them after --restart-delay"
     }
 
-    fn duration(&self, options: &NemesisOptions) -> Duration {
+    fn hold(&self, options: &NemesisOptions, _rng: &mut StdRng) -> Duration {
         options.restart_delay
     }
 
-    async fn start(&self, deployment: &Deployment, targets: &[String]) -> Result<(), ComposeError> {
-        join_targets(targets, |node| deployment.kill(node)).await
+    async fn start(
+        &self,
+        deployment: &Deployment,
+        action: &Action,
+    ) -> Result<Started, ComposeError> {
+        join_targets(&action.targets, |node| deployment.kill(node)).await?;
+        Ok(Started::default())
     }
 
-    async fn stop(&self, deployment: &Deployment, targets: &[String]) -> Result<(), ComposeError> {
-        join_targets(targets, |node| deployment.restart(node)).await
+    async fn stop(&self, deployment: &Deployment, action: &Action) -> Result<(), ComposeError> {
+        join_targets(&action.targets, |node| deployment.restart(node)).await
+    }
+
+    async fn heal_all(&self, deployment: &Deployment) -> Result<(), ComposeError> {
+        let down: Vec<String> = deployment
+            .health()
+            .await?
+            .into_iter()
+            .filter(|(_, state)| !state.running)
+            .map(|(node, _)| node)
+            .collect();
+        join_targets(&down, |node| deployment.restart(node)).await
+    }
+
+    async fn leftovers(&self, deployment: &Deployment) -> Result<Vec<String>, ComposeError> {
+        Ok(deployment
+            .health()
+            .await?
+            .into_iter()
+            .filter(|(_, state)| !state.running)
+            .map(|(node, _)| format!("{node} is not running"))
+            .collect())
     }
 }

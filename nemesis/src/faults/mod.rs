@@ -1,7 +1,9 @@
-//! Faults: one file each, registered once in [`FAULTS`]. A fault owns how it is injected and
-//! how it is healed; the runner owns when.
+//! Faults: one file each, registered in [`FAULTS`]. A fault owns what it does to the nodes,
+//! how it is healed, and how a heal is verified; the runner owns when.
 
+mod clock;
 mod kill;
+mod partition;
 mod pause;
 
 use std::time::Duration;
@@ -11,8 +13,36 @@ use rand::rngs::StdRng;
 use rand::seq::IndexedRandom;
 use rand::Rng;
 use splitbrain_compose::{ComposeError, Deployment};
+use tokio::task::JoinHandle;
 
 use crate::NemesisOptions;
+
+/// One step's plan for a fault: whom it hits and with what, fixed by the seeded schedule.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Action {
+    pub targets: Vec<String>,
+    /// The fault's parameters (a partition's grudge, a clock's offset), recorded as the
+    /// nemesis op's `value`; `Null` when it has none.
+    pub params: serde_json::Value,
+}
+
+impl Action {
+    pub fn on(targets: Vec<String>) -> Action {
+        Action {
+            targets,
+            params: serde_json::Value::Null,
+        }
+    }
+}
+
+/// What starting a fault gave back.
+#[derive(Default)]
+pub struct Started {
+    /// What the harness observed of the fault's effect, recorded as the op's `measured`.
+    pub measured: Option<serde_json::Value>,
+    /// Work that goes on while the fault is active (a strobing clock); aborted before `stop`.
+    pub background: Option<JoinHandle<()>>,
+}
 
 /// A fault that can be started on some nodes and stopped (healed) again.
 #[async_trait]
@@ -20,22 +50,75 @@ pub trait Fault: Sync {
     /// The name users pass to `--nemesis`.
     fn name(&self) -> &'static str;
     fn summary(&self) -> &'static str;
-    /// How long the fault stays on before it is healed.
-    fn duration(&self, options: &NemesisOptions) -> Duration;
-    /// Which nodes to hit; by default one of Jepsen's node specs, chosen at random.
-    fn targets(&self, nodes: &[String], rng: &mut StdRng) -> Vec<String> {
-        jepsen_targets(nodes, rng)
+    /// Faults of one family leave the same traces and share their heal (every partition
+    /// shape, every kind of clock fault).
+    fn family(&self) -> &'static str {
+        self.name()
     }
-    async fn start(&self, deployment: &Deployment, targets: &[String]) -> Result<(), ComposeError>;
-    async fn stop(&self, deployment: &Deployment, targets: &[String]) -> Result<(), ComposeError>;
+    /// Why this fault cannot run on a deployment of these nodes, if it cannot.
+    fn fits(&self, _nodes: &[String]) -> Result<(), String> {
+        Ok(())
+    }
+    /// This step's action; by default one of Jepsen's node specs, chosen at random.
+    fn plan(&self, nodes: &[String], _options: &NemesisOptions, rng: &mut StdRng) -> Action {
+        Action::on(jepsen_targets(nodes, rng))
+    }
+    /// How long the fault stays on before it is healed; by default about one interval.
+    fn hold(&self, options: &NemesisOptions, rng: &mut StdRng) -> Duration {
+        options.interval.mul_f64(rng.random_range(0.5..1.5))
+    }
+    async fn start(
+        &self,
+        deployment: &Deployment,
+        action: &Action,
+    ) -> Result<Started, ComposeError>;
+    async fn stop(&self, deployment: &Deployment, action: &Action) -> Result<(), ComposeError>;
+    /// Undoes this fault on every node, whatever was or was not started.
+    async fn heal_all(&self, deployment: &Deployment) -> Result<(), ComposeError>;
+    /// Says what is left of this fault on any node, if anything is.
+    async fn leftovers(&self, deployment: &Deployment) -> Result<Vec<String>, ComposeError>;
 }
 
 /// Every fault, by name.
-pub static FAULTS: &[&dyn Fault] = &[&kill::Kill, &pause::Pause];
+pub static FAULTS: &[&dyn Fault] = &[
+    &kill::Kill,
+    &pause::Pause,
+    &partition::Partition(None),
+    &partition::Partition(Some(partition::Shape::Isolate)),
+    &partition::Partition(Some(partition::Shape::Halves)),
+    &partition::Partition(Some(partition::Shape::Ring)),
+    &partition::Partition(Some(partition::Shape::Bridge)),
+    &clock::Clock(clock::ClockKind::Bump),
+    &clock::Clock(clock::ClockKind::Strobe),
+    &clock::Clock(clock::ClockKind::Drift),
+];
 
 /// Looks a fault up by name.
 pub fn find_fault(name: &str) -> Option<&'static dyn Fault> {
     FAULTS.iter().copied().find(|f| f.name() == name)
+}
+
+/// What `--nemesis all` means: every kind once (`partition` picks its shape each time).
+pub fn all_faults() -> Vec<&'static dyn Fault> {
+    FAULTS
+        .iter()
+        .copied()
+        .filter(|f| !f.name().starts_with("partition-"))
+        .collect()
+}
+
+/// One fault of each family: what a full heal check asks.
+pub fn families() -> Vec<&'static dyn Fault> {
+    let mut seen = Vec::new();
+    FAULTS
+        .iter()
+        .copied()
+        .filter(|f| {
+            let new = !seen.contains(&f.family());
+            seen.push(f.family());
+            new
+        })
+        .collect()
 }
 
 /// Applies `action` to every target at once; the first error wins.
@@ -64,14 +147,30 @@ fn jepsen_targets(nodes: &[String], rng: &mut StdRng) -> Vec<String> {
     targets
 }
 
+/// One node or a minority: for faults that should leave the majority's view intact.
+fn one_or_minority(nodes: &[String], rng: &mut StdRng) -> Vec<String> {
+    let minority = (nodes.len().saturating_sub(1) / 2).max(1);
+    let count = if rng.random_bool(0.5) { 1 } else { minority };
+    let mut targets: Vec<String> = nodes
+        .choose_multiple(rng, count.min(nodes.len()))
+        .cloned()
+        .collect();
+    targets.sort();
+    targets
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use rand::SeedableRng;
 
+    fn nodes(n: usize) -> Vec<String> {
+        (1..=n).map(|i| format!("n{i}")).collect()
+    }
+
     #[test]
     fn targets_are_one_minority_majority_or_all() {
-        let nodes: Vec<String> = (1..=5).map(|i| format!("n{i}")).collect();
+        let nodes = nodes(5);
         let mut rng = StdRng::seed_from_u64(7);
         let mut sizes = std::collections::BTreeSet::new();
         for _ in 0..200 {
@@ -84,5 +183,19 @@ mod tests {
         assert_eq!(sizes.into_iter().collect::<Vec<_>>(), [1, 2, 3, 5]);
         let single = vec!["n1".to_string()];
         assert_eq!(jepsen_targets(&single, &mut rng), single);
+        assert_eq!(one_or_minority(&single, &mut rng), single);
+    }
+
+    #[test]
+    fn names_are_unique() {
+        let mut names: Vec<_> = FAULTS.iter().map(|f| f.name()).collect();
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), FAULTS.len());
+        let all: Vec<_> = all_faults().iter().map(|f| f.name()).collect();
+        assert!(
+            all.contains(&"partition") && !all.contains(&"partition-ring"),
+            "{all:?}"
+        );
     }
 }

@@ -1,13 +1,10 @@
-use std::time::Duration;
-
 use async_trait::async_trait;
 use splitbrain_compose::{ComposeError, Deployment};
 
-use super::{join_targets, Fault};
-use crate::NemesisOptions;
+use super::{join_targets, Action, Fault, Started};
 
-/// Freeze the target nodes (every process stopped, connections left open), then thaw them
-/// after one nemesis interval. Clients see timeouts, not refused connections.
+/// Freeze the target nodes (every process stopped, connections left open), then thaw them.
+/// Clients see timeouts, not refused connections.
 pub struct Pause;
 
 #[async_trait]
@@ -17,18 +14,38 @@ impl Fault for Pause {
     }
 
     fn summary(&self) -> &'static str {
-        "freeze nodes (SIGSTOP) for one --nemesis-interval, then resume them"
+        "freeze nodes (SIGSTOP) for about one --nemesis-interval, then resume them"
     }
 
-    fn duration(&self, options: &NemesisOptions) -> Duration {
-        options.interval
+    async fn start(
+        &self,
+        deployment: &Deployment,
+        action: &Action,
+    ) -> Result<Started, ComposeError> {
+        join_targets(&action.targets, |node| deployment.pause(node)).await?;
+        Ok(Started::default())
     }
 
-    async fn start(&self, deployment: &Deployment, targets: &[String]) -> Result<(), ComposeError> {
-        join_targets(targets, |node| deployment.pause(node)).await
+    async fn stop(&self, deployment: &Deployment, action: &Action) -> Result<(), ComposeError> {
+        join_targets(&action.targets, |node| deployment.resume(node)).await
     }
 
-    async fn stop(&self, deployment: &Deployment, targets: &[String]) -> Result<(), ComposeError> {
-        join_targets(targets, |node| deployment.resume(node)).await
+    async fn heal_all(&self, deployment: &Deployment) -> Result<(), ComposeError> {
+        for (node, state) in deployment.health().await? {
+            if state.paused {
+                deployment.resume(&node).await?;
+            }
+        }
+        Ok(())
+    }
+
+    async fn leftovers(&self, deployment: &Deployment) -> Result<Vec<String>, ComposeError> {
+        Ok(deployment
+            .health()
+            .await?
+            .into_iter()
+            .filter(|(_, state)| state.paused)
+            .map(|(node, _)| format!("{node} is paused"))
+            .collect())
     }
 }

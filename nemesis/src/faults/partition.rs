@@ -1,0 +1,301 @@
+//! Network partitions between nodes, in Jepsen's shapes: a grudge (which node drops which
+//! peers' packets) applied as iptables DROP rules inside each node's own network namespace.
+//! Clients reach every node through the gateway, which no rule names: client-to-node faults
+//! are a separate fault.
+
+use std::collections::BTreeMap;
+
+use async_trait::async_trait;
+use rand::rngs::StdRng;
+use rand::seq::{IndexedRandom, SliceRandom};
+use splitbrain_compose::{ComposeError, Deployment};
+
+use super::{Action, Fault, Started};
+use crate::NemesisOptions;
+
+/// Which node drops packets from which peers. Always symmetric.
+pub type Grudge = BTreeMap<String, Vec<String>>;
+
+/// Jepsen's partition shapes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shape {
+    /// One node cut off from all others.
+    Isolate,
+    /// A random minority cut off from the majority.
+    Halves,
+    /// Majorities ring: every node sees a majority, and no two see the same one.
+    Ring,
+    /// Two halves that cannot see each other, joined by one node that sees both.
+    Bridge,
+}
+
+impl Shape {
+    const ALL: [Shape; 4] = [Shape::Isolate, Shape::Halves, Shape::Ring, Shape::Bridge];
+
+    fn name(self) -> &'static str {
+        match self {
+            Shape::Isolate => "isolate",
+            Shape::Halves => "halves",
+            Shape::Ring => "ring",
+            Shape::Bridge => "bridge",
+        }
+    }
+
+    /// The fewest nodes the shape means anything on.
+    fn min_nodes(self) -> usize {
+        match self {
+            Shape::Isolate | Shape::Halves => 2,
+            Shape::Bridge => 3,
+            Shape::Ring => 4,
+        }
+    }
+
+    /// The grudge for these nodes, shuffled by `rng`.
+    pub fn grudge(self, nodes: &[String], rng: &mut StdRng) -> Grudge {
+        let mut order = nodes.to_vec();
+        order.shuffle(rng);
+        let n = order.len();
+        // `sees(i, j)`: whether positions i and j of `order` stay connected.
+        let sees: Box<dyn Fn(usize, usize) -> bool> = match self {
+            Shape::Isolate => Box::new(|i, j| (i == 0) == (j == 0)),
+            Shape::Halves => Box::new(move |i, j| (i < n / 2) == (j < n / 2)),
+            Shape::Ring => {
+                // Each node sees its k nearest neighbours on each side: 2k + 1 >= a majority.
+                let k = (n / 2).div_ceil(2);
+                Box::new(move |i, j| {
+                    let d = i.abs_diff(j);
+                    d.min(n - d) <= k
+                })
+            }
+            Shape::Bridge => {
+                let bridge = n / 2;
+                Box::new(move |i, j| i == bridge || j == bridge || (i < bridge) == (j < bridge))
+            }
+        };
+        let mut grudge = Grudge::new();
+        for i in 0..n {
+            let mut drops: Vec<String> = (0..n)
+                .filter(|&j| j != i && !sees(i, j))
+                .map(|j| order[j].clone())
+                .collect();
+            if !drops.is_empty() {
+                drops.sort();
+                grudge.insert(order[i].clone(), drops);
+            }
+        }
+        grudge
+    }
+}
+
+/// A partition of one shape, or of a shape picked at random each time (`None`).
+pub struct Partition(pub Option<Shape>);
+
+#[async_trait]
+impl Fault for Partition {
+    fn name(&self) -> &'static str {
+        match self.0 {
+            None => "partition",
+            Some(Shape::Isolate) => "partition-isolate",
+            Some(Shape::Halves) => "partition-halves",
+            Some(Shape::Ring) => "partition-ring",
+            Some(Shape::Bridge) => "partition-bridge",
+        }
+    }
+
+    fn family(&self) -> &'static str {
+        "partition"
+    }
+
+    fn summary(&self) -> &'static str {
+        match self.0 {
+            None => "cut node-to-node links (iptables), in a random shape each time",
+            Some(Shape::Isolate) => "cut one node off from the others",
+            Some(Shape::Halves) => "cut a minority off from the majority",
+            Some(Shape::Ring) => "majorities ring: each node sees a different majority",
+            Some(Shape::Bridge) => "two halves joined by one bridge node",
+        }
+    }
+
+    fn fits(&self, nodes: &[String]) -> Result<(), String> {
+        let need = self.0.map_or(Shape::Isolate.min_nodes(), Shape::min_nodes);
+        if nodes.len() < need {
+            return Err(format!(
+                "{} needs at least {need} nodes and the deployment has {}",
+                self.name(),
+                nodes.len()
+            ));
+        }
+        Ok(())
+    }
+
+    fn plan(&self, nodes: &[String], _options: &NemesisOptions, rng: &mut StdRng) -> Action {
+        let fitting: Vec<Shape> = Shape::ALL
+            .into_iter()
+            .filter(|s| nodes.len() >= s.min_nodes())
+            .collect();
+        let shape = self
+            .0
+            .or_else(|| fitting.choose(rng).copied())
+            .unwrap_or(Shape::Isolate);
+        let grudge = shape.grudge(nodes, rng);
+        Action {
+            targets: grudge.keys().cloned().collect(),
+            params: serde_json::json!({ "shape": shape.name(), "grudge": grudge }),
+        }
+    }
+
+    async fn start(
+        &self,
+        deployment: &Deployment,
+        action: &Action,
+    ) -> Result<Started, ComposeError> {
+        let grudge: Grudge = serde_json::from_value(action.params["grudge"].clone())
+            .expect("the plan wrote the grudge");
+        for (node, drops) in &grudge {
+            let mut rules = Vec::new();
+            for peer in drops {
+                let ip = deployment.node(peer)?.addr.ip();
+                rules.push(format!("iptables -A INPUT -s {ip} -j DROP"));
+            }
+            deployment
+                .exec_ok(node, &["sh", "-c", &rules.join(" && ")])
+                .await?;
+        }
+        Ok(Started::default())
+    }
+
+    async fn stop(&self, deployment: &Deployment, action: &Action) -> Result<(), ComposeError> {
+        for node in &action.targets {
+            deployment
+                .exec_ok(node, &["iptables", "-F", "INPUT"])
+                .await?;
+        }
+        Ok(())
+    }
+
+    async fn heal_all(&self, deployment: &Deployment) -> Result<(), ComposeError> {
+        for node in deployment.nodes() {
+            deployment
+                .exec_ok(&node.name, &["iptables", "-F", "INPUT"])
+                .await?;
+        }
+        Ok(())
+    }
+
+    async fn leftovers(&self, deployment: &Deployment) -> Result<Vec<String>, ComposeError> {
+        let mut left = Vec::new();
+        for node in deployment.nodes() {
+            let rules = deployment
+                .exec_ok(&node.name, &["iptables", "-S", "INPUT"])
+                .await?;
+            let count = rules.lines().filter(|l| l.starts_with("-A")).count();
+            if count > 0 {
+                left.push(format!("{} has {count} iptables rule(s)", node.name));
+            }
+        }
+        Ok(left)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::SeedableRng;
+
+    fn nodes(n: usize) -> Vec<String> {
+        (1..=n).map(|i| format!("n{i}")).collect()
+    }
+
+    /// Who each node can reach (itself included), from a grudge.
+    fn views(grudge: &Grudge, nodes: &[String]) -> BTreeMap<String, Vec<String>> {
+        nodes
+            .iter()
+            .map(|a| {
+                let drops = grudge.get(a).cloned().unwrap_or_default();
+                let seen = nodes
+                    .iter()
+                    .filter(|b| !drops.contains(b))
+                    .cloned()
+                    .collect();
+                (a.clone(), seen)
+            })
+            .collect()
+    }
+
+    fn symmetric(grudge: &Grudge) -> bool {
+        grudge.iter().all(|(a, drops)| {
+            drops
+                .iter()
+                .all(|b| grudge.get(b).is_some_and(|d| d.contains(a)))
+        })
+    }
+
+    #[test]
+    fn every_shape_is_symmetric_for_every_size() {
+        let mut rng = StdRng::seed_from_u64(3);
+        for shape in Shape::ALL {
+            for n in shape.min_nodes()..=9 {
+                let grudge = shape.grudge(&nodes(n), &mut rng);
+                assert!(symmetric(&grudge), "{shape:?} on {n}: {grudge:?}");
+                assert!(!grudge.is_empty(), "{shape:?} on {n} cuts something");
+            }
+        }
+    }
+
+    #[test]
+    fn isolate_cuts_one_node_from_all() {
+        let grudge = Shape::Isolate.grudge(&nodes(5), &mut StdRng::seed_from_u64(1));
+        let alone: Vec<_> = grudge.iter().filter(|(_, d)| d.len() == 4).collect();
+        assert_eq!(alone.len(), 1);
+        assert_eq!(grudge.len(), 5);
+    }
+
+    #[test]
+    fn halves_leave_a_majority_and_a_minority() {
+        let all = nodes(5);
+        let grudge = Shape::Halves.grudge(&all, &mut StdRng::seed_from_u64(1));
+        let mut sizes: Vec<usize> = views(&grudge, &all).values().map(Vec::len).collect();
+        sizes.sort();
+        assert_eq!(sizes, [2, 2, 3, 3, 3]);
+    }
+
+    #[test]
+    fn in_a_ring_every_node_sees_a_different_majority() {
+        for n in 4..=9 {
+            let all = nodes(n);
+            let grudge = Shape::Ring.grudge(&all, &mut StdRng::seed_from_u64(n as u64));
+            let views = views(&grudge, &all);
+            let mut distinct: Vec<_> = views.values().collect();
+            distinct.sort();
+            distinct.dedup();
+            assert_eq!(distinct.len(), n, "n={n}: {views:?}");
+            assert!(
+                views.values().all(|v| v.len() > n / 2 && v.len() < n),
+                "n={n}: {views:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_bridge_sees_everyone_and_the_halves_do_not_see_each_other() {
+        let all = nodes(5);
+        let grudge = Shape::Bridge.grudge(&all, &mut StdRng::seed_from_u64(2));
+        let views = views(&grudge, &all);
+        let bridges: Vec<_> = views.iter().filter(|(_, v)| v.len() == 5).collect();
+        assert_eq!(bridges.len(), 1, "{views:?}");
+        assert!(
+            views.values().filter(|v| v.len() == 3).count() == 4,
+            "{views:?}"
+        );
+    }
+
+    #[test]
+    fn shapes_that_need_more_nodes_say_so() {
+        assert!(Partition(Some(Shape::Ring))
+            .fits(&nodes(3))
+            .unwrap_err()
+            .contains("at least 4"));
+        assert!(Partition(None).fits(&nodes(1)).is_err());
+        assert!(Partition(None).fits(&nodes(2)).is_ok());
+    }
+}
