@@ -2,19 +2,24 @@
 //!
 //! Rules, each with a unit test below:
 //!
-//! 1. A process holds a lock from its acquire's `ok` until the earlier of: its next `release`
-//!    invoke on that key, and the end of the validity it was promised (the acquire's invoke
-//!    time plus `validity_ms`, or plus the requested `ttl_ms` where no validity was given).
+//! 1. A process holds a lock from its acquire's `ok` until it invokes `release` on that key
+//!    (or, if it never does, until its lease ends). Its **lease**, the exclusivity the lock
+//!    promised, ends at the acquire's invoke time plus `validity_ms` (or plus the requested
+//!    `ttl_ms` where no validity was given).
 //! 2. A release that fails or times out ends the hold at its invoke all the same: the client
 //!    stopped acting under the lock when it began to release, and a lost release never extends
-//!    a hold past its validity.
+//!    a hold.
 //! 3. A `fail` acquire holds nothing.
 //! 4. An `info` acquire (or one never completed) may or may not have been granted. Its process
 //!    retired without acting, but the lock service may have handed it the lock, from its invoke
 //!    for `ttl_ms`. Where that window overlaps another process's hold, the checker reports a
 //!    *possible* double grant: it can make the verdict unknown, never invalid.
 //! 5. A **double grant** is two different processes whose holds on one key overlap by more
-//!    than zero time. Each is reported with both acquires, the overlap, and the faults active
+//!    than zero time. It is a `lease` double grant when the holds overlap while both leases
+//!    were live (the lock handed out two leases at once), and a `stale` one when one holder had
+//!    outlived its lease without knowing, a zombie (a paused client, a slow release): the lock
+//!    kept its promise, the client did not, and only fencing stops the damage. Both make the
+//!    history invalid. Each is reported with both acquires, the overlap, and the faults active
 //!    from the first grant to the end of the overlap.
 //!
 //! The check is a sweep over holds sorted by start, so it runs in O(n log n) for a history of
@@ -38,6 +43,8 @@ pub struct LockSafety {
     /// Acquires whose outcome is unknown.
     pub unknown_acquires: usize,
     pub double_grant_count: usize,
+    /// How many of the double grants were `stale` (a holder had outlived its lease).
+    pub stale_double_grant_count: usize,
     /// The first [`REPORTED_VIOLATIONS`] double grants, in time order.
     pub double_grants: Vec<DoubleGrant>,
     pub possible_double_grant_count: usize,
@@ -55,6 +62,8 @@ pub struct Hold {
     pub token: Option<String>,
     pub start_ms: f64,
     pub end_ms: f64,
+    /// When the lease ended: the acquire's invoke plus its validity.
+    pub lease_end_ms: f64,
     /// Why the hold ended: `release`, `validity`, or `unknown-outcome` for a possible hold.
     pub ended_by: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -65,6 +74,8 @@ pub struct Hold {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct DoubleGrant {
     pub key: String,
+    /// `lease` (both leases live) or `stale` (a holder had outlived its lease).
+    pub kind: String,
     /// The hold that began first.
     pub first: Hold,
     pub second: Hold,
@@ -107,11 +118,15 @@ pub fn check(history: &[Op]) -> LockSafety {
                 if earlier.process == hold.process || (!earlier.certain && !hold.certain) {
                     continue;
                 }
-                let overlap = earlier.end.min(hold.end) - hold.start;
-                if overlap == 0 {
-                    continue;
-                }
-                let pair = (*earlier, hold, overlap);
+                let live = |c: &Candidate| c.end.min(c.lease_end);
+                let lease_overlap = live(earlier).min(live(hold)).saturating_sub(hold.start);
+                let overlap = earlier.end.min(hold.end).saturating_sub(hold.start);
+                let (kind, overlap) = match (lease_overlap, overlap) {
+                    (0, 0) => continue,
+                    (0, stale) => ("stale", stale),
+                    (live, _) => ("lease", live),
+                };
+                let pair = (*earlier, hold, kind, overlap);
                 if earlier.certain && hold.certain {
                     definite.push(pair);
                 } else {
@@ -122,17 +137,16 @@ pub fn check(history: &[Op]) -> LockSafety {
         }
     }
 
-    let by_time = |a: &(&Candidate, &Candidate, u64), b: &(&Candidate, &Candidate, u64)| {
-        (a.1.start, a.0.start).cmp(&(b.1.start, b.0.start))
-    };
+    let by_time = |a: &Pair, b: &Pair| (a.1.start, a.0.start).cmp(&(b.1.start, b.0.start));
     definite.sort_by(by_time);
     possible.sort_by(by_time);
-    let report = |pairs: &[(&Candidate, &Candidate, u64)]| -> Vec<DoubleGrant> {
+    let report = |pairs: &[Pair]| -> Vec<DoubleGrant> {
         pairs
             .iter()
             .take(REPORTED_VIOLATIONS)
-            .map(|(first, second, overlap)| DoubleGrant {
+            .map(|(first, second, kind, overlap)| DoubleGrant {
                 key: first.key.clone(),
+                kind: kind.to_string(),
                 first: first.to_hold(),
                 second: second.to_hold(),
                 overlap_ms: ms(*overlap),
@@ -157,11 +171,15 @@ pub fn check(history: &[Op]) -> LockSafety {
         holds: holds.iter().filter(|h| h.certain).count(),
         unknown_acquires,
         double_grant_count: definite.len(),
+        stale_double_grant_count: definite.iter().filter(|p| p.2 == "stale").count(),
         double_grants: report(&definite),
         possible_double_grant_count: possible.len(),
         possible_double_grants: report(&possible),
     }
 }
+
+/// Two overlapping holds, the earlier first, with the kind and length of their overlap.
+type Pair<'a> = (&'a Candidate, &'a Candidate, &'static str, u64);
 
 /// A definite or possible hold, in nanoseconds.
 struct Candidate {
@@ -172,6 +190,7 @@ struct Candidate {
     nodes: Option<Vec<String>>,
     start: u64,
     end: u64,
+    lease_end: u64,
     ended_by: &'static str,
     certain: bool,
 }
@@ -185,6 +204,7 @@ impl Candidate {
             token: self.token.clone(),
             start_ms: ms(self.start),
             end_ms: ms(self.end),
+            lease_end_ms: ms(self.lease_end),
             ended_by: self.ended_by.to_string(),
             nodes: self.nodes.clone(),
         }
@@ -204,18 +224,22 @@ fn derive_holds(history: &[Op], end_of_history: u64) -> (Vec<Candidate>, usize) 
     let mut holds: Vec<Candidate> = Vec::new();
     let mut unknown = 0;
 
-    let possible_hold = |invoke: &Op| Candidate {
-        process: invoke.process,
-        key: invoke.key.clone().unwrap_or_default(),
-        acquire_index: invoke.index,
-        token: invoke.token.clone(),
-        nodes: None,
-        start: invoke.time,
-        end: invoke
+    let possible_hold = |invoke: &Op| {
+        let lease_end = invoke
             .ttl_ms
-            .map_or(end_of_history, |ttl| invoke.time + ttl * 1_000_000),
-        ended_by: "unknown-outcome",
-        certain: false,
+            .map_or(end_of_history, |ttl| invoke.time + ttl * 1_000_000);
+        Candidate {
+            process: invoke.process,
+            key: invoke.key.clone().unwrap_or_default(),
+            acquire_index: invoke.index,
+            token: invoke.token.clone(),
+            nodes: None,
+            start: invoke.time,
+            end: lease_end,
+            lease_end,
+            ended_by: "unknown-outcome",
+            certain: false,
+        }
     };
 
     for op in history.iter().filter(|op| !op.process.is_nemesis()) {
@@ -227,13 +251,15 @@ fn derive_holds(history: &[Op], end_of_history: u64) -> (Vec<Candidate>, usize) 
                     unknown += 1;
                 }
             }
+            let key = op.key.as_deref().unwrap_or_default();
+            if op.f == "acquire" {
+                // A hold never released ended with its lease; a later release is not its.
+                open.remove(&(op.process, key));
+            }
             if op.f == "release" {
-                let key = op.key.as_deref().unwrap_or_default();
                 if let Some(i) = open.remove(&(op.process, key)) {
-                    if op.time < holds[i].end {
-                        holds[i].end = op.time.max(holds[i].start);
-                        holds[i].ended_by = "release";
-                    }
+                    holds[i].end = op.time.max(holds[i].start);
+                    holds[i].ended_by = "release";
                 }
             }
             continue;
@@ -248,15 +274,17 @@ fn derive_holds(history: &[Op], end_of_history: u64) -> (Vec<Candidate>, usize) 
             OpType::Ok => {
                 let validity = op.validity_ms.or(invoke.ttl_ms);
                 let key = invoke.key.clone().unwrap_or_default();
+                let lease_end = validity.map_or(end_of_history, |v| {
+                    (invoke.time + v * 1_000_000).max(op.time)
+                });
                 holds.push(Candidate {
                     process: op.process,
                     acquire_index: invoke.index,
                     token: op.token.clone().or_else(|| invoke.token.clone()),
                     nodes: op.node.clone(),
                     start: op.time,
-                    end: validity.map_or(end_of_history, |v| {
-                        (invoke.time + v * 1_000_000).max(op.time)
-                    }),
+                    end: lease_end,
+                    lease_end,
                     ended_by: "validity",
                     certain: true,
                     key,
@@ -415,6 +443,34 @@ mod tests {
         ok.validity_ms = Some(500);
         s.push(5, ok).hold(600, 700, 2);
         assert_eq!(s.check().valid, Valid::True);
+    }
+
+    #[test]
+    fn rule_5_a_holder_acting_past_its_lease_is_a_stale_double_grant() {
+        // Process 1's lease ends at 1000 ms, but it releases only at 1500 (it was paused):
+        // process 2, granted at 1100, shares the lock with a zombie.
+        let mut s = Script::default();
+        s.invoke(0, 1, "acquire")
+            .complete(1, 1, OpType::Ok, "acquire")
+            .invoke(1_100, 2, "acquire")
+            .complete(1_101, 2, OpType::Ok, "acquire")
+            .invoke(1_500, 1, "release")
+            .complete(1_501, 1, OpType::Fail, "release");
+        let r = s.check();
+        assert_eq!(r.valid, Valid::False);
+        assert_eq!((r.double_grant_count, r.stale_double_grant_count), (1, 1));
+        let g = &r.double_grants[0];
+        assert_eq!(g.kind, "stale");
+        assert_eq!(g.overlap_ms, 399.0);
+        assert_eq!(g.first.lease_end_ms, 1000.0);
+        assert_eq!(g.first.end_ms, 1500.0);
+    }
+
+    #[test]
+    fn rule_5_overlapping_live_leases_are_a_lease_double_grant() {
+        let r = Script::default().hold(0, 500, 1).hold(100, 200, 2).check();
+        assert_eq!(r.double_grants[0].kind, "lease");
+        assert_eq!(r.stale_double_grant_count, 0);
     }
 
     #[test]

@@ -27,7 +27,8 @@ enum HoldEnd {
         slack: u64,
     },
     /// The lease runs out: its `ttl_ms`, or a shorter `validity_ms` if `validity`. A release
-    /// may follow `late_release` ms after.
+    /// may follow `late_release` ms after, and the process holds the lock until then (rule 1):
+    /// a correct lock's next holder waits for it.
     Expire {
         validity: bool,
         late_release: Option<u64>,
@@ -125,7 +126,8 @@ impl Model {
                     } => {
                         let start = cursor + gap;
                         let group = hold(key, start, *latency, *duration, end, *who);
-                        (group, start + duration)
+                        let (_, held_until) = group.hold.expect("a hold group has a hold");
+                        (group, held_until)
                     }
                     Step::Info {
                         gap,
@@ -289,10 +291,17 @@ fn hold(key: usize, start: u64, latency: u64, duration: u64, end: &HoldEnd, who:
             }
         }
     }
+    let held_until = match end {
+        HoldEnd::Expire {
+            late_release: Some(late),
+            ..
+        } => stop + late,
+        _ => stop,
+    };
     let mut ops = vec![(invoke, acquire), (start, ok)];
     ops.extend(after);
     let mut group = Group::new(key, ops, stop, who);
-    group.hold = Some((start, stop));
+    group.hold = Some((start, held_until));
     group
 }
 

@@ -105,8 +105,13 @@ pub fn describe(grant: &DoubleGrant) -> String {
             .map(|n| format!(" on {}", n.join(",")))
             .unwrap_or_default()
     };
+    let stale = if grant.kind == "stale" {
+        "[stale: a holder outlived its lease] "
+    } else {
+        ""
+    };
     format!(
-        "key {}: process {} held it from {}{} and process {} from {}{}, overlapping {:.1} ms; faults: {}",
+        "{stale}key {}: process {} held it from {}{} and process {} from {}{}, overlapping {:.1} ms; faults: {}",
         grant.key,
         grant.first.process,
         seconds(grant.first.start_ms),

@@ -7,59 +7,13 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use splitbrain_checker::{lock_safety, Op, OpType, Process, Valid};
-use splitbrain_workloads::{Grant, LockClient, Outcome};
+use splitbrain_checker::{lock_safety, Process, Valid};
+use splitbrain_workloads::{Grant, LockClient};
 use support::{docker_skipped, Fixture};
 
 const KEY: &str = "lock";
 /// Long enough that a slow restart of n3 still falls well inside A's lease.
 const TTL: Duration = Duration::from_secs(5);
-
-/// Records one acquire attempt of `process` and returns its grant, if any.
-async fn acquire(fx: &Fixture, process: u64, client: &mut Box<dyn LockClient>) -> Option<Grant> {
-    let mut invoke = Op::new(Process::Client(process), OpType::Invoke, "acquire").key(KEY);
-    invoke.ttl_ms = Some(TTL.as_millis() as u64);
-    fx.recorder.record(invoke);
-    match client.acquire(KEY, TTL).await {
-        Outcome::Ok(grant) => {
-            let mut ok = Op::new(Process::Client(process), OpType::Ok, "acquire")
-                .key(KEY)
-                .token(&grant.token)
-                .nodes(grant.nodes.clone());
-            ok.validity_ms = Some(grant.validity.as_millis() as u64);
-            fx.recorder.record(ok);
-            Some(grant)
-        }
-        Outcome::Fail(e) => {
-            fx.recorder.record(
-                Op::new(Process::Client(process), OpType::Fail, "acquire")
-                    .key(KEY)
-                    .error(e),
-            );
-            None
-        }
-        Outcome::Info(e) => panic!("no acquire should time out in this script: {e}"),
-    }
-}
-
-/// Records a release of `process`'s grant.
-async fn release(fx: &Fixture, process: u64, client: &mut Box<dyn LockClient>, grant: &Grant) {
-    fx.recorder.record(
-        Op::new(Process::Client(process), OpType::Invoke, "release")
-            .key(KEY)
-            .token(&grant.token),
-    );
-    let kind = match client.release(KEY, grant).await {
-        Outcome::Ok(()) => OpType::Ok,
-        Outcome::Fail(_) => OpType::Fail,
-        Outcome::Info(_) => OpType::Info,
-    };
-    fx.recorder.record(
-        Op::new(Process::Client(process), kind, "release")
-            .key(KEY)
-            .token(&grant.token),
-    );
-}
 
 /// Client A takes the lock on exactly n1, n2, n3 (n4 and n5 frozen while it asks).
 async fn a_holds_a_bare_majority(fx: &Fixture, a: &mut Box<dyn LockClient>) -> Grant {
@@ -67,7 +21,10 @@ async fn a_holds_a_bare_majority(fx: &Fixture, a: &mut Box<dyn LockClient>) -> G
         fx.deployment.pause(node).await.unwrap();
     }
     fx.fault("start", "pause", &["n4", "n5"]);
-    let grant = acquire(fx, 0, a).await.expect("A gets a majority of three");
+    let grant = fx
+        .acquire(0, a, KEY, TTL)
+        .await
+        .expect("A gets a majority of three");
     for node in ["n4", "n5"] {
         fx.deployment.resume(node).await.unwrap();
     }
@@ -95,14 +52,14 @@ async fn restart_hazard(restart_delay: Duration) -> (lock_safety::LockSafety, u3
             fx.fault("stop", "kill", &["n3"]);
             restarted = true;
         }
-        if let Some(grant) = acquire(&fx, 1, &mut b).await {
+        if let Some(grant) = fx.acquire(1, &mut b, KEY, TTL).await {
             break grant;
         }
         b_failures += 1;
         tokio::time::sleep(Duration::from_millis(200)).await;
     };
-    release(&fx, 0, &mut a, &a_grant).await;
-    release(&fx, 1, &mut b, &b_grant).await;
+    fx.release(0, &mut a, KEY, &a_grant).await;
+    fx.release(1, &mut b, KEY, &b_grant).await;
     if !restarted {
         fx.deployment.restart("n3").await.unwrap();
         fx.fault("stop", "kill", &["n3"]);

@@ -8,10 +8,10 @@ use std::process::{Command, Output};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use splitbrain_checker::{read_history, Op};
+use splitbrain_checker::{read_history, Op, OpType, Process};
 use splitbrain_compose::{topology, Deployment, Docker, TopologyOptions};
 use splitbrain_nemesis::{nemesis_op, Action};
-use splitbrain_workloads::{find_client, ClientConfig, LockClient, Recorder};
+use splitbrain_workloads::{find_client, ClientConfig, Grant, LockClient, Outcome, Recorder};
 
 /// Whether Docker tests were switched off on purpose. Without it, a missing Docker fails.
 pub fn docker_skipped() -> bool {
@@ -113,6 +113,56 @@ impl Fixture {
         let nodes: Vec<String> = nodes.iter().map(|n| n.to_string()).collect();
         self.recorder
             .record(nemesis_op(f, fault, &Action::on(nodes)));
+    }
+
+    /// Records one acquire attempt of `process` on `key` and returns its grant, if any.
+    /// No acquire in a script may time out.
+    pub async fn acquire(
+        &self,
+        process: u64,
+        client: &mut Box<dyn LockClient>,
+        key: &str,
+        ttl: Duration,
+    ) -> Option<Grant> {
+        let mut invoke = Op::new(Process::Client(process), OpType::Invoke, "acquire").key(key);
+        invoke.ttl_ms = Some(ttl.as_millis() as u64);
+        self.recorder.record(invoke);
+        match client.acquire(key, ttl).await {
+            Outcome::Ok(grant) => {
+                let mut ok = Op::new(Process::Client(process), OpType::Ok, "acquire")
+                    .key(key)
+                    .token(&grant.token)
+                    .nodes(grant.nodes.clone());
+                ok.validity_ms = Some(grant.validity.as_millis() as u64);
+                self.recorder.record(ok);
+                Some(grant)
+            }
+            Outcome::Fail(e) => {
+                let fail = Op::new(Process::Client(process), OpType::Fail, "acquire");
+                self.recorder.record(fail.key(key).error(e));
+                None
+            }
+            Outcome::Info(e) => panic!("no acquire should time out in this script: {e}"),
+        }
+    }
+
+    /// Records a release of `process`'s grant.
+    pub async fn release(
+        &self,
+        process: u64,
+        client: &mut Box<dyn LockClient>,
+        key: &str,
+        grant: &Grant,
+    ) {
+        let invoke = Op::new(Process::Client(process), OpType::Invoke, "release");
+        self.recorder.record(invoke.key(key).token(&grant.token));
+        let kind = match client.release(key, grant).await {
+            Outcome::Ok(()) => OpType::Ok,
+            Outcome::Fail(_) => OpType::Fail,
+            Outcome::Info(_) => OpType::Info,
+        };
+        let done = Op::new(Process::Client(process), kind, "release");
+        self.recorder.record(done.key(key).token(&grant.token));
     }
 
     /// The history recorded so far.

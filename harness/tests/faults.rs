@@ -1,0 +1,192 @@
+//! Each node fault, observed against real containers: its effect while it is on, and no trace
+//! of it once healed.
+
+mod support;
+
+use std::time::Duration;
+
+use splitbrain_compose::topology::Persistence;
+use splitbrain_compose::{topology, Deployment, TopologyOptions};
+use splitbrain_nemesis::{find_fault, heal, Action, FAULTS};
+use support::{docker, docker_skipped, Fixture};
+
+/// Whether `from` gets a PONG from `to` within a second, asked from inside `from`.
+async fn reaches(fx: &Fixture, from: &str, to: &str) -> bool {
+    let ip = fx.deployment.node(to).unwrap().addr.ip().to_string();
+    let out = fx
+        .deployment
+        .exec(from, &["timeout", "1", "redis-cli", "-h", &ip, "ping"])
+        .await
+        .unwrap();
+    out.exit_code == 0 && out.output.contains("PONG")
+}
+
+async fn redis(fx: &Fixture, node: &str, args: &[&str]) -> String {
+    let mut cmd = vec!["redis-cli"];
+    cmd.extend_from_slice(args);
+    fx.deployment
+        .exec_ok(node, &cmd)
+        .await
+        .unwrap()
+        .trim()
+        .to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_partitioned_pair_cannot_talk_while_the_others_can() {
+    if docker_skipped() {
+        return;
+    }
+    let fx = Fixture::up("redlock", Some(3)).await;
+    let partition = find_fault("partition-isolate").unwrap();
+    let grudge = serde_json::json!({ "n1": ["n2", "n3"], "n2": ["n1"], "n3": ["n1"] });
+    let action = Action {
+        targets: vec!["n1".into(), "n2".into(), "n3".into()],
+        params: serde_json::json!({ "shape": "isolate", "grudge": grudge }),
+    };
+    assert!(
+        reaches(&fx, "n1", "n2").await,
+        "connected before the partition"
+    );
+
+    partition.start(&fx.deployment, &action).await.unwrap();
+    assert!(!reaches(&fx, "n1", "n2").await, "n1 is cut off from n2");
+    assert!(!reaches(&fx, "n3", "n1").await, "and n3 from n1");
+    assert!(reaches(&fx, "n2", "n3").await, "n2 and n3 still talk");
+    assert!(!partition
+        .leftovers(&fx.deployment)
+        .await
+        .unwrap()
+        .is_empty());
+
+    partition.stop(&fx.deployment, &action).await.unwrap();
+    assert!(reaches(&fx, "n1", "n2").await, "healed");
+    assert!(partition
+        .leftovers(&fx.deployment)
+        .await
+        .unwrap()
+        .is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bumped_clock_moves_time_on_its_node_only_and_expires_keys() {
+    if docker_skipped() {
+        return;
+    }
+    let fx = Fixture::up("redlock", Some(3)).await;
+    redis(&fx, "n1", &["set", "lease", "a", "PX", "10000"]).await;
+    let bump = find_fault("clock-bump").unwrap();
+    let action = Action {
+        targets: vec!["n1".into()],
+        params: serde_json::json!({ "offset_ms": 20_000 }),
+    };
+    let started = bump.start(&fx.deployment, &action).await.unwrap();
+    let measured = started.measured.unwrap()["skew_ms"]["n1"].as_f64().unwrap();
+    assert!(
+        (measured - 20_000.0).abs() < 50.0,
+        "TIME on n1 is 20 s ahead: {measured}"
+    );
+    let n1 = fx.deployment.measured_skew_ms("n1").await.unwrap();
+    let n2 = fx.deployment.measured_skew_ms("n2").await.unwrap();
+    assert!(
+        (n1 - 20_000.0).abs() < 50.0 && n2.abs() < 50.0,
+        "n1 {n1} ms, n2 {n2} ms"
+    );
+    assert_eq!(
+        redis(&fx, "n1", &["exists", "lease"]).await,
+        "0",
+        "a 10 s lease is gone"
+    );
+
+    bump.stop(&fx.deployment, &action).await.unwrap();
+    assert!(fx.deployment.measured_skew_ms("n1").await.unwrap().abs() < 50.0);
+    assert!(bump.leftovers(&fx.deployment).await.unwrap().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_drifting_clock_runs_at_its_rate() {
+    if docker_skipped() {
+        return;
+    }
+    let fx = Fixture::up("single", None).await;
+    let drift = find_fault("clock-drift").unwrap();
+    let action = Action {
+        targets: vec!["n1".into()],
+        params: serde_json::json!({ "rate": 2.0 }),
+    };
+    drift.start(&fx.deployment, &action).await.unwrap();
+    let before = fx.deployment.measured_skew_ms("n1").await.unwrap();
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let after = fx.deployment.measured_skew_ms("n1").await.unwrap();
+    // Twice real speed: one real second adds a second of skew (give or take scheduling).
+    assert!(
+        (after - before - 1000.0).abs() < 200.0,
+        "gained {} ms",
+        after - before
+    );
+    drift.stop(&fx.deployment, &action).await.unwrap();
+    assert!(drift.leftovers(&fx.deployment).await.unwrap().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn heal_clears_every_fault_at_once() {
+    if docker_skipped() {
+        return;
+    }
+    let fx = Fixture::up("redlock", Some(3)).await;
+    let deployment = &fx.deployment;
+    deployment.pause("n1").await.unwrap();
+    deployment.kill("n2").await.unwrap();
+    deployment
+        .exec_ok(
+            "n3",
+            &["iptables", "-A", "INPUT", "-s", "10.0.0.1", "-j", "DROP"],
+        )
+        .await
+        .unwrap();
+    deployment
+        .set_clock(
+            "n3",
+            splitbrain_compose::clock::ClockSkew::offset(5_000_000_000),
+        )
+        .await
+        .unwrap();
+    let every: Vec<_> = FAULTS.to_vec();
+    heal(&every, deployment).await.expect("everything healed");
+    for (node, state) in deployment.health().await.unwrap() {
+        assert!(state.running && !state.paused, "{node}: {state:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kill_keeps_what_the_persistence_policy_promises() {
+    if docker_skipped() {
+        return;
+    }
+    let (docker, image) = docker().await;
+    for (persistence, survives) in [(Persistence::None, false), (Persistence::AofEverysec, true)] {
+        let run_id = format!("test-aof-{:08x}", rand::random::<u32>());
+        let options = TopologyOptions {
+            nodes: None,
+            persistence,
+        };
+        let single = topology::find("single").unwrap();
+        let deployment = Deployment::up(&docker, &run_id, single, &options, &image)
+            .await
+            .unwrap();
+        deployment
+            .exec_ok("n1", &["redis-cli", "set", "k", "v"])
+            .await
+            .unwrap();
+        // everysec: the write reaches the disk within a second.
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        deployment.kill("n1").await.unwrap();
+        deployment.restart("n1").await.unwrap();
+        let kept = deployment
+            .exec_ok("n1", &["redis-cli", "exists", "k"])
+            .await
+            .unwrap();
+        deployment.teardown().await.unwrap();
+        assert_eq!(kept.trim() == "1", survives, "{persistence:?}");
+    }
+}
