@@ -58,6 +58,22 @@ fn an_unknown_fault_is_refused() {
 }
 
 #[test]
+fn a_partition_shape_needs_enough_nodes() {
+    let line = refused(&[
+        "run", "--deployment", "redlock", "--nodes", "3", "--nemesis", "partition-ring",
+    ]);
+    assert!(line.contains("partition-ring needs at least 4 nodes"), "{line}");
+}
+
+#[test]
+fn a_drift_rate_must_be_above_zero() {
+    for rate in ["0", "-2"] {
+        let line = refused(&["run", "--nemesis", "clock-drift", "--clock-drift", rate]);
+        assert!(line.contains("--clock-drift"), "{line}");
+    }
+}
+
+#[test]
 fn a_history_that_is_not_json_lines_names_the_line() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("history.jsonl");
