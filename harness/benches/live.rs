@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use splitbrain_checker::{read_history, OpType};
 use splitbrain_compose::{topology, Deployment, TopologyOptions};
 use splitbrain_workloads::workload::lock::LockWorkload;
-use splitbrain_workloads::{find_client, ClientConfig, Recorder};
+use splitbrain_workloads::{find_client, ClientConfig, ClientPauses, Recorder};
 use tokio_util::sync::CancellationToken;
 
 const CONCURRENCY: usize = 5;
@@ -107,7 +107,13 @@ async fn harness_rate(node: &splitbrain_compose::Node) -> f64 {
     };
     let started = Instant::now();
     workload
-        .run(find_client("set-nx-px").unwrap(), &config, recorder, stop)
+        .run(
+            find_client("set-nx-px").unwrap(),
+            &config,
+            recorder,
+            ClientPauses::new(CONCURRENCY),
+            stop,
+        )
         .await
         .expect("the workload");
     let elapsed = started.elapsed().as_secs_f64();

@@ -59,7 +59,7 @@ pub struct RunArgs {
     #[arg(long, default_value = "lock")]
     pub workload: String,
     /// Faults, comma-separated, or all or none: kill, pause, partition (or partition-isolate,
-    /// -halves, -ring, -bridge), clock-bump, clock-strobe, clock-drift.
+    /// -halves, -ring, -bridge), clock-bump, clock-strobe, clock-drift, client-pause.
     #[arg(long, default_value = "kill")]
     pub nemesis: String,
     /// What a killed node keeps: none | everysec | always (AOF fsync policy).
@@ -92,6 +92,9 @@ pub struct RunArgs {
     /// How fast clock-drift runs a clock (or 1/that, for a slow one); above 0, not 1.
     #[arg(long, default_value_t = 2.0, allow_hyphen_values = true)]
     pub clock_drift: f64,
+    /// How long client-pause freezes a client (give or take a quarter).
+    #[arg(long, default_value = "3s", value_parser = duration, allow_hyphen_values = true)]
+    pub client_pause: Duration,
     /// Seed for the fault schedule (default: random, printed and stored in test.json).
     #[arg(long)]
     pub seed: Option<u64>,

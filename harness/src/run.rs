@@ -11,8 +11,8 @@ use std::time::Instant;
 use anyhow::Context;
 use splitbrain_checker::{lock_safety, read_history, Valid};
 use splitbrain_compose::{image, topology, Deployment};
-use splitbrain_nemesis::Nemesis;
-use splitbrain_workloads::{find_client, ClientConfig, Recorder};
+use splitbrain_nemesis::{Nemesis, Target};
+use splitbrain_workloads::{find_client, ClientConfig, ClientPauses, Recorder};
 use tokio_util::sync::CancellationToken;
 
 use crate::error::{Exit, HarnessError};
@@ -191,6 +191,11 @@ async fn exercise(
             .collect(),
         ttl: spec.ttl,
     };
+    let pauses = ClientPauses::new(spec.concurrency);
+    let target = Target {
+        deployment: deployment.clone(),
+        clients: pauses.clone(),
+    };
     let nemesis = Nemesis {
         faults: spec.faults(),
         options: spec.nemesis_options(),
@@ -210,7 +215,13 @@ async fn exercise(
     let workload = async {
         let result = spec
             .lock_workload()
-            .run(client, &config, recorder.clone(), stop.clone())
+            .run(
+                client,
+                &config,
+                recorder.clone(),
+                pauses.clone(),
+                stop.clone(),
+            )
             .await;
         stop.cancel();
         result.map_err(anyhow::Error::msg)
@@ -219,7 +230,7 @@ async fn exercise(
         if nemesis.faults.is_empty() {
             return Ok(());
         }
-        let result = nemesis.run(deployment, &recorder, stop.clone()).await;
+        let result = nemesis.run(&target, &recorder, stop.clone()).await;
         if result.is_err() {
             stop.cancel();
         }

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use splitbrain_compose::topology::{self, Persistence, TopologyOptions};
-use splitbrain_nemesis::{all_faults, find_fault, Fault, NemesisOptions, FAULTS};
+use splitbrain_nemesis::{all_faults, find_fault, Fault, Layout, NemesisOptions, FAULTS};
 use splitbrain_workloads::workload::lock::LockWorkload;
 use splitbrain_workloads::workload::WORKLOADS;
 use splitbrain_workloads::{find_client, ClientConfig, CLIENTS};
@@ -40,6 +40,8 @@ pub struct TestSpec {
     #[serde(with = "millis")]
     pub clock_bump: Duration,
     pub clock_drift: f64,
+    #[serde(with = "millis")]
+    pub client_pause: Duration,
     pub seed: u64,
     pub results: PathBuf,
 }
@@ -99,10 +101,13 @@ impl TestSpec {
             )));
         }
         let nemesis = parse_nemesis(&args.nemesis)?;
-        let node_names: Vec<String> = nodes.iter().map(|n| n.name.clone()).collect();
+        let layout = Layout {
+            nodes: nodes.iter().map(|n| n.name.clone()).collect(),
+            clients: args.concurrency,
+        };
         for fault in nemesis.iter().filter_map(|name| find_fault(name)) {
             fault
-                .fits(&node_names)
+                .fits(&layout)
                 .map_err(|e| bad(format!("--nemesis {}: {e}", fault.name())))?;
         }
         if !(args.clock_drift > 0.0 && args.clock_drift.is_finite()) || args.clock_drift == 1.0 {
@@ -155,6 +160,7 @@ impl TestSpec {
             nemesis_interval: args.nemesis_interval,
             clock_bump: args.clock_bump,
             clock_drift: args.clock_drift,
+            client_pause: args.client_pause,
             seed: args.seed.unwrap_or_else(rand::random),
             results: args.results.clone(),
         })
@@ -177,6 +183,7 @@ impl TestSpec {
             restart_delay: self.restart_delay,
             clock_bump: self.clock_bump,
             clock_drift: self.clock_drift,
+            client_pause: self.client_pause,
         }
     }
 
@@ -194,7 +201,7 @@ impl TestSpec {
         let mut line = format!(
             "splitbrain run --deployment {} --client {} --workload {} --nemesis {} \
              --time-limit {} --concurrency {} --ttl {} --restart-delay {} \
-             --nemesis-interval {} --persistence {} --clock-bump {} --clock-drift {} --seed {}",
+             --nemesis-interval {} --persistence {} --clock-bump {} --clock-drift {} --client-pause {} --seed {}",
             self.deployment,
             self.client,
             self.workload,
@@ -211,6 +218,7 @@ impl TestSpec {
             self.persistence,
             humantime::format_duration(self.clock_bump),
             self.clock_drift,
+            humantime::format_duration(self.client_pause),
             self.seed
         );
         if let Some(nodes) = self.nodes {
@@ -312,7 +320,7 @@ mod tests {
     fn bad_names_say_what_would_be_right() {
         assert!(message(&["--deployment", "sentinal"]).contains("single, redlock"));
         assert!(message(&["--client", "zookeeper"]).contains("set-nx-px, redlock"));
-        assert!(message(&["--nemesis", "kill,partition"]).contains("`partition`"));
+        assert!(message(&["--nemesis", "kill,meteor"]).contains("`meteor`"));
         assert!(message(&["--workload", "bank"]).contains("lock"));
     }
 

@@ -60,9 +60,18 @@ fn an_unknown_fault_is_refused() {
 #[test]
 fn a_partition_shape_needs_enough_nodes() {
     let line = refused(&[
-        "run", "--deployment", "redlock", "--nodes", "3", "--nemesis", "partition-ring",
+        "run",
+        "--deployment",
+        "redlock",
+        "--nodes",
+        "3",
+        "--nemesis",
+        "partition-ring",
     ]);
-    assert!(line.contains("partition-ring needs at least 4 nodes"), "{line}");
+    assert!(
+        line.contains("partition-ring needs at least 4 nodes"),
+        "{line}"
+    );
 }
 
 #[test]

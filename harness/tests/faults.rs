@@ -49,23 +49,15 @@ async fn a_partitioned_pair_cannot_talk_while_the_others_can() {
         "connected before the partition"
     );
 
-    partition.start(&fx.deployment, &action).await.unwrap();
+    partition.start(&fx.target(), &action).await.unwrap();
     assert!(!reaches(&fx, "n1", "n2").await, "n1 is cut off from n2");
     assert!(!reaches(&fx, "n3", "n1").await, "and n3 from n1");
     assert!(reaches(&fx, "n2", "n3").await, "n2 and n3 still talk");
-    assert!(!partition
-        .leftovers(&fx.deployment)
-        .await
-        .unwrap()
-        .is_empty());
+    assert!(!partition.leftovers(&fx.target()).await.unwrap().is_empty());
 
-    partition.stop(&fx.deployment, &action).await.unwrap();
+    partition.stop(&fx.target(), &action).await.unwrap();
     assert!(reaches(&fx, "n1", "n2").await, "healed");
-    assert!(partition
-        .leftovers(&fx.deployment)
-        .await
-        .unwrap()
-        .is_empty());
+    assert!(partition.leftovers(&fx.target()).await.unwrap().is_empty());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -80,7 +72,7 @@ async fn a_bumped_clock_moves_time_on_its_node_only_and_expires_keys() {
         targets: vec!["n1".into()],
         params: serde_json::json!({ "offset_ms": 20_000 }),
     };
-    let started = bump.start(&fx.deployment, &action).await.unwrap();
+    let started = bump.start(&fx.target(), &action).await.unwrap();
     let measured = started.measured.unwrap()["skew_ms"]["n1"].as_f64().unwrap();
     assert!(
         (measured - 20_000.0).abs() < 50.0,
@@ -98,9 +90,9 @@ async fn a_bumped_clock_moves_time_on_its_node_only_and_expires_keys() {
         "a 10 s lease is gone"
     );
 
-    bump.stop(&fx.deployment, &action).await.unwrap();
+    bump.stop(&fx.target(), &action).await.unwrap();
     assert!(fx.deployment.measured_skew_ms("n1").await.unwrap().abs() < 50.0);
-    assert!(bump.leftovers(&fx.deployment).await.unwrap().is_empty());
+    assert!(bump.leftovers(&fx.target()).await.unwrap().is_empty());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -114,7 +106,7 @@ async fn a_drifting_clock_runs_at_its_rate() {
         targets: vec!["n1".into()],
         params: serde_json::json!({ "rate": 2.0 }),
     };
-    drift.start(&fx.deployment, &action).await.unwrap();
+    drift.start(&fx.target(), &action).await.unwrap();
     let before = fx.deployment.measured_skew_ms("n1").await.unwrap();
     tokio::time::sleep(Duration::from_secs(1)).await;
     let after = fx.deployment.measured_skew_ms("n1").await.unwrap();
@@ -124,8 +116,8 @@ async fn a_drifting_clock_runs_at_its_rate() {
         "gained {} ms",
         after - before
     );
-    drift.stop(&fx.deployment, &action).await.unwrap();
-    assert!(drift.leftovers(&fx.deployment).await.unwrap().is_empty());
+    drift.stop(&fx.target(), &action).await.unwrap();
+    assert!(drift.leftovers(&fx.target()).await.unwrap().is_empty());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -152,7 +144,7 @@ async fn heal_clears_every_fault_at_once() {
         .await
         .unwrap();
     let every: Vec<_> = FAULTS.to_vec();
-    heal(&every, deployment).await.expect("everything healed");
+    heal(&every, &fx.target()).await.expect("everything healed");
     for (node, state) in deployment.health().await.unwrap() {
         assert!(state.running && !state.paused, "{node}: {state:?}");
     }

@@ -220,7 +220,12 @@ fn nemesis_ops(run_dir: &std::path::Path) -> Vec<(String, String, Vec<String>, S
         .filter(|op| op.process.is_nemesis())
         .map(|op| {
             let value = op.value.map(|v| v.to_string()).unwrap_or_default();
-            (op.f, op.fault.unwrap_or_default(), op.node.unwrap_or_default(), value)
+            (
+                op.f,
+                op.fault.unwrap_or_default(),
+                op.node.unwrap_or_default(),
+                value,
+            )
         })
         .collect()
 }
@@ -234,24 +239,60 @@ fn every_fault_kind_is_recorded_healed_and_reproducible_from_its_seed() {
     let (_keep, results) = results_dir();
     let run = |results: &std::path::Path| {
         let out = run_splitbrain(&[
-            "run", "--nemesis", "all", "--time-limit", "12s", "--nemesis-interval", "200ms",
-            "--seed", "5", "--results", results.to_str().unwrap(),
+            "run",
+            "--nemesis",
+            "all",
+            "--time-limit",
+            "15s",
+            "--nemesis-interval",
+            "200ms",
+            "--client-pause",
+            "500ms",
+            "--seed",
+            "5",
+            "--results",
+            results.to_str().unwrap(),
         ]);
         let stdout = String::from_utf8_lossy(&out.stdout).to_string();
         let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(matches!(out.status.code(), Some(0..=2)), "{stdout}\n{stderr}");
+        assert!(
+            matches!(out.status.code(), Some(0..=2)),
+            "{stdout}\n{stderr}"
+        );
         let dir = std::fs::canonicalize(results.join("latest")).unwrap();
         let results_json = results_json(&dir);
-        assert!(results_json.get("error").is_none(), "the heal was verified: {results_json}");
+        assert!(
+            results_json.get("error").is_none(),
+            "the heal was verified: {results_json}"
+        );
         dir
     };
     let first = run(&results);
-    let faults: Vec<String> = nemesis_ops(&first).into_iter().map(|(_, fault, ..)| fault).collect();
-    for kind in ["kill", "pause", "partition", "clock-bump", "clock-strobe", "clock-drift"] {
-        assert!(faults.iter().any(|f| f == kind), "{kind} never ran: {faults:?}");
+    let faults: Vec<String> = nemesis_ops(&first)
+        .into_iter()
+        .map(|(_, fault, ..)| fault)
+        .collect();
+    for kind in [
+        "kill",
+        "pause",
+        "partition",
+        "clock-bump",
+        "clock-strobe",
+        "clock-drift",
+    ] {
+        assert!(
+            faults.iter().any(|f| f == kind),
+            "{kind} never ran: {faults:?}"
+        );
     }
-    let starts = nemesis_ops(&first).iter().filter(|op| op.0 == "start").count();
-    let stops = nemesis_ops(&first).iter().filter(|op| op.0 == "stop").count();
+    let starts = nemesis_ops(&first)
+        .iter()
+        .filter(|op| op.0 == "start")
+        .count();
+    let stops = nemesis_ops(&first)
+        .iter()
+        .filter(|op| op.0 == "stop")
+        .count();
     assert_eq!(starts, stops, "every fault started was stopped");
 
     // The same seed again: the same faults, targets and parameters, in the same order (one
@@ -261,4 +302,54 @@ fn every_fault_kind_is_recorded_healed_and_reproducible_from_its_seed() {
     let common = a.len().min(b.len());
     assert!(common >= 10, "{a:?}");
     assert_eq!(a[..common], b[..common]);
+}
+
+#[test]
+fn a_paused_client_is_a_zombie_the_checker_catches() {
+    if docker_skipped() {
+        return;
+    }
+    support::node_image();
+    let (_keep, results) = results_dir();
+    let out = run_splitbrain(&[
+        "run",
+        "--deployment",
+        "single",
+        "--client",
+        "set-nx-px",
+        "--nemesis",
+        "client-pause",
+        "--client-pause",
+        "3s",
+        "--ttl",
+        "1s",
+        "--time-limit",
+        "15s",
+        "--seed",
+        "1",
+        "--results",
+        results.to_str().unwrap(),
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let results = results_json(&results.join("latest"));
+    let safety = &results["lock-safety"];
+    assert!(
+        safety["stale_double_grant_count"].as_u64().unwrap() >= 1,
+        "{safety}"
+    );
+    let first = &safety["double_grants"][0];
+    assert_eq!(first["kind"], "stale");
+    let faults: Vec<&str> = first["faults"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["fault"].as_str().unwrap())
+        .collect();
+    assert_eq!(faults, ["client-pause"], "{first}");
 }

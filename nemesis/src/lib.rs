@@ -6,5 +6,5 @@ pub mod faults;
 mod runner;
 pub mod schedule;
 
-pub use faults::{all_faults, find_fault, Action, Fault, FAULTS};
+pub use faults::{all_faults, find_fault, Action, Fault, Layout, Target, FAULTS};
 pub use runner::{heal, nemesis_op, Nemesis, NemesisError, NemesisOptions};

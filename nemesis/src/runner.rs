@@ -1,11 +1,11 @@
 use std::time::Duration;
 
 use splitbrain_checker::{Op, OpType, Process};
-use splitbrain_compose::{ComposeError, Deployment};
+use splitbrain_compose::ComposeError;
 use splitbrain_workloads::Recorder;
 use tokio_util::sync::CancellationToken;
 
-use crate::faults::{families, Action};
+use crate::faults::{families, Action, Layout, Target};
 use crate::schedule::{Schedule, Step};
 use crate::Fault;
 
@@ -20,6 +20,8 @@ pub struct NemesisOptions {
     pub clock_bump: Duration,
     /// How fast a drifting clock runs (its inverse for a slow one); above 0, not 1.
     pub clock_drift: f64,
+    /// How long a client pause lasts, give or take a quarter.
+    pub client_pause: Duration,
 }
 
 impl Default for NemesisOptions {
@@ -29,6 +31,7 @@ impl Default for NemesisOptions {
             restart_delay: Duration::ZERO,
             clock_bump: Duration::from_secs(10),
             clock_drift: 2.0,
+            client_pause: Duration::from_secs(3),
         }
     }
 }
@@ -71,25 +74,33 @@ impl Nemesis {
     /// checks that no trace of any fault remains on any node. Returns the steps it ran.
     pub async fn run(
         &self,
-        deployment: &Deployment,
+        target: &Target,
         recorder: &Recorder,
         stop: CancellationToken,
     ) -> Result<Vec<Step>, NemesisError> {
-        let nodes = deployment.nodes().iter().map(|n| n.name.clone()).collect();
-        let schedule = Schedule::new(self.seed, self.faults.clone(), nodes, self.options.clone());
+        let layout = Layout {
+            nodes: target
+                .deployment
+                .nodes()
+                .iter()
+                .map(|n| n.name.clone())
+                .collect(),
+            clients: target.clients.workers(),
+        };
+        let schedule = Schedule::new(self.seed, self.faults.clone(), layout, self.options.clone());
         let mut ran = Vec::new();
         let mut outcome = Ok(());
         for step in schedule {
             if !sleep_unless_stopped(step.wait, &stop).await {
                 break;
             }
-            outcome = run_step(&step, deployment, recorder, &stop).await;
+            outcome = run_step(&step, target, recorder, &stop).await;
             ran.push(step);
             if outcome.is_err() {
                 break;
             }
         }
-        let healed = heal(&self.faults, deployment).await;
+        let healed = heal(&self.faults, target).await;
         outcome.and(healed).map(|()| ran)
     }
 }
@@ -97,7 +108,7 @@ impl Nemesis {
 /// Starts one fault, holds it, stops it, recording both ends once they have taken effect.
 async fn run_step(
     step: &Step,
-    deployment: &Deployment,
+    target: &Target,
     recorder: &Recorder,
     stop: &CancellationToken,
 ) -> Result<(), NemesisError> {
@@ -108,11 +119,11 @@ async fn run_step(
         targets: action.targets.clone(),
         source,
     };
-    let started = match fault.start(deployment, action).await {
+    let started = match fault.start(target, action).await {
         Ok(started) => started,
         Err(source) => {
             // Part of it may have taken: undo before giving up.
-            let _ = fault.stop(deployment, action).await;
+            let _ = fault.stop(target, action).await;
             return Err(error("start", source));
         }
     };
@@ -125,7 +136,7 @@ async fn run_step(
         let _ = background.await;
     }
     fault
-        .stop(deployment, action)
+        .stop(target, action)
         .await
         .map_err(|source| error("stop", source))?;
     recorder.record(nemesis_op("stop", fault.name(), action));
@@ -134,21 +145,18 @@ async fn run_step(
 
 /// Heals every family of the given faults on every node, then checks that no family of any
 /// fault has left a trace: nothing down, nothing paused, no iptables rule, no clock skew.
-pub async fn heal(
-    faults: &[&'static dyn Fault],
-    deployment: &Deployment,
-) -> Result<(), NemesisError> {
+pub async fn heal(faults: &[&'static dyn Fault], target: &Target) -> Result<(), NemesisError> {
     let mut problems = Vec::new();
     // In registry order: restart and resume before anything that must exec into a node.
     for fault in families() {
         if faults.iter().any(|f| f.family() == fault.family()) {
-            if let Err(e) = fault.heal_all(deployment).await {
+            if let Err(e) = fault.heal_all(target).await {
                 problems.push(format!("healing {}: {e}", fault.family()));
             }
         }
     }
     for fault in families() {
-        match fault.leftovers(deployment).await {
+        match fault.leftovers(target).await {
             Ok(left) => problems.extend(left),
             Err(e) => problems.push(format!("checking {}: {e}", fault.family())),
         }

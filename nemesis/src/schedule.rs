@@ -7,7 +7,7 @@ use rand::rngs::StdRng;
 use rand::seq::IndexedRandom;
 use rand::{Rng, SeedableRng};
 
-use crate::faults::Action;
+use crate::faults::{Action, Layout};
 use crate::{Fault, NemesisOptions};
 
 /// One step of the schedule.
@@ -40,7 +40,7 @@ impl std::fmt::Debug for Step {
 pub struct Schedule {
     rng: StdRng,
     faults: Vec<&'static dyn Fault>,
-    nodes: Vec<String>,
+    layout: Layout,
     options: NemesisOptions,
 }
 
@@ -48,13 +48,13 @@ impl Schedule {
     pub fn new(
         seed: u64,
         faults: Vec<&'static dyn Fault>,
-        nodes: Vec<String>,
+        layout: Layout,
         options: NemesisOptions,
     ) -> Schedule {
         Schedule {
             rng: StdRng::seed_from_u64(seed),
             faults,
-            nodes,
+            layout,
             options,
         }
     }
@@ -69,7 +69,7 @@ impl Iterator for Schedule {
             .options
             .interval
             .mul_f64(self.rng.random_range(0.5..1.5));
-        let action = fault.plan(&self.nodes, &self.options, &mut self.rng);
+        let action = fault.plan(&self.layout, &self.options, &mut self.rng);
         let hold = fault.hold(&self.options, &mut self.rng);
         Some(Step {
             fault,
@@ -85,12 +85,15 @@ mod tests {
     use super::*;
     use crate::faults::all_faults;
 
-    fn nodes() -> Vec<String> {
-        (1..=5).map(|i| format!("n{i}")).collect()
+    fn layout() -> Layout {
+        Layout {
+            nodes: (1..=5).map(|i| format!("n{i}")).collect(),
+            clients: 5,
+        }
     }
 
     fn steps(seed: u64) -> Vec<String> {
-        Schedule::new(seed, all_faults(), nodes(), NemesisOptions::default())
+        Schedule::new(seed, all_faults(), layout(), NemesisOptions::default())
             .take(50)
             .map(|s| format!("{s:?}"))
             .collect()
@@ -116,7 +119,7 @@ mod tests {
 
     #[test]
     fn no_faults_no_steps() {
-        let mut none = Schedule::new(1, Vec::new(), nodes(), NemesisOptions::default());
+        let mut none = Schedule::new(1, Vec::new(), layout(), NemesisOptions::default());
         assert!(none.next().is_none());
     }
 }

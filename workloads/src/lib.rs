@@ -3,9 +3,11 @@
 
 pub mod clients;
 mod node;
+mod pauses;
 mod recorder;
 pub mod workload;
 
 pub use clients::{find_client, ClientConfig, ClientKind, Grant, LockClient, Outcome, CLIENTS};
 pub use node::{NodeConn, NodeError};
+pub use pauses::ClientPauses;
 pub use recorder::Recorder;

@@ -10,8 +10,10 @@ use std::time::Duration;
 
 use splitbrain_checker::{read_history, Op, OpType, Process};
 use splitbrain_compose::{topology, Deployment, Docker, TopologyOptions};
-use splitbrain_nemesis::{nemesis_op, Action};
-use splitbrain_workloads::{find_client, ClientConfig, Grant, LockClient, Outcome, Recorder};
+use splitbrain_nemesis::{nemesis_op, Action, Target};
+use splitbrain_workloads::{
+    find_client, ClientConfig, ClientPauses, Grant, LockClient, Outcome, Recorder,
+};
 
 /// Whether Docker tests were switched off on purpose. Without it, a missing Docker fails.
 pub fn docker_skipped() -> bool {
@@ -91,6 +93,14 @@ impl Fixture {
             run_id,
             dir,
             recorder,
+        }
+    }
+
+    /// What faults act on: this deployment, and no client workers.
+    pub fn target(&self) -> Target {
+        Target {
+            deployment: self.deployment.clone(),
+            clients: ClientPauses::new(0),
         }
     }
 

@@ -9,7 +9,7 @@ use rand::Rng;
 use splitbrain_compose::clock::ClockSkew;
 use splitbrain_compose::{ComposeError, Deployment};
 
-use super::{one_or_minority, Action, Fault, Started};
+use super::{one_or_minority, Action, Fault, Layout, Started, Target};
 use crate::NemesisOptions;
 
 /// The three ways a clock goes wrong.
@@ -90,7 +90,8 @@ impl Fault for Clock {
         }
     }
 
-    fn plan(&self, nodes: &[String], options: &NemesisOptions, rng: &mut StdRng) -> Action {
+    fn plan(&self, layout: &Layout, options: &NemesisOptions, rng: &mut StdRng) -> Action {
+        let nodes = &layout.nodes[..];
         let targets = one_or_minority(nodes, rng);
         let params = match self.0 {
             ClockKind::Bump => serde_json::json!({ "offset_ms": bump_ms(options, rng) }),
@@ -111,11 +112,8 @@ impl Fault for Clock {
         Action { targets, params }
     }
 
-    async fn start(
-        &self,
-        deployment: &Deployment,
-        action: &Action,
-    ) -> Result<Started, ComposeError> {
+    async fn start(&self, target: &Target, action: &Action) -> Result<Started, ComposeError> {
+        let deployment = &target.deployment;
         let skew = match self.0 {
             ClockKind::Bump | ClockKind::Strobe => {
                 ClockSkew::offset(ms(&action.params, "offset_ms") * 1_000_000)
@@ -147,16 +145,19 @@ impl Fault for Clock {
         })
     }
 
-    async fn stop(&self, deployment: &Deployment, action: &Action) -> Result<(), ComposeError> {
+    async fn stop(&self, target: &Target, action: &Action) -> Result<(), ComposeError> {
+        let deployment = &target.deployment;
         set_all(deployment, &action.targets, ClockSkew::default()).await
     }
 
-    async fn heal_all(&self, deployment: &Deployment) -> Result<(), ComposeError> {
+    async fn heal_all(&self, target: &Target) -> Result<(), ComposeError> {
+        let deployment = &target.deployment;
         let all: Vec<String> = deployment.nodes().iter().map(|n| n.name.clone()).collect();
         set_all(deployment, &all, ClockSkew::default()).await
     }
 
-    async fn leftovers(&self, deployment: &Deployment) -> Result<Vec<String>, ComposeError> {
+    async fn leftovers(&self, target: &Target) -> Result<Vec<String>, ComposeError> {
+        let deployment = &target.deployment;
         let mut left = Vec::new();
         for node in deployment.nodes() {
             let skew = deployment.clock(&node.name).await?;

@@ -2,9 +2,9 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use rand::rngs::StdRng;
-use splitbrain_compose::{ComposeError, Deployment};
+use splitbrain_compose::ComposeError;
 
-use super::{join_targets, Action, Fault, Started};
+use super::{join_targets, Action, Fault, Started, Target};
 use crate::NemesisOptions;
 
 /// SIGKILL the target nodes' Redis, then start them again after the restart delay. What a
@@ -25,20 +25,19 @@ impl Fault for Kill {
         options.restart_delay
     }
 
-    async fn start(
-        &self,
-        deployment: &Deployment,
-        action: &Action,
-    ) -> Result<Started, ComposeError> {
+    async fn start(&self, target: &Target, action: &Action) -> Result<Started, ComposeError> {
+        let deployment = &target.deployment;
         join_targets(&action.targets, |node| deployment.kill(node)).await?;
         Ok(Started::default())
     }
 
-    async fn stop(&self, deployment: &Deployment, action: &Action) -> Result<(), ComposeError> {
+    async fn stop(&self, target: &Target, action: &Action) -> Result<(), ComposeError> {
+        let deployment = &target.deployment;
         join_targets(&action.targets, |node| deployment.restart(node)).await
     }
 
-    async fn heal_all(&self, deployment: &Deployment) -> Result<(), ComposeError> {
+    async fn heal_all(&self, target: &Target) -> Result<(), ComposeError> {
+        let deployment = &target.deployment;
         let down: Vec<String> = deployment
             .health()
             .await?
@@ -49,7 +48,8 @@ impl Fault for Kill {
         join_targets(&down, |node| deployment.restart(node)).await
     }
 
-    async fn leftovers(&self, deployment: &Deployment) -> Result<Vec<String>, ComposeError> {
+    async fn leftovers(&self, target: &Target) -> Result<Vec<String>, ComposeError> {
+        let deployment = &target.deployment;
         Ok(deployment
             .health()
             .await?

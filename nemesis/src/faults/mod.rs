@@ -1,6 +1,7 @@
 //! Faults: one file each, registered in [`FAULTS`]. A fault owns what it does to the nodes,
 //! how it is healed, and how a heal is verified; the runner owns when.
 
+mod client_pause;
 mod clock;
 mod kill;
 mod partition;
@@ -13,9 +14,24 @@ use rand::rngs::StdRng;
 use rand::seq::IndexedRandom;
 use rand::Rng;
 use splitbrain_compose::{ComposeError, Deployment};
+use splitbrain_workloads::ClientPauses;
 use tokio::task::JoinHandle;
 
 use crate::NemesisOptions;
+
+/// What faults act on: the deployment's nodes, and the client workers' pause switches.
+#[derive(Clone)]
+pub struct Target {
+    pub deployment: Deployment,
+    pub clients: ClientPauses,
+}
+
+/// What a schedule plans over: node names and the number of client workers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Layout {
+    pub nodes: Vec<String>,
+    pub clients: usize,
+}
 
 /// One step's plan for a fault: whom it hits and with what, fixed by the seeded schedule.
 #[derive(Debug, Clone, PartialEq)]
@@ -56,27 +72,23 @@ pub trait Fault: Sync {
         self.name()
     }
     /// Why this fault cannot run on a deployment of these nodes, if it cannot.
-    fn fits(&self, _nodes: &[String]) -> Result<(), String> {
+    fn fits(&self, _layout: &Layout) -> Result<(), String> {
         Ok(())
     }
     /// This step's action; by default one of Jepsen's node specs, chosen at random.
-    fn plan(&self, nodes: &[String], _options: &NemesisOptions, rng: &mut StdRng) -> Action {
-        Action::on(jepsen_targets(nodes, rng))
+    fn plan(&self, layout: &Layout, _options: &NemesisOptions, rng: &mut StdRng) -> Action {
+        Action::on(jepsen_targets(&layout.nodes, rng))
     }
     /// How long the fault stays on before it is healed; by default about one interval.
     fn hold(&self, options: &NemesisOptions, rng: &mut StdRng) -> Duration {
         options.interval.mul_f64(rng.random_range(0.5..1.5))
     }
-    async fn start(
-        &self,
-        deployment: &Deployment,
-        action: &Action,
-    ) -> Result<Started, ComposeError>;
-    async fn stop(&self, deployment: &Deployment, action: &Action) -> Result<(), ComposeError>;
+    async fn start(&self, target: &Target, action: &Action) -> Result<Started, ComposeError>;
+    async fn stop(&self, target: &Target, action: &Action) -> Result<(), ComposeError>;
     /// Undoes this fault on every node, whatever was or was not started.
-    async fn heal_all(&self, deployment: &Deployment) -> Result<(), ComposeError>;
+    async fn heal_all(&self, target: &Target) -> Result<(), ComposeError>;
     /// Says what is left of this fault on any node, if anything is.
-    async fn leftovers(&self, deployment: &Deployment) -> Result<Vec<String>, ComposeError>;
+    async fn leftovers(&self, target: &Target) -> Result<Vec<String>, ComposeError>;
 }
 
 /// Every fault, by name.
@@ -91,6 +103,7 @@ pub static FAULTS: &[&dyn Fault] = &[
     &clock::Clock(clock::ClockKind::Bump),
     &clock::Clock(clock::ClockKind::Strobe),
     &clock::Clock(clock::ClockKind::Drift),
+    &client_pause::ClientPause,
 ];
 
 /// Looks a fault up by name.

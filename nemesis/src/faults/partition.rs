@@ -8,9 +8,9 @@ use std::collections::BTreeMap;
 use async_trait::async_trait;
 use rand::rngs::StdRng;
 use rand::seq::{IndexedRandom, SliceRandom};
-use splitbrain_compose::{ComposeError, Deployment};
+use splitbrain_compose::ComposeError;
 
-use super::{Action, Fault, Started};
+use super::{Action, Fault, Layout, Started, Target};
 use crate::NemesisOptions;
 
 /// Which node drops packets from which peers. Always symmetric.
@@ -116,7 +116,8 @@ impl Fault for Partition {
         }
     }
 
-    fn fits(&self, nodes: &[String]) -> Result<(), String> {
+    fn fits(&self, layout: &Layout) -> Result<(), String> {
+        let nodes = &layout.nodes[..];
         let need = self.0.map_or(Shape::Isolate.min_nodes(), Shape::min_nodes);
         if nodes.len() < need {
             return Err(format!(
@@ -128,7 +129,8 @@ impl Fault for Partition {
         Ok(())
     }
 
-    fn plan(&self, nodes: &[String], _options: &NemesisOptions, rng: &mut StdRng) -> Action {
+    fn plan(&self, layout: &Layout, _options: &NemesisOptions, rng: &mut StdRng) -> Action {
+        let nodes = &layout.nodes[..];
         let fitting: Vec<Shape> = Shape::ALL
             .into_iter()
             .filter(|s| nodes.len() >= s.min_nodes())
@@ -144,11 +146,8 @@ impl Fault for Partition {
         }
     }
 
-    async fn start(
-        &self,
-        deployment: &Deployment,
-        action: &Action,
-    ) -> Result<Started, ComposeError> {
+    async fn start(&self, target: &Target, action: &Action) -> Result<Started, ComposeError> {
+        let deployment = &target.deployment;
         let grudge: Grudge = serde_json::from_value(action.params["grudge"].clone())
             .expect("the plan wrote the grudge");
         for (node, drops) in &grudge {
@@ -164,7 +163,8 @@ impl Fault for Partition {
         Ok(Started::default())
     }
 
-    async fn stop(&self, deployment: &Deployment, action: &Action) -> Result<(), ComposeError> {
+    async fn stop(&self, target: &Target, action: &Action) -> Result<(), ComposeError> {
+        let deployment = &target.deployment;
         for node in &action.targets {
             deployment
                 .exec_ok(node, &["iptables", "-F", "INPUT"])
@@ -173,7 +173,8 @@ impl Fault for Partition {
         Ok(())
     }
 
-    async fn heal_all(&self, deployment: &Deployment) -> Result<(), ComposeError> {
+    async fn heal_all(&self, target: &Target) -> Result<(), ComposeError> {
+        let deployment = &target.deployment;
         for node in deployment.nodes() {
             deployment
                 .exec_ok(&node.name, &["iptables", "-F", "INPUT"])
@@ -182,7 +183,8 @@ impl Fault for Partition {
         Ok(())
     }
 
-    async fn leftovers(&self, deployment: &Deployment) -> Result<Vec<String>, ComposeError> {
+    async fn leftovers(&self, target: &Target) -> Result<Vec<String>, ComposeError> {
+        let deployment = &target.deployment;
         let mut left = Vec::new();
         for node in deployment.nodes() {
             let rules = deployment
@@ -204,6 +206,13 @@ mod tests {
 
     fn nodes(n: usize) -> Vec<String> {
         (1..=n).map(|i| format!("n{i}")).collect()
+    }
+
+    fn layout(n: usize) -> Layout {
+        Layout {
+            nodes: nodes(n),
+            clients: 1,
+        }
     }
 
     /// Who each node can reach (itself included), from a grudge.
@@ -292,10 +301,10 @@ mod tests {
     #[test]
     fn shapes_that_need_more_nodes_say_so() {
         assert!(Partition(Some(Shape::Ring))
-            .fits(&nodes(3))
+            .fits(&layout(3))
             .unwrap_err()
             .contains("at least 4"));
-        assert!(Partition(None).fits(&nodes(1)).is_err());
-        assert!(Partition(None).fits(&nodes(2)).is_ok());
+        assert!(Partition(None).fits(&layout(1)).is_err());
+        assert!(Partition(None).fits(&layout(2)).is_ok());
     }
 }

@@ -1,7 +1,7 @@
 use async_trait::async_trait;
-use splitbrain_compose::{ComposeError, Deployment};
+use splitbrain_compose::ComposeError;
 
-use super::{join_targets, Action, Fault, Started};
+use super::{join_targets, Action, Fault, Started, Target};
 
 /// Freeze the target nodes (every process stopped, connections left open), then thaw them.
 /// Clients see timeouts, not refused connections.
@@ -17,20 +17,19 @@ impl Fault for Pause {
         "freeze nodes (SIGSTOP) for about one --nemesis-interval, then resume them"
     }
 
-    async fn start(
-        &self,
-        deployment: &Deployment,
-        action: &Action,
-    ) -> Result<Started, ComposeError> {
+    async fn start(&self, target: &Target, action: &Action) -> Result<Started, ComposeError> {
+        let deployment = &target.deployment;
         join_targets(&action.targets, |node| deployment.pause(node)).await?;
         Ok(Started::default())
     }
 
-    async fn stop(&self, deployment: &Deployment, action: &Action) -> Result<(), ComposeError> {
+    async fn stop(&self, target: &Target, action: &Action) -> Result<(), ComposeError> {
+        let deployment = &target.deployment;
         join_targets(&action.targets, |node| deployment.resume(node)).await
     }
 
-    async fn heal_all(&self, deployment: &Deployment) -> Result<(), ComposeError> {
+    async fn heal_all(&self, target: &Target) -> Result<(), ComposeError> {
+        let deployment = &target.deployment;
         for (node, state) in deployment.health().await? {
             if state.paused {
                 deployment.resume(&node).await?;
@@ -39,7 +38,8 @@ impl Fault for Pause {
         Ok(())
     }
 
-    async fn leftovers(&self, deployment: &Deployment) -> Result<Vec<String>, ComposeError> {
+    async fn leftovers(&self, target: &Target) -> Result<Vec<String>, ComposeError> {
+        let deployment = &target.deployment;
         Ok(deployment
             .health()
             .await?

@@ -12,7 +12,7 @@ use splitbrain_checker::{Op, OpType, Process};
 use tokio_util::sync::CancellationToken;
 
 use crate::clients::{ClientConfig, ClientKind, Outcome};
-use crate::Recorder;
+use crate::{ClientPauses, Recorder};
 
 /// How the `lock` workload runs.
 #[derive(Debug, Clone)]
@@ -45,6 +45,7 @@ impl LockWorkload {
         kind: &ClientKind,
         config: &ClientConfig,
         recorder: Arc<Recorder>,
+        pauses: ClientPauses,
         stop: CancellationToken,
     ) -> Result<(), String> {
         let mut workers = tokio::task::JoinSet::new();
@@ -53,7 +54,9 @@ impl LockWorkload {
             let this = self.clone();
             let recorder = recorder.clone();
             let stop = stop.clone();
-            workers.spawn(async move { this.worker(worker, client, &recorder, stop).await });
+            let pauses = pauses.clone();
+            workers
+                .spawn(async move { this.worker(worker, client, &recorder, &pauses, stop).await });
         }
         while let Some(joined) = workers.join_next().await {
             joined.map_err(|e| format!("a client worker crashed: {e}"))?;
@@ -66,6 +69,7 @@ impl LockWorkload {
         worker: usize,
         mut client: Box<dyn crate::LockClient>,
         recorder: &Recorder,
+        pauses: &ClientPauses,
         stop: CancellationToken,
     ) {
         let resource = self.resource(worker);
@@ -120,6 +124,9 @@ impl LockWorkload {
                 None if left.is_zero() => left,
                 None => left.mul_f64(rand::rng().random_range(0.0..1.0)),
             };
+            // A client-pause fault freezes the client here; afterwards it holds for the time
+            // it planned, as if no time had passed.
+            pauses.checkpoint(worker).await;
             sleep_unless_stopped(hold, &stop).await;
 
             recorder.record(
