@@ -109,7 +109,7 @@ async fn harness_rate(node: &splitbrain_compose::Node) -> f64 {
     workload
         .run(
             find_client("set-nx-px").unwrap(),
-            &config,
+            &[config],
             recorder,
             ClientPauses::new(CONCURRENCY),
             stop,

@@ -59,7 +59,8 @@ pub struct RunArgs {
     #[arg(long, default_value = "lock")]
     pub workload: String,
     /// Faults, comma-separated, or all or none: kill, pause, partition (or partition-isolate,
-    /// -halves, -ring, -bridge), clock-bump, clock-strobe, clock-drift, client-pause.
+    /// -halves, -ring, -bridge), clock-bump, clock-strobe, clock-drift, client-pause,
+    /// link-latency, link-blackhole, link-reset, link-bandwidth, link-slow-close.
     #[arg(long, default_value = "kill")]
     pub nemesis: String,
     /// What a killed node keeps: none | everysec | always (AOF fsync policy).
@@ -95,6 +96,12 @@ pub struct RunArgs {
     /// How long client-pause freezes a client (give or take a quarter).
     #[arg(long, default_value = "3s", value_parser = duration, allow_hyphen_values = true)]
     pub client_pause: Duration,
+    /// Client groups, each reaching the nodes through links of its own (used by link faults).
+    #[arg(long, default_value_t = 2, allow_hyphen_values = true, value_parser = count)]
+    pub client_groups: usize,
+    /// How long link-latency delays traffic (give or take a half).
+    #[arg(long, default_value = "1s", value_parser = duration, allow_hyphen_values = true)]
+    pub link_latency: Duration,
     /// Seed for the fault schedule (default: random, printed and stored in test.json).
     #[arg(long)]
     pub seed: Option<u64>,

@@ -11,6 +11,7 @@ use std::time::Instant;
 use anyhow::Context;
 use splitbrain_checker::{lock_safety, read_history, Valid};
 use splitbrain_compose::{image, topology, Deployment};
+use splitbrain_nemesis::links::Links;
 use splitbrain_nemesis::{Nemesis, Target};
 use splitbrain_workloads::{find_client, ClientConfig, ClientPauses, Recorder};
 use tokio_util::sync::CancellationToken;
@@ -183,18 +184,39 @@ async fn exercise(
 ) -> anyhow::Result<()> {
     let recorder = Arc::new(Recorder::create(&dir.history()).context("creating history.jsonl")?);
     let client = find_client(&spec.client).context("client vanished")?;
-    let config = ClientConfig {
-        nodes: deployment
-            .nodes()
-            .iter()
-            .map(|n| (n.name.clone(), n.addr))
-            .collect(),
-        ttl: spec.ttl,
+    let nodes: Vec<(String, std::net::SocketAddr)> = deployment
+        .nodes()
+        .iter()
+        .map(|n| (n.name.clone(), n.addr))
+        .collect();
+    let links = if spec.client_groups > 0 {
+        Links::start(spec.client_groups, &nodes)
+            .await
+            .context("starting the client link proxies")?
+    } else {
+        Links::default()
+    };
+    let configs: Vec<ClientConfig> = if spec.client_groups > 0 {
+        (0..spec.client_groups)
+            .map(|group| ClientConfig {
+                nodes: nodes
+                    .iter()
+                    .filter_map(|(name, _)| Some((name.clone(), links.address(group, name)?)))
+                    .collect(),
+                ttl: spec.ttl,
+            })
+            .collect()
+    } else {
+        vec![ClientConfig {
+            nodes,
+            ttl: spec.ttl,
+        }]
     };
     let pauses = ClientPauses::new(spec.concurrency);
     let target = Target {
         deployment: deployment.clone(),
         clients: pauses.clone(),
+        links: links.clone(),
     };
     let nemesis = Nemesis {
         faults: spec.faults(),
@@ -217,7 +239,7 @@ async fn exercise(
             .lock_workload()
             .run(
                 client,
-                &config,
+                &configs,
                 recorder.clone(),
                 pauses.clone(),
                 stop.clone(),
@@ -249,6 +271,7 @@ async fn exercise(
         }
     };
     let (workload, faults, ()) = tokio::join!(workload, faults, timer);
+    links.shutdown();
     if let Some(e) = recorder.take_error() {
         anyhow::bail!("writing the history failed: {e}");
     }

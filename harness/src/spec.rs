@@ -42,6 +42,11 @@ pub struct TestSpec {
     pub clock_drift: f64,
     #[serde(with = "millis")]
     pub client_pause: Duration,
+    /// Client groups with links of their own through the link proxy; 0 when no link fault
+    /// runs, and clients connect straight to the nodes.
+    pub client_groups: usize,
+    #[serde(with = "millis")]
+    pub link_latency: Duration,
     pub seed: u64,
     pub results: PathBuf,
 }
@@ -101,9 +106,15 @@ impl TestSpec {
             )));
         }
         let nemesis = parse_nemesis(&args.nemesis)?;
+        let links = nemesis
+            .iter()
+            .filter_map(|name| find_fault(name))
+            .any(|f| f.family() == "link");
+        let client_groups = if links { args.client_groups } else { 0 };
         let layout = Layout {
             nodes: nodes.iter().map(|n| n.name.clone()).collect(),
             clients: args.concurrency,
+            groups: client_groups,
         };
         for fault in nemesis.iter().filter_map(|name| find_fault(name)) {
             fault
@@ -161,6 +172,8 @@ impl TestSpec {
             clock_bump: args.clock_bump,
             clock_drift: args.clock_drift,
             client_pause: args.client_pause,
+            client_groups,
+            link_latency: args.link_latency,
             seed: args.seed.unwrap_or_else(rand::random),
             results: args.results.clone(),
         })
@@ -184,6 +197,7 @@ impl TestSpec {
             clock_bump: self.clock_bump,
             clock_drift: self.clock_drift,
             client_pause: self.client_pause,
+            link_latency: self.link_latency,
         }
     }
 
@@ -226,6 +240,13 @@ impl TestSpec {
         }
         if let Some(hold) = self.hold {
             line += &format!(" --hold {}", humantime::format_duration(hold));
+        }
+        if self.client_groups > 0 {
+            line += &format!(
+                " --client-groups {} --link-latency {}",
+                self.client_groups,
+                humantime::format_duration(self.link_latency)
+            );
         }
         if self.resources != 1 {
             line += &format!(" --resources {}", self.resources);

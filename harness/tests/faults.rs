@@ -7,7 +7,9 @@ use std::time::Duration;
 
 use splitbrain_compose::topology::Persistence;
 use splitbrain_compose::{topology, Deployment, TopologyOptions};
-use splitbrain_nemesis::{find_fault, heal, Action, FAULTS};
+use splitbrain_nemesis::links::Links;
+use splitbrain_nemesis::{find_fault, heal, Action, Target, FAULTS};
+use splitbrain_workloads::{find_client, ClientConfig, Outcome};
 use support::{docker, docker_skipped, Fixture};
 
 /// Whether `from` gets a PONG from `to` within a second, asked from inside `from`.
@@ -181,4 +183,64 @@ async fn a_kill_keeps_what_the_persistence_policy_promises() {
         deployment.teardown().await.unwrap();
         assert_eq!(kept.trim() == "1", survives, "{persistence:?}");
     }
+}
+
+async fn redis_del(fx: &Fixture, key: &str) {
+    redis(fx, "n1", &["del", key]).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_blackholed_link_times_out_while_another_groups_link_works() {
+    if docker_skipped() {
+        return;
+    }
+    let fx = Fixture::up("single", None).await;
+    let node = fx.deployment.node("n1").unwrap().clone();
+    let links = Links::start(2, &[(node.name.clone(), node.addr)])
+        .await
+        .unwrap();
+    let target = Target {
+        links: links.clone(),
+        ..fx.target()
+    };
+    let ttl = Duration::from_secs(2);
+    let client_of = |group: usize| {
+        let config = ClientConfig {
+            nodes: vec![(node.name.clone(), links.address(group, "n1").unwrap())],
+            ttl,
+        };
+        (find_client("set-nx-px").unwrap().build)(&config).unwrap()
+    };
+    let (mut cut, mut clean) = (client_of(0), client_of(1));
+    // Both connections are up before the fault, as in a running system.
+    for client in [&mut cut, &mut clean] {
+        assert!(matches!(
+            client.acquire("warm-up", ttl).await,
+            Outcome::Ok(_)
+        ));
+        redis_del(&fx, "warm-up").await;
+    }
+    let blackhole = find_fault("link-blackhole").unwrap();
+    let action = Action {
+        targets: vec!["g0->n1".into()],
+        params: serde_json::json!({ "direction": "upstream" }),
+    };
+    blackhole.start(&target, &action).await.unwrap();
+    let lost = cut.acquire("k0", ttl).await;
+    assert!(
+        matches!(lost, Outcome::Info(_)),
+        "group 0's request vanishes, its outcome unknown: {lost:?}"
+    );
+    assert!(
+        matches!(clean.acquire("k1", ttl).await, Outcome::Ok(_)),
+        "group 1 still reaches n1"
+    );
+    assert_eq!(blackhole.leftovers(&target).await.unwrap().len(), 1);
+    blackhole.stop(&target, &action).await.unwrap();
+    assert!(blackhole.leftovers(&target).await.unwrap().is_empty());
+    assert!(
+        matches!(cut.acquire("k2", ttl).await, Outcome::Ok(_)),
+        "healed"
+    );
+    links.shutdown();
 }

@@ -3,6 +3,7 @@
 //! ([`Nemesis`]).
 
 pub mod faults;
+pub mod links;
 mod runner;
 pub mod schedule;
 

@@ -22,6 +22,8 @@ pub struct NemesisOptions {
     pub clock_drift: f64,
     /// How long a client pause lasts, give or take a quarter.
     pub client_pause: Duration,
+    /// How long link-latency delays traffic, give or take a half.
+    pub link_latency: Duration,
 }
 
 impl Default for NemesisOptions {
@@ -32,6 +34,7 @@ impl Default for NemesisOptions {
             clock_bump: Duration::from_secs(10),
             clock_drift: 2.0,
             client_pause: Duration::from_secs(3),
+            link_latency: Duration::from_secs(1),
         }
     }
 }
@@ -86,6 +89,7 @@ impl Nemesis {
                 .map(|n| n.name.clone())
                 .collect(),
             clients: target.clients.workers(),
+            groups: target.links.groups(),
         };
         let schedule = Schedule::new(self.seed, self.faults.clone(), layout, self.options.clone());
         let mut ran = Vec::new();

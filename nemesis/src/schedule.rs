@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use rand::rngs::StdRng;
-use rand::seq::IndexedRandom;
+use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 
 use crate::faults::{Action, Layout};
@@ -36,10 +36,12 @@ impl std::fmt::Debug for Step {
 }
 
 /// An endless, reproducible sequence of steps: the same seed, faults, nodes and options always
-/// give the same steps.
+/// give the same steps. Faults are dealt like cards: every fault runs once, in a shuffled
+/// order, before any runs again.
 pub struct Schedule {
     rng: StdRng,
     faults: Vec<&'static dyn Fault>,
+    deck: Vec<&'static dyn Fault>,
     layout: Layout,
     options: NemesisOptions,
 }
@@ -54,6 +56,7 @@ impl Schedule {
         Schedule {
             rng: StdRng::seed_from_u64(seed),
             faults,
+            deck: Vec::new(),
             layout,
             options,
         }
@@ -64,7 +67,11 @@ impl Iterator for Schedule {
     type Item = Step;
 
     fn next(&mut self) -> Option<Step> {
-        let fault = *self.faults.choose(&mut self.rng)?;
+        if self.deck.is_empty() {
+            self.deck = self.faults.clone();
+            self.deck.shuffle(&mut self.rng);
+        }
+        let fault = self.deck.pop()?;
         let wait = self
             .options
             .interval
@@ -89,6 +96,7 @@ mod tests {
         Layout {
             nodes: (1..=5).map(|i| format!("n{i}")).collect(),
             clients: 5,
+            groups: 2,
         }
     }
 

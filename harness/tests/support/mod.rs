@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use splitbrain_checker::{read_history, Op, OpType, Process};
 use splitbrain_compose::{topology, Deployment, Docker, TopologyOptions};
+use splitbrain_nemesis::links::Links;
 use splitbrain_nemesis::{nemesis_op, Action, Target};
 use splitbrain_workloads::{
     find_client, ClientConfig, ClientPauses, Grant, LockClient, Outcome, Recorder,
@@ -101,6 +102,7 @@ impl Fixture {
         Target {
             deployment: self.deployment.clone(),
             clients: ClientPauses::new(0),
+            links: Links::default(),
         }
     }
 

@@ -4,6 +4,7 @@
 mod client_pause;
 mod clock;
 mod kill;
+mod link;
 mod partition;
 mod pause;
 
@@ -15,22 +16,28 @@ use rand::seq::IndexedRandom;
 use rand::Rng;
 use splitbrain_compose::{ComposeError, Deployment};
 use splitbrain_workloads::ClientPauses;
+
+use crate::links::Links;
 use tokio::task::JoinHandle;
 
 use crate::NemesisOptions;
 
-/// What faults act on: the deployment's nodes, and the client workers' pause switches.
+/// What faults act on: the deployment's nodes, the client workers' pause switches, and the
+/// client-to-node links (empty when the run has no link faults).
 #[derive(Clone)]
 pub struct Target {
     pub deployment: Deployment,
     pub clients: ClientPauses,
+    pub links: Links,
 }
 
-/// What a schedule plans over: node names and the number of client workers.
+/// What a schedule plans over: node names, the number of client workers, and the number of
+/// client groups with links of their own (0: clients connect straight to the nodes).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Layout {
     pub nodes: Vec<String>,
     pub clients: usize,
+    pub groups: usize,
 }
 
 /// One step's plan for a fault: whom it hits and with what, fixed by the seeded schedule.
@@ -104,6 +111,11 @@ pub static FAULTS: &[&dyn Fault] = &[
     &clock::Clock(clock::ClockKind::Strobe),
     &clock::Clock(clock::ClockKind::Drift),
     &client_pause::ClientPause,
+    &link::Link(link::LinkKind::Latency),
+    &link::Link(link::LinkKind::Blackhole),
+    &link::Link(link::LinkKind::Reset),
+    &link::Link(link::LinkKind::Bandwidth),
+    &link::Link(link::LinkKind::SlowClose),
 ];
 
 /// Looks a fault up by name.

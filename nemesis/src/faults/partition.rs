@@ -212,6 +212,7 @@ mod tests {
         Layout {
             nodes: nodes(n),
             clients: 1,
+            groups: 0,
         }
     }
 

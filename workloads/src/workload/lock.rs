@@ -39,18 +39,19 @@ impl LockWorkload {
     }
 
     /// Runs every worker until `stop` is cancelled; each finishes its current operation (and
-    /// releases a held lock) before returning.
+    /// releases a held lock) before returning. Worker `w` belongs to client group
+    /// `w % groups.len()` and reaches the nodes as that group's config says.
     pub async fn run(
         &self,
         kind: &ClientKind,
-        config: &ClientConfig,
+        groups: &[ClientConfig],
         recorder: Arc<Recorder>,
         pauses: ClientPauses,
         stop: CancellationToken,
     ) -> Result<(), String> {
         let mut workers = tokio::task::JoinSet::new();
         for worker in 0..self.concurrency {
-            let client = (kind.build)(config)?;
+            let client = (kind.build)(&groups[worker % groups.len()])?;
             let this = self.clone();
             let recorder = recorder.clone();
             let stop = stop.clone();

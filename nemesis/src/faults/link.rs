@@ -1,0 +1,179 @@
+//! Faults on client-to-node links, through the link proxy: one client group's links to some
+//! nodes go slow, silent, reset, thin or slow to close, while other groups' links stay clean.
+//! Targets are link names, `g<group>-><node>`.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use rand::rngs::StdRng;
+use rand::Rng;
+use splitbrain_compose::ComposeError;
+
+use super::{jepsen_targets, Action, Fault, Layout, Started, Target};
+use crate::links::{link_name, LinkState, Toxics};
+use crate::NemesisOptions;
+
+/// The link toxics, after toxiproxy's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LinkKind {
+    Latency,
+    Blackhole,
+    Reset,
+    Bandwidth,
+    SlowClose,
+}
+
+/// A toxic on one client group's links to one node, a minority, a majority or all nodes.
+pub struct Link(pub LinkKind);
+
+/// Which way a toxic applies: `upstream` (client to node), `downstream`, or `both`.
+fn direction(rng: &mut StdRng) -> &'static str {
+    ["upstream", "downstream", "both"][rng.random_range(0..3)]
+}
+
+impl Link {
+    /// The link state this action asks for.
+    fn state(&self, params: &serde_json::Value) -> LinkState {
+        let ms = |field: &str| Duration::from_millis(params[field].as_u64().unwrap_or_default());
+        let toxics = match self.0 {
+            LinkKind::Latency => Toxics {
+                latency: ms("latency_ms"),
+                jitter: ms("jitter_ms"),
+                ..Toxics::default()
+            },
+            LinkKind::Blackhole => Toxics {
+                blackhole: true,
+                ..Toxics::default()
+            },
+            LinkKind::Bandwidth => Toxics {
+                bandwidth: params["bytes_per_second"].as_u64(),
+                ..Toxics::default()
+            },
+            LinkKind::SlowClose => Toxics {
+                slow_close: ms("delay_ms"),
+                ..Toxics::default()
+            },
+            LinkKind::Reset => {
+                return LinkState {
+                    reset: true,
+                    ..LinkState::default()
+                }
+            }
+        };
+        let way = params["direction"].as_str().unwrap_or("both");
+        LinkState {
+            upstream: if way == "downstream" {
+                Toxics::default()
+            } else {
+                toxics.clone()
+            },
+            downstream: if way == "upstream" {
+                Toxics::default()
+            } else {
+                toxics
+            },
+            reset: false,
+        }
+    }
+}
+
+#[async_trait]
+impl Fault for Link {
+    fn name(&self) -> &'static str {
+        match self.0 {
+            LinkKind::Latency => "link-latency",
+            LinkKind::Blackhole => "link-blackhole",
+            LinkKind::Reset => "link-reset",
+            LinkKind::Bandwidth => "link-bandwidth",
+            LinkKind::SlowClose => "link-slow-close",
+        }
+    }
+
+    fn family(&self) -> &'static str {
+        "link"
+    }
+
+    fn summary(&self) -> &'static str {
+        match self.0 {
+            LinkKind::Latency => {
+                "delay one client group's traffic to some nodes by about --link-latency"
+            }
+            LinkKind::Blackhole => {
+                "swallow one client group's traffic to some nodes, connections open"
+            }
+            LinkKind::Reset => "reset one client group's connections to some nodes",
+            LinkKind::Bandwidth => "throttle one client group's links to some nodes to 1-10 KB/s",
+            LinkKind::SlowClose => {
+                "delay the close of one client group's connections to some nodes"
+            }
+        }
+    }
+
+    fn fits(&self, layout: &Layout) -> Result<(), String> {
+        if layout.groups == 0 {
+            return Err(format!(
+                "{} needs client links (--client-groups 1 or more)",
+                self.name()
+            ));
+        }
+        Ok(())
+    }
+
+    fn plan(&self, layout: &Layout, options: &NemesisOptions, rng: &mut StdRng) -> Action {
+        let group = rng.random_range(0..layout.groups.max(1));
+        let targets = jepsen_targets(&layout.nodes, rng)
+            .iter()
+            .map(|node| link_name(group, node))
+            .collect();
+        let params = match self.0 {
+            LinkKind::Latency => {
+                let latency = options.link_latency.mul_f64(rng.random_range(0.5..1.5));
+                serde_json::json!({
+                    "direction": direction(rng),
+                    "latency_ms": latency.as_millis() as u64,
+                    "jitter_ms": (latency / 10).as_millis() as u64,
+                })
+            }
+            LinkKind::Blackhole => serde_json::json!({ "direction": direction(rng) }),
+            LinkKind::Reset => serde_json::Value::Null,
+            LinkKind::Bandwidth => serde_json::json!({
+                "direction": direction(rng),
+                "bytes_per_second": rng.random_range(1_000..=10_000u64),
+            }),
+            LinkKind::SlowClose => serde_json::json!({
+                "direction": direction(rng),
+                "delay_ms": options.interval.as_millis() as u64,
+            }),
+        };
+        Action { targets, params }
+    }
+
+    async fn start(&self, target: &Target, action: &Action) -> Result<Started, ComposeError> {
+        let state = self.state(&action.params);
+        for link in &action.targets {
+            target.links.set(link, state.clone());
+        }
+        Ok(Started::default())
+    }
+
+    async fn stop(&self, target: &Target, action: &Action) -> Result<(), ComposeError> {
+        for link in &action.targets {
+            target.links.set(link, LinkState::default());
+        }
+        Ok(())
+    }
+
+    async fn heal_all(&self, target: &Target) -> Result<(), ComposeError> {
+        target.links.heal();
+        Ok(())
+    }
+
+    async fn leftovers(&self, target: &Target) -> Result<Vec<String>, ComposeError> {
+        Ok(target
+            .links
+            .toxic()
+            .into_iter()
+            .map(|link| format!("link {link} still has a toxic"))
+            .collect())
+    }
+}

@@ -1,0 +1,379 @@
+//! The client-to-node link proxy: every client group reaches every node through its own TCP
+//! proxy, so that one group's links can be slowed, cut or reset while another's are not.
+//! Toxics follow toxiproxy's semantics: latency (with jitter), blackhole (data stops, the
+//! connection stays open), reset (connections die with a TCP RST), bandwidth, slow close.
+//! Each applies to one direction: `upstream` (client to node) or `downstream`.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rand::Rng;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{mpsc, watch};
+use tokio::task::JoinSet;
+
+/// What is wrong with one direction of a link.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Toxics {
+    pub latency: Duration,
+    pub jitter: Duration,
+    /// Swallow every byte, keeping the connection open.
+    pub blackhole: bool,
+    /// Bytes per second, if limited.
+    pub bandwidth: Option<u64>,
+    /// How long to wait before passing on a close.
+    pub slow_close: Duration,
+}
+
+impl Toxics {
+    pub fn is_clean(&self) -> bool {
+        *self == Toxics::default()
+    }
+}
+
+/// Both directions of a link.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LinkState {
+    pub upstream: Toxics,
+    pub downstream: Toxics,
+    /// New connections are reset at once, and existing ones were reset when this was set.
+    pub reset: bool,
+}
+
+/// One proxied link: a listening port on the loopback that forwards to one node.
+struct Link {
+    listen: SocketAddr,
+    state: watch::Sender<LinkState>,
+    /// Bumped to reset every open connection.
+    resets: watch::Sender<u64>,
+}
+
+/// Every (client group, node) link of a run. Cloning shares the links.
+#[derive(Clone, Default)]
+pub struct Links {
+    groups: usize,
+    links: Arc<BTreeMap<String, Link>>,
+    tasks: Arc<Mutex<JoinSet<()>>>,
+}
+
+/// A link's name: `g<group>-><node>`.
+pub fn link_name(group: usize, node: &str) -> String {
+    format!("g{group}->{node}")
+}
+
+impl Links {
+    /// Starts a proxy for every group and node, each on its own loopback port.
+    pub async fn start(groups: usize, nodes: &[(String, SocketAddr)]) -> std::io::Result<Links> {
+        let mut links = BTreeMap::new();
+        let mut tasks = JoinSet::new();
+        for group in 0..groups {
+            for (node, upstream) in nodes {
+                let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
+                let link = Link {
+                    listen: listener.local_addr()?,
+                    state: watch::Sender::new(LinkState::default()),
+                    resets: watch::Sender::new(0),
+                };
+                tasks.spawn(serve(
+                    listener,
+                    *upstream,
+                    link.state.subscribe(),
+                    link.resets.clone(),
+                ));
+                links.insert(link_name(group, node), link);
+            }
+        }
+        Ok(Links {
+            groups,
+            links: Arc::new(links),
+            tasks: Arc::new(Mutex::new(tasks)),
+        })
+    }
+
+    /// How many client groups have links (0 for none).
+    pub fn groups(&self) -> usize {
+        self.groups
+    }
+
+    /// Where a group's clients connect to reach `node`.
+    pub fn address(&self, group: usize, node: &str) -> Option<SocketAddr> {
+        self.links.get(&link_name(group, node)).map(|l| l.listen)
+    }
+
+    /// Every link's name.
+    pub fn names(&self) -> Vec<String> {
+        self.links.keys().cloned().collect()
+    }
+
+    /// Changes a link's toxics. Setting `reset` also kills its open connections.
+    pub fn set(&self, name: &str, state: LinkState) -> bool {
+        let Some(link) = self.links.get(name) else {
+            return false;
+        };
+        if state.reset {
+            link.resets.send_modify(|n| *n += 1);
+        }
+        link.state.send_replace(state);
+        true
+    }
+
+    pub fn state(&self, name: &str) -> Option<LinkState> {
+        self.links.get(name).map(|l| l.state.borrow().clone())
+    }
+
+    /// Links that still carry a toxic.
+    pub fn toxic(&self) -> Vec<String> {
+        self.links
+            .iter()
+            .filter(|(_, l)| *l.state.borrow() != LinkState::default())
+            .map(|(name, _)| name.clone())
+            .collect()
+    }
+
+    /// Clears every toxic on every link.
+    pub fn heal(&self) {
+        for link in self.links.values() {
+            link.state.send_replace(LinkState::default());
+        }
+    }
+
+    /// Stops every proxy.
+    pub fn shutdown(&self) {
+        self.tasks
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .abort_all();
+    }
+}
+
+async fn serve(
+    listener: TcpListener,
+    upstream: SocketAddr,
+    state: watch::Receiver<LinkState>,
+    resets: watch::Sender<u64>,
+) {
+    let mut connections = JoinSet::new();
+    loop {
+        let Ok((client, _)) = listener.accept().await else {
+            continue;
+        };
+        let (state, resets) = (state.clone(), resets.subscribe());
+        connections.spawn(async move {
+            let refused = state.borrow().reset;
+            if refused {
+                reset(&client);
+                return;
+            }
+            if let Ok(server) = TcpStream::connect(upstream).await {
+                proxy(client, server, state, resets).await;
+            }
+        });
+        // Reap finished connections so the set does not grow without bound.
+        while connections.try_join_next().is_some() {}
+    }
+}
+
+/// Makes the socket's close a TCP RST instead of a FIN. With a zero linger the close does not
+/// block.
+fn reset(socket: &TcpStream) {
+    let _ = socket2::SockRef::from(socket).set_linger(Some(Duration::ZERO));
+}
+
+/// Forwards one connection both ways until either side closes or the link is reset.
+async fn proxy(
+    client: TcpStream,
+    server: TcpStream,
+    state: watch::Receiver<LinkState>,
+    mut resets: watch::Receiver<u64>,
+) {
+    let _ = client.set_nodelay(true);
+    let _ = server.set_nodelay(true);
+    let (mut client_read, mut client_write) = client.into_split();
+    let (mut server_read, mut server_write) = server.into_split();
+    resets.mark_unchanged();
+    let was_reset = {
+        let up = pump(&mut client_read, &mut server_write, &state, |s| {
+            s.upstream.clone()
+        });
+        let down = pump(&mut server_read, &mut client_write, &state, |s| {
+            s.downstream.clone()
+        });
+        tokio::select! {
+            _ = async { tokio::join!(up, down) } => false,
+            _ = resets.changed() => true,
+        }
+    };
+    if was_reset {
+        reset(client_read.as_ref());
+        reset(server_read.as_ref());
+    }
+}
+
+/// One direction: a reader that timestamps chunks and a writer that delivers them late, at
+/// a limited rate, or never, as the toxics say at that moment.
+async fn pump(
+    from: &mut tokio::net::tcp::OwnedReadHalf,
+    to: &mut tokio::net::tcp::OwnedWriteHalf,
+    state: &watch::Receiver<LinkState>,
+    toxics: fn(&LinkState) -> Toxics,
+) {
+    let (send, mut receive) = mpsc::unbounded_channel::<(tokio::time::Instant, Vec<u8>)>();
+    let reader = {
+        async move {
+            let mut buffer = vec![0u8; 16 * 1024];
+            loop {
+                let n = match from.read(&mut buffer).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => n,
+                };
+                let now = toxics(&state.borrow());
+                if now.blackhole {
+                    continue;
+                }
+                let jitter = if now.jitter.is_zero() {
+                    Duration::ZERO
+                } else {
+                    now.jitter.mul_f64(rand::rng().random_range(0.0..1.0))
+                };
+                let due = tokio::time::Instant::now() + now.latency + jitter;
+                if send.send((due, buffer[..n].to_vec())).is_err() {
+                    break;
+                }
+            }
+            let close_after = toxics(&state.borrow()).slow_close;
+            tokio::time::sleep(close_after).await;
+        }
+    };
+    let writer = async move {
+        while let Some((due, chunk)) = receive.recv().await {
+            tokio::time::sleep_until(due).await;
+            let bandwidth = toxics(&state.borrow()).bandwidth;
+            if let Some(rate) = bandwidth {
+                let seconds = chunk.len() as f64 / rate.max(1) as f64;
+                tokio::time::sleep(Duration::from_secs_f64(seconds)).await;
+            }
+            if to.write_all(&chunk).await.is_err() {
+                break;
+            }
+        }
+        let _ = to.shutdown().await;
+    };
+    tokio::join!(reader, writer);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Instant;
+
+    /// An echo server on the loopback.
+    async fn echo() -> SocketAddr {
+        let listener = TcpListener::bind(("127.0.0.1", 0)).await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            while let Ok((mut s, _)) = listener.accept().await {
+                tokio::spawn(async move {
+                    let mut b = [0u8; 1024];
+                    while let Ok(n) = s.read(&mut b).await {
+                        if n == 0 || s.write_all(&b[..n]).await.is_err() {
+                            break;
+                        }
+                    }
+                });
+            }
+        });
+        addr
+    }
+
+    async fn round_trip(addr: SocketAddr) -> std::io::Result<Duration> {
+        let started = Instant::now();
+        let mut s = TcpStream::connect(addr).await?;
+        s.write_all(b"ping").await?;
+        let mut b = [0u8; 4];
+        s.read_exact(&mut b).await?;
+        assert_eq!(&b, b"ping");
+        Ok(started.elapsed())
+    }
+
+    async fn links() -> Links {
+        Links::start(2, &[("n1".into(), echo().await)])
+            .await
+            .unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_clean_link_forwards_both_ways() {
+        let links = links().await;
+        round_trip(links.address(0, "n1").unwrap()).await.unwrap();
+        assert!(links.toxic().is_empty());
+    }
+
+    #[tokio::test]
+    async fn latency_delays_one_group_only() {
+        let links = links().await;
+        let slow = LinkState {
+            downstream: Toxics {
+                latency: Duration::from_millis(200),
+                ..Toxics::default()
+            },
+            ..LinkState::default()
+        };
+        assert!(links.set("g0->n1", slow));
+        let slowed = round_trip(links.address(0, "n1").unwrap()).await.unwrap();
+        let other = round_trip(links.address(1, "n1").unwrap()).await.unwrap();
+        assert!(slowed >= Duration::from_millis(200), "{slowed:?}");
+        assert!(other < Duration::from_millis(200), "{other:?}");
+        assert_eq!(links.toxic(), ["g0->n1"]);
+        links.heal();
+        assert!(links.toxic().is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_blackhole_keeps_the_connection_and_loses_the_data() {
+        let links = links().await;
+        let hole = LinkState {
+            upstream: Toxics {
+                blackhole: true,
+                ..Toxics::default()
+            },
+            ..LinkState::default()
+        };
+        links.set("g1->n1", hole);
+        let lost = tokio::time::timeout(
+            Duration::from_millis(300),
+            round_trip(links.address(1, "n1").unwrap()),
+        )
+        .await;
+        assert!(lost.is_err(), "no answer through a blackhole");
+        round_trip(links.address(0, "n1").unwrap()).await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_reset_kills_open_and_new_connections() {
+        let links = links().await;
+        let addr = links.address(0, "n1").unwrap();
+        let mut open = TcpStream::connect(addr).await.unwrap();
+        open.write_all(b"ping").await.unwrap();
+        let mut b = [0u8; 4];
+        open.read_exact(&mut b).await.unwrap();
+        links.set(
+            "g0->n1",
+            LinkState {
+                reset: true,
+                ..LinkState::default()
+            },
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let broken = async {
+            open.write_all(b"ping").await?;
+            open.read_exact(&mut b).await
+        };
+        assert!(broken.await.is_err(), "the open connection died");
+        assert!(round_trip(addr).await.is_err(), "and new ones do too");
+        links.heal();
+        round_trip(addr).await.unwrap();
+    }
+}
