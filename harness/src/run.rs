@@ -56,9 +56,16 @@ pub async fn run(spec: TestSpec, interrupt: CancellationToken) -> Result<Exit, H
         dir.path.clone(),
         interrupt.clone(),
     ));
+    let mut unsupported = None;
     let (versions, error) = match core.await {
         Ok(Ok(versions)) => (Some(versions), None),
-        Ok(Err(e)) => (None, Some(format!("{e:#}"))),
+        Ok(Err(e)) => match e.downcast::<Unsupported>() {
+            Ok(Unsupported(why)) => {
+                unsupported = Some(why);
+                (None, None)
+            }
+            Err(e) => (None, Some(format!("{e:#}"))),
+        },
         Err(e) if e.is_panic() => (None, Some(format!("the harness panicked: {e}"))),
         Err(e) => (None, Some(format!("the run was cancelled: {e}"))),
     };
@@ -71,6 +78,9 @@ pub async fn run(spec: TestSpec, interrupt: CancellationToken) -> Result<Exit, H
         Err(e) => progress::step(&format!(
             "could not remove the run's containers ({e}); run `splitbrain clean`"
         )),
+    }
+    if let Some(why) = unsupported {
+        return Err(HarnessError::BadInput(why));
     }
     if let Some(versions) = versions {
         record.versions = versions;
@@ -97,6 +107,12 @@ pub async fn run(spec: TestSpec, interrupt: CancellationToken) -> Result<Exit, H
         Exit::Verdict(results.valid)
     })
 }
+
+/// A fault this machine cannot inject (a kernel feature it lacks): the run stops before any
+/// client starts, and the user is told what to use instead.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+struct Unsupported(String);
 
 /// Reads back the run's history and checks it.
 pub fn check_history(
@@ -218,8 +234,18 @@ async fn exercise(
         clients: pauses.clone(),
         links: links.clone(),
     };
+    let mut faults = spec.faults();
+    for fault in spec.faults() {
+        if let Err(why) = fault.preflight(&target).await {
+            if !spec.skip_unsupported {
+                return Err(Unsupported(why).into());
+            }
+            progress::step(&format!("skipping {}: {why}", fault.name()));
+            faults.retain(|f| f.name() != fault.name());
+        }
+    }
     let nemesis = Nemesis {
-        faults: spec.faults(),
+        faults,
         options: spec.nemesis_options(),
         seed: spec.seed,
     };

@@ -24,6 +24,8 @@ pub struct TestSpec {
     pub workload: String,
     /// Fault names; empty for no faults.
     pub nemesis: Vec<String>,
+    /// `--nemesis all`: faults this machine cannot inject are skipped, not refused.
+    pub skip_unsupported: bool,
     pub persistence: String,
     #[serde(with = "millis")]
     pub time_limit: Duration,
@@ -160,6 +162,7 @@ impl TestSpec {
             nodes: args.nodes,
             client: client.name.to_string(),
             workload: args.workload.clone(),
+            skip_unsupported: args.nemesis.trim() == "all",
             nemesis,
             persistence: persistence.name().to_string(),
             time_limit: args.time_limit,
@@ -219,7 +222,9 @@ impl TestSpec {
             self.deployment,
             self.client,
             self.workload,
-            if self.nemesis.is_empty() {
+            if self.skip_unsupported {
+                "all".to_string()
+            } else if self.nemesis.is_empty() {
                 "none".to_string()
             } else {
                 self.nemesis.join(",")

@@ -244,3 +244,60 @@ async fn a_blackholed_link_times_out_while_another_groups_link_works() {
     );
     links.shutdown();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn packet_loss_drops_what_it_is_told_to() {
+    if docker_skipped() {
+        return;
+    }
+    let fx = Fixture::up("redlock", Some(3)).await;
+    let loss = find_fault("packet-loss").unwrap();
+    let action = Action {
+        targets: vec!["n1".into()],
+        params: serde_json::json!({ "probability": 1.0 }),
+    };
+    loss.start(&fx.target(), &action).await.unwrap();
+    assert!(
+        !reaches(&fx, "n2", "n1").await,
+        "every packet into n1 from n2 is dropped"
+    );
+    assert!(reaches(&fx, "n2", "n3").await);
+    loss.stop(&fx.target(), &action).await.unwrap();
+    assert!(reaches(&fx, "n2", "n1").await);
+    heal(&[loss], &fx.target()).await.expect("no rule left");
+}
+
+/// netem where the kernel has it; a plain refusal, naming the alternatives, where it has not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn netem_runs_or_says_clearly_why_it_cannot() {
+    if docker_skipped() {
+        return;
+    }
+    let fx = Fixture::up("redlock", Some(3)).await;
+    let netem = find_fault("packet-netem").unwrap();
+    match netem.preflight(&fx.target()).await {
+        Err(why) => {
+            assert!(
+                why.contains("netem") && why.contains("packet-loss"),
+                "{why}"
+            );
+            let out = support::run_splitbrain(&[
+                "run",
+                "--nemesis",
+                "packet-netem",
+                "--time-limit",
+                "2s",
+                "--results",
+                fx.dir.path().join("results").to_str().unwrap(),
+            ]);
+            assert_eq!(out.status.code(), Some(254));
+        }
+        Ok(()) => {
+            let action = Action::on(vec!["n1".into()]);
+            netem.start(&fx.target(), &action).await.unwrap();
+            assert_eq!(netem.leftovers(&fx.target()).await.unwrap().len(), 1);
+            netem.stop(&fx.target(), &action).await.unwrap();
+            assert!(netem.leftovers(&fx.target()).await.unwrap().is_empty());
+        }
+    }
+}

@@ -5,6 +5,7 @@ mod client_pause;
 mod clock;
 mod kill;
 mod link;
+mod packet;
 mod partition;
 mod pause;
 
@@ -82,6 +83,11 @@ pub trait Fault: Sync {
     fn fits(&self, _layout: &Layout) -> Result<(), String> {
         Ok(())
     }
+    /// Checks, once the deployment is up and before any fault starts, that this fault can run
+    /// here at all (a kernel feature, say); says why not if it cannot.
+    async fn preflight(&self, _target: &Target) -> Result<(), String> {
+        Ok(())
+    }
     /// This step's action; by default one of Jepsen's node specs, chosen at random.
     fn plan(&self, layout: &Layout, _options: &NemesisOptions, rng: &mut StdRng) -> Action {
         Action::on(jepsen_targets(&layout.nodes, rng))
@@ -116,6 +122,8 @@ pub static FAULTS: &[&dyn Fault] = &[
     &link::Link(link::LinkKind::Reset),
     &link::Link(link::LinkKind::Bandwidth),
     &link::Link(link::LinkKind::SlowClose),
+    &packet::Packet::Loss,
+    &packet::Packet::Netem,
 ];
 
 /// Looks a fault up by name.

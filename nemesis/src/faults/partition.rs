@@ -103,7 +103,7 @@ impl Fault for Partition {
     }
 
     fn family(&self) -> &'static str {
-        "partition"
+        "iptables"
     }
 
     fn summary(&self) -> &'static str {
