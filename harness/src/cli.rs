@@ -99,6 +99,10 @@ pub struct RunArgs {
     /// Client groups, each reaching the nodes through links of its own (used by link faults).
     #[arg(long, default_value_t = 2, allow_hyphen_values = true, value_parser = count)]
     pub client_groups: usize,
+    /// Serve toxiproxy's HTTP API for the client links on this loopback port (toxiproxy's own
+    /// is 8474), so toxiproxy clients and scripts can drive them during the run.
+    #[arg(long)]
+    pub toxiproxy_port: Option<u16>,
     /// How long link-latency delays traffic (give or take a half).
     #[arg(long, default_value = "1s", value_parser = duration, allow_hyphen_values = true)]
     pub link_latency: Duration,

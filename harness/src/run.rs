@@ -11,7 +11,7 @@ use std::time::Instant;
 use anyhow::Context;
 use splitbrain_checker::{lock_safety, read_history, Valid};
 use splitbrain_compose::{image, topology, Deployment};
-use splitbrain_nemesis::links::Links;
+use splitbrain_nemesis::links::{toxiproxy, Links};
 use splitbrain_nemesis::{Nemesis, Target};
 use splitbrain_workloads::{find_client, ClientConfig, ClientPauses, Recorder};
 use tokio_util::sync::CancellationToken;
@@ -212,6 +212,19 @@ async fn exercise(
     } else {
         Links::default()
     };
+    let api = match spec.toxiproxy_port {
+        Some(port) => {
+            let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
+                .await
+                .with_context(|| format!("binding the toxiproxy API to 127.0.0.1:{port}"))?;
+            progress::step(&format!(
+                "toxiproxy API on http://127.0.0.1:{port}, proxies: {}",
+                links.names().join(", ")
+            ));
+            Some(tokio::spawn(toxiproxy::serve(links.clone(), listener)))
+        }
+        None => None,
+    };
     let configs: Vec<ClientConfig> = if spec.client_groups > 0 {
         (0..spec.client_groups)
             .map(|group| ClientConfig {
@@ -298,6 +311,9 @@ async fn exercise(
     };
     let (workload, faults, ()) = tokio::join!(workload, faults, timer);
     links.shutdown();
+    if let Some(api) = api {
+        api.abort();
+    }
     if let Some(e) = recorder.take_error() {
         anyhow::bail!("writing the history failed: {e}");
     }

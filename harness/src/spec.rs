@@ -47,6 +47,8 @@ pub struct TestSpec {
     /// Client groups with links of their own through the link proxy; 0 when no link fault
     /// runs, and clients connect straight to the nodes.
     pub client_groups: usize,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub toxiproxy_port: Option<u16>,
     #[serde(with = "millis")]
     pub link_latency: Duration,
     pub seed: u64,
@@ -112,7 +114,11 @@ impl TestSpec {
             .iter()
             .filter_map(|name| find_fault(name))
             .any(|f| f.family() == "link");
-        let client_groups = if links { args.client_groups } else { 0 };
+        let client_groups = if links || args.toxiproxy_port.is_some() {
+            args.client_groups
+        } else {
+            0
+        };
         let layout = Layout {
             nodes: nodes.iter().map(|n| n.name.clone()).collect(),
             clients: args.concurrency,
@@ -176,6 +182,7 @@ impl TestSpec {
             clock_drift: args.clock_drift,
             client_pause: args.client_pause,
             client_groups,
+            toxiproxy_port: args.toxiproxy_port,
             link_latency: args.link_latency,
             seed: args.seed.unwrap_or_else(rand::random),
             results: args.results.clone(),
@@ -252,6 +259,9 @@ impl TestSpec {
                 self.client_groups,
                 humantime::format_duration(self.link_latency)
             );
+        }
+        if let Some(port) = self.toxiproxy_port {
+            line += &format!(" --toxiproxy-port {port}");
         }
         if self.resources != 1 {
             line += &format!(" --resources {}", self.resources);

@@ -8,7 +8,7 @@ use std::time::Duration;
 use splitbrain_compose::topology::Persistence;
 use splitbrain_compose::{topology, Deployment, TopologyOptions};
 use splitbrain_nemesis::links::Links;
-use splitbrain_nemesis::{find_fault, heal, Action, Target, FAULTS};
+use splitbrain_nemesis::{find_fault, heal, Action, Target};
 use splitbrain_workloads::{find_client, ClientConfig, Outcome};
 use support::{docker, docker_skipped, Fixture};
 
@@ -145,8 +145,7 @@ async fn heal_clears_every_fault_at_once() {
         )
         .await
         .unwrap();
-    let every: Vec<_> = FAULTS.to_vec();
-    heal(&every, &fx.target()).await.expect("everything healed");
+    heal(&fx.target()).await.expect("everything healed");
     for (node, state) in deployment.health().await.unwrap() {
         assert!(state.running && !state.paused, "{node}: {state:?}");
     }
@@ -264,7 +263,7 @@ async fn packet_loss_drops_what_it_is_told_to() {
     assert!(reaches(&fx, "n2", "n3").await);
     loss.stop(&fx.target(), &action).await.unwrap();
     assert!(reaches(&fx, "n2", "n1").await);
-    heal(&[loss], &fx.target()).await.expect("no rule left");
+    heal(&fx.target()).await.expect("no rule left");
 }
 
 /// netem where the kernel has it; a plain refusal, naming the alternatives, where it has not.

@@ -307,6 +307,7 @@ fn every_fault_kind_is_recorded_healed_and_reproducible_from_its_seed() {
     assert_eq!(a[..common], b[..common]);
 }
 
+/// Two clients, so that the one the seed picks takes the lock within each pause's window.
 #[test]
 fn a_paused_client_is_a_zombie_the_checker_catches() {
     if docker_skipped() {
@@ -327,7 +328,9 @@ fn a_paused_client_is_a_zombie_the_checker_catches() {
         "--ttl",
         "1s",
         "--time-limit",
-        "15s",
+        "20s",
+        "--concurrency",
+        "2",
         "--seed",
         "1",
         "--results",

@@ -104,7 +104,7 @@ impl Nemesis {
                 break;
             }
         }
-        let healed = heal(&self.faults, target).await;
+        let healed = heal(target).await;
         outcome.and(healed).map(|()| ran)
     }
 }
@@ -147,16 +147,16 @@ async fn run_step(
     Ok(())
 }
 
-/// Heals every family of the given faults on every node, then checks that no family of any
-/// fault has left a trace: nothing down, nothing paused, no iptables rule, no clock skew.
-pub async fn heal(faults: &[&'static dyn Fault], target: &Target) -> Result<(), NemesisError> {
+/// Heals every family of fault on every node and link, whether or not this run used it (a
+/// toxiproxy client may have added toxics of its own), then checks that no trace is left:
+/// nothing down or paused, no iptables rule, netem qdisc or clock skew, no toxic link, no
+/// frozen client.
+pub async fn heal(target: &Target) -> Result<(), NemesisError> {
     let mut problems = Vec::new();
     // In registry order: restart and resume before anything that must exec into a node.
     for fault in families() {
-        if faults.iter().any(|f| f.family() == fault.family()) {
-            if let Err(e) = fault.heal_all(target).await {
-                problems.push(format!("healing {}: {e}", fault.family()));
-            }
+        if let Err(e) = fault.heal_all(target).await {
+            problems.push(format!("healing {}: {e}", fault.family()));
         }
     }
     for fault in families() {

@@ -51,9 +51,10 @@ impl Fault for ClientPause {
         }
     }
 
-    /// The time the client gets to take the lock, on top of the pause itself.
+    /// The time the armed client gets to take the lock (one to two pauses, since it contends
+    /// with the others), on top of the pause itself.
     fn hold(&self, options: &NemesisOptions, rng: &mut StdRng) -> Duration {
-        options.interval.mul_f64(rng.random_range(0.5..1.5))
+        options.client_pause.mul_f64(rng.random_range(1.0..2.0))
     }
 
     async fn start(&self, target: &Target, action: &Action) -> Result<Started, ComposeError> {

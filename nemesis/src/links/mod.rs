@@ -15,6 +15,8 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
 
+pub mod toxiproxy;
+
 /// What is wrong with one direction of a link.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Toxics {
@@ -43,20 +45,67 @@ pub struct LinkState {
     pub reset: bool,
 }
 
-/// One proxied link: a listening port on the loopback that forwards to one node.
+/// One proxied link: a listening port on the loopback that forwards to one upstream.
 struct Link {
     listen: SocketAddr,
+    upstream: String,
+    /// What the proxy applies: the nemesis's toxics and the API's, together.
     state: watch::Sender<LinkState>,
     /// Bumped to reset every open connection.
     resets: watch::Sender<u64>,
+    layers: Mutex<Layers>,
+    /// Made by the run (a client group's link to a node), not through the API.
+    builtin: bool,
+    task: tokio::task::AbortHandle,
 }
 
-/// Every (client group, node) link of a run. Cloning shares the links.
+/// Who asked for which toxics on a link.
+#[derive(Default)]
+struct Layers {
+    nemesis: LinkState,
+    api: Vec<toxiproxy::ApiToxic>,
+    disabled: bool,
+}
+
+impl Link {
+    fn update(&self, change: impl FnOnce(&mut Layers)) {
+        let mut layers = self.layers.lock().unwrap_or_else(|e| e.into_inner());
+        change(&mut layers);
+        let mut state = layers.nemesis.clone();
+        for toxic in &layers.api {
+            // Toxics are checked when they are added; a bad one cannot be here.
+            let _ = toxic.apply(&mut state);
+        }
+        state.reset |= layers.disabled;
+        if state.reset && !self.state.borrow().reset {
+            self.resets.send_modify(|n| *n += 1);
+        }
+        self.state.send_replace(state);
+    }
+
+    fn api_toxics(&self) -> Vec<toxiproxy::ApiToxic> {
+        self.layers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .api
+            .clone()
+    }
+
+    fn enabled(&self) -> bool {
+        !self
+            .layers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .disabled
+    }
+}
+
+/// Every (client group, node) link of a run, and any proxy made through the toxiproxy API.
+/// Cloning shares the links.
 #[derive(Clone, Default)]
 pub struct Links {
     groups: usize,
-    links: Arc<BTreeMap<String, Link>>,
-    tasks: Arc<Mutex<JoinSet<()>>>,
+    links: Arc<Mutex<BTreeMap<String, Arc<Link>>>>,
 }
 
 /// A link's name: `g<group>-><node>`.
@@ -67,30 +116,56 @@ pub fn link_name(group: usize, node: &str) -> String {
 impl Links {
     /// Starts a proxy for every group and node, each on its own loopback port.
     pub async fn start(groups: usize, nodes: &[(String, SocketAddr)]) -> std::io::Result<Links> {
-        let mut links = BTreeMap::new();
-        let mut tasks = JoinSet::new();
+        let links = Links {
+            groups,
+            ..Links::default()
+        };
         for group in 0..groups {
             for (node, upstream) in nodes {
                 let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
-                let link = Link {
-                    listen: listener.local_addr()?,
-                    state: watch::Sender::new(LinkState::default()),
-                    resets: watch::Sender::new(0),
-                };
-                tasks.spawn(serve(
-                    listener,
-                    *upstream,
-                    link.state.subscribe(),
-                    link.resets.clone(),
-                ));
-                links.insert(link_name(group, node), link);
+                links.add(link_name(group, node), listener, upstream.to_string(), true)?;
             }
         }
-        Ok(Links {
-            groups,
-            links: Arc::new(links),
-            tasks: Arc::new(Mutex::new(tasks)),
-        })
+        Ok(links)
+    }
+
+    /// Starts proxying `listener` to `upstream` under `name`.
+    fn add(
+        &self,
+        name: String,
+        listener: TcpListener,
+        upstream: String,
+        builtin: bool,
+    ) -> std::io::Result<Arc<Link>> {
+        let state = watch::Sender::new(LinkState::default());
+        let resets = watch::Sender::new(0);
+        let listen = listener.local_addr()?;
+        let task = tokio::spawn(serve(
+            listener,
+            upstream.clone(),
+            state.subscribe(),
+            resets.clone(),
+        ))
+        .abort_handle();
+        let link = Arc::new(Link {
+            listen,
+            upstream,
+            state,
+            resets,
+            layers: Mutex::new(Layers::default()),
+            builtin,
+            task,
+        });
+        self.map().insert(name, link.clone());
+        Ok(link)
+    }
+
+    fn map(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Arc<Link>>> {
+        self.links.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn get(&self, name: &str) -> Option<Arc<Link>> {
+        self.map().get(name).cloned()
     }
 
     /// How many client groups have links (0 for none).
@@ -100,58 +175,56 @@ impl Links {
 
     /// Where a group's clients connect to reach `node`.
     pub fn address(&self, group: usize, node: &str) -> Option<SocketAddr> {
-        self.links.get(&link_name(group, node)).map(|l| l.listen)
+        self.get(&link_name(group, node)).map(|l| l.listen)
     }
 
     /// Every link's name.
     pub fn names(&self) -> Vec<String> {
-        self.links.keys().cloned().collect()
+        self.map().keys().cloned().collect()
     }
 
-    /// Changes a link's toxics. Setting `reset` also kills its open connections.
+    /// Sets the nemesis's toxics on a link (the API's stay). Setting `reset` also kills its
+    /// open connections.
     pub fn set(&self, name: &str, state: LinkState) -> bool {
-        let Some(link) = self.links.get(name) else {
+        let Some(link) = self.get(name) else {
             return false;
         };
-        if state.reset {
-            link.resets.send_modify(|n| *n += 1);
-        }
-        link.state.send_replace(state);
+        link.update(|layers| layers.nemesis = state);
         true
     }
 
+    /// What a link applies now, from every source.
     pub fn state(&self, name: &str) -> Option<LinkState> {
-        self.links.get(name).map(|l| l.state.borrow().clone())
+        self.get(name).map(|l| l.state.borrow().clone())
     }
 
-    /// Links that still carry a toxic.
+    /// Links that still carry a toxic or are disabled.
     pub fn toxic(&self) -> Vec<String> {
-        self.links
+        self.map()
             .iter()
             .filter(|(_, l)| *l.state.borrow() != LinkState::default())
             .map(|(name, _)| name.clone())
             .collect()
     }
 
-    /// Clears every toxic on every link.
+    /// Clears every toxic on every link, and enables every link.
     pub fn heal(&self) {
-        for link in self.links.values() {
-            link.state.send_replace(LinkState::default());
+        for link in self.map().values() {
+            link.update(|layers| *layers = Layers::default());
         }
     }
 
     /// Stops every proxy.
     pub fn shutdown(&self) {
-        self.tasks
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .abort_all();
+        for link in self.map().values() {
+            link.task.abort();
+        }
     }
 }
 
 async fn serve(
     listener: TcpListener,
-    upstream: SocketAddr,
+    upstream: String,
     state: watch::Receiver<LinkState>,
     resets: watch::Sender<u64>,
 ) {
@@ -161,13 +234,14 @@ async fn serve(
             continue;
         };
         let (state, resets) = (state.clone(), resets.subscribe());
+        let upstream = upstream.clone();
         connections.spawn(async move {
             let refused = state.borrow().reset;
             if refused {
                 reset(&client);
                 return;
             }
-            if let Ok(server) = TcpStream::connect(upstream).await {
+            if let Ok(server) = TcpStream::connect(upstream.as_str()).await {
                 proxy(client, server, state, resets).await;
             }
         });

@@ -1,0 +1,118 @@
+//! The link proxy's toxiproxy API, driven by a real toxiproxy client library from a registry:
+//! `toxiproxy-python` (PyPI; `pip install toxiproxy-python`).
+
+use std::net::SocketAddr;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use splitbrain_nemesis::links::{toxiproxy, Links};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+async fn echo() -> SocketAddr {
+    let listener = TcpListener::bind(("127.0.0.1", 0)).await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((mut s, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let mut b = [0u8; 64];
+                while let Ok(n) = s.read(&mut b).await {
+                    if n == 0 || s.write_all(&b[..n]).await.is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+    });
+    addr
+}
+
+async fn round_trip(addr: SocketAddr) -> Duration {
+    let started = Instant::now();
+    let mut s = TcpStream::connect(addr).await.unwrap();
+    s.write_all(b"ping").await.unwrap();
+    let mut b = [0u8; 4];
+    s.read_exact(&mut b).await.unwrap();
+    started.elapsed()
+}
+
+/// Runs a Python snippet with the toxiproxy client pointed at `api`; returns its stdout.
+async fn python(api: SocketAddr, body: &str) -> String {
+    let script = format!(
+        "from toxiproxy import Toxiproxy\nt = Toxiproxy()\nt.update_api_consumer('127.0.0.1', {})\n{body}",
+        api.port()
+    );
+    let out =
+        tokio::task::spawn_blocking(move || Command::new("python3").args(["-c", &script]).output())
+            .await
+            .unwrap()
+            .expect("python3 runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !stderr.contains("No module named 'toxiproxy'"),
+        "this test needs the toxiproxy client: pip install toxiproxy-python"
+    );
+    assert!(out.status.success(), "{stderr}");
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_toxiproxy_client_drives_the_links() {
+    let upstream = echo().await;
+    let links = Links::start(1, &[("n1".into(), upstream)]).await.unwrap();
+    let api_listener = TcpListener::bind(("127.0.0.1", 0)).await.unwrap();
+    let api = api_listener.local_addr().unwrap();
+    let server = tokio::spawn(toxiproxy::serve(links.clone(), api_listener));
+    let link = links.address(0, "n1").unwrap();
+
+    let seen = python(api, "print(sorted(t.proxies()))").await;
+    assert_eq!(seen, "['g0->n1']");
+
+    python(
+        api,
+        "p = t.get_proxy('g0->n1')\n\
+         p.add_toxic(type='latency', stream='downstream', attributes={'latency': 300})\n\
+         print(list(p.toxics()))",
+    )
+    .await;
+    assert!(
+        round_trip(link).await >= Duration::from_millis(300),
+        "the latency toxic bites"
+    );
+
+    let listen = python(
+        api,
+        &format!(
+            "t.get_proxy('g0->n1').destroy_toxic('latency_downstream')\n\
+             p = t.create(upstream='{upstream}', name='extra')\n\
+             print(p.listen)"
+        ),
+    )
+    .await;
+    assert!(
+        round_trip(link).await < Duration::from_millis(300),
+        "and is gone"
+    );
+    let extra: SocketAddr = listen.parse().unwrap();
+    round_trip(extra).await;
+
+    python(api, "t.get_proxy('g0->n1').disable()").await;
+    let cut = async {
+        let mut s = TcpStream::connect(link).await?;
+        s.write_all(b"ping").await?;
+        s.read_exact(&mut [0u8; 4]).await
+    };
+    assert!(cut.await.is_err(), "a disabled link carries nothing");
+    assert!(
+        !links.toxic().is_empty(),
+        "a disabled link counts as not healed"
+    );
+    python(api, "assert t.reset()\nt.destroy(t.get_proxy('extra'))").await;
+    assert!(links.toxic().is_empty());
+    assert_eq!(
+        python(api, "print(sorted(t.proxies()))").await,
+        "['g0->n1']"
+    );
+    server.abort();
+    links.shutdown();
+}
