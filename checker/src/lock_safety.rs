@@ -5,7 +5,9 @@
 //! 1. A process holds a lock from its acquire's `ok` until it invokes `release` on that key
 //!    (or, if it never does, until its lease ends). Its **lease**, the exclusivity the lock
 //!    promised, ends at the acquire's invoke time plus `validity_ms` (or plus the requested
-//!    `ttl_ms` where no validity was given).
+//!    `ttl_ms` where no validity was given). A lease watchdog's `renew` that returns `ok`
+//!    extends the lease to the renewal's invoke plus its `ttl_ms`; one that fails or times out
+//!    extends nothing.
 //! 2. A release that fails or times out ends the hold at its invoke all the same: the client
 //!    stopped acting under the lock when it began to release, and a lost release never extends
 //!    a hold.
@@ -267,6 +269,16 @@ fn derive_holds(history: &[Op], end_of_history: u64) -> (Vec<Candidate>, usize) 
         let Some(invoke) = pending.remove(&op.process) else {
             continue;
         };
+        if invoke.f == "renew" && op.kind == OpType::Ok {
+            let key = invoke.key.as_deref().unwrap_or_default();
+            if let (Some(&i), Some(ttl)) = (open.get(&(op.process, key)), invoke.ttl_ms) {
+                let hold = &mut holds[i];
+                hold.lease_end = hold.lease_end.max(invoke.time + ttl * 1_000_000);
+                if hold.ended_by == "validity" {
+                    hold.end = hold.lease_end;
+                }
+            }
+        }
         if invoke.f != "acquire" {
             continue;
         }
@@ -471,6 +483,42 @@ mod tests {
         let r = Script::default().hold(0, 500, 1).hold(100, 200, 2).check();
         assert_eq!(r.double_grants[0].kind, "lease");
         assert_eq!(r.stale_double_grant_count, 0);
+    }
+
+    #[test]
+    fn rule_1_a_renewal_extends_the_lease_and_a_failed_one_does_not() {
+        // Lease 1000 ms; renewed at 800 ms for 1000 ms more: held until 1800, released at 1500.
+        let renewal = |s: &mut Script, outcome| {
+            let mut renew = Op::new(Process::Client(1), OpType::Invoke, "renew").key("lock");
+            renew.ttl_ms = Some(1_000);
+            s.push(800, renew).push(
+                801,
+                Op::new(Process::Client(1), outcome, "renew").key("lock"),
+            );
+        };
+        let mut s = Script::default();
+        s.invoke(0, 1, "acquire")
+            .complete(1, 1, OpType::Ok, "acquire");
+        renewal(&mut s, OpType::Ok);
+        s.invoke(1_500, 1, "release")
+            .complete(1_501, 1, OpType::Ok, "release");
+        s.hold(1_600, 1_700, 2);
+        let r = s.check();
+        assert_eq!(r.valid, Valid::True, "{:?}", r.double_grants);
+
+        let mut s = Script::default();
+        s.invoke(0, 1, "acquire")
+            .complete(1, 1, OpType::Ok, "acquire");
+        renewal(&mut s, OpType::Fail);
+        s.invoke(1_500, 1, "release")
+            .complete(1_501, 1, OpType::Ok, "release");
+        s.hold(1_200, 1_300, 2);
+        let r = s.check();
+        assert_eq!(r.valid, Valid::False);
+        assert_eq!(
+            r.double_grants[0].kind, "stale",
+            "the lease ended at 1000 ms"
+        );
     }
 
     #[test]

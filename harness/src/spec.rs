@@ -355,7 +355,7 @@ mod tests {
     #[test]
     fn bad_names_say_what_would_be_right() {
         assert!(message(&["--deployment", "sentinal"]).contains("single, redlock"));
-        assert!(message(&["--client", "zookeeper"]).contains("set-nx-px, redlock"));
+        assert!(message(&["--client", "zookeeper"]).contains("set-nx-px, watchdog, redlock"));
         assert!(message(&["--nemesis", "kill,meteor"]).contains("`meteor`"));
         assert!(message(&["--workload", "bank"]).contains("lock"));
     }

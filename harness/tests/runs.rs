@@ -10,7 +10,7 @@ use std::process::{Child, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use splitbrain_checker::read_history;
+use splitbrain_checker::{read_history, OpType};
 use support::{docker, docker_skipped, leftovers, results_dir, run_splitbrain, splitbrain};
 
 fn results_json(run_dir: &std::path::Path) -> serde_json::Value {
@@ -307,9 +307,12 @@ fn every_fault_kind_is_recorded_healed_and_reproducible_from_its_seed() {
     assert_eq!(a[..common], b[..common]);
 }
 
-/// Two clients, so that the one the seed picks takes the lock within each pause's window.
+/// Kleppmann's second scenario with Redisson's lease watchdog: a client paused inside its
+/// critical section stops renewing too, its lease runs out, the other client takes the lock,
+/// and the paused one wakes up as a zombie. Two clients, so that the one the seed picks takes
+/// the lock within each pause's window.
 #[test]
-fn a_paused_client_is_a_zombie_the_checker_catches() {
+fn a_paused_client_and_its_watchdog_wake_up_as_a_zombie() {
     if docker_skipped() {
         return;
     }
@@ -320,7 +323,7 @@ fn a_paused_client_is_a_zombie_the_checker_catches() {
         "--deployment",
         "single",
         "--client",
-        "set-nx-px",
+        "watchdog",
         "--nemesis",
         "client-pause",
         "--client-pause",
@@ -343,7 +346,8 @@ fn a_paused_client_is_a_zombie_the_checker_catches() {
         "{stdout}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let results = results_json(&results.join("latest"));
+    let latest = results.join("latest");
+    let results = results_json(&latest);
     let safety = &results["lock-safety"];
     assert!(
         safety["stale_double_grant_count"].as_u64().unwrap() >= 1,
@@ -358,4 +362,34 @@ fn a_paused_client_is_a_zombie_the_checker_catches() {
         .map(|f| f["fault"].as_str().unwrap())
         .collect();
     assert_eq!(faults, ["client-pause"], "{first}");
+
+    // The watchdog renews while nothing is wrong, and falls silent with its client: some
+    // holder of the lock goes without any op for nearly a whole pause.
+    let file = std::fs::File::open(latest.join("history.jsonl")).unwrap();
+    let ops = read_history(BufReader::new(file)).unwrap().ops;
+    let renewed = ops
+        .iter()
+        .filter(|op| op.f == "renew" && op.kind == OpType::Ok)
+        .count();
+    assert!(renewed > 0, "the watchdog renews");
+    let mut last_op: std::collections::HashMap<u64, (u64, bool)> = Default::default();
+    let mut longest_silence_while_holding = 0;
+    for op in &ops {
+        let splitbrain_checker::Process::Client(p) = op.process else {
+            continue;
+        };
+        if let Some((at, holding)) = last_op.get(&p) {
+            if *holding {
+                longest_silence_while_holding = longest_silence_while_holding.max(op.time - at);
+            }
+        }
+        let holding = (op.f == "acquire" && op.kind == OpType::Ok)
+            || (op.f == "renew" && op.kind != OpType::Invoke);
+        last_op.insert(p, (op.time, holding));
+    }
+    assert!(
+        longest_silence_while_holding >= 2_000_000_000,
+        "a paused holder sent no renewal for {} ms",
+        longest_silence_while_holding / 1_000_000
+    );
 }

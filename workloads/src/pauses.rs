@@ -77,10 +77,10 @@ impl ClientPauses {
     }
 
     /// Called by worker `w` inside its critical section: if it is armed, it freezes here for
-    /// the armed time (or until [`ClientPauses::thaw_all`]).
-    pub async fn checkpoint(&self, worker: usize) {
+    /// the armed time (or until [`ClientPauses::thaw_all`]). Returns how long it was frozen.
+    pub async fn checkpoint(&self, worker: usize) -> Duration {
         let Some(slot) = self.slots.get(worker) else {
-            return;
+            return Duration::ZERO;
         };
         let mut pause = None;
         slot.send_if_modified(|s| match *s {
@@ -91,10 +91,14 @@ impl ClientPauses {
             }
             _ => false,
         });
-        let Some(pause) = pause else { return };
+        let Some(pause) = pause else {
+            return Duration::ZERO;
+        };
+        let frozen_at = tokio::time::Instant::now();
         let mut state = slot.subscribe();
         let _ = tokio::time::timeout(pause, state.wait_for(|s| *s != State::Frozen)).await;
         slot.send_replace(State::Running);
+        frozen_at.elapsed()
     }
 }
 

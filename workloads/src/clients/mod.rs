@@ -5,6 +5,7 @@
 
 mod redlock;
 mod set_nx_px;
+mod watchdog;
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -41,6 +42,14 @@ pub trait LockClient: Send {
     async fn release(&mut self, resource: &str, grant: &Grant) -> Outcome<()>;
     /// How long to wait before the next attempt after `failures` failed attempts in a row.
     fn retry_delay(&mut self, failures: u32) -> Duration;
+    /// How often a lease watchdog renews a held lock, for clients that run one.
+    fn renewal_interval(&self, _ttl: Duration) -> Option<Duration> {
+        None
+    }
+    /// Extends a held lock's lease to `ttl` from now, if it is still this client's.
+    async fn renew(&mut self, _resource: &str, _grant: &Grant, _ttl: Duration) -> Outcome<()> {
+        Outcome::Fail("this client has no lease watchdog".into())
+    }
 }
 
 /// What every client is built from.
@@ -62,7 +71,7 @@ pub struct ClientKind {
 }
 
 /// Every lock algorithm, by name.
-pub static CLIENTS: &[ClientKind] = &[set_nx_px::KIND, redlock::KIND];
+pub static CLIENTS: &[ClientKind] = &[set_nx_px::KIND, watchdog::KIND, redlock::KIND];
 
 /// Looks a client up by name.
 pub fn find_client(name: &str) -> Option<&'static ClientKind> {

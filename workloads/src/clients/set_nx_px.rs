@@ -22,22 +22,30 @@ pub(super) const KIND: ClientKind = ClientKind {
 const OP_TIMEOUT: Duration = Duration::from_secs(1);
 
 fn build(config: &ClientConfig) -> Result<Box<dyn LockClient>, String> {
-    let [(name, addr)] = config.nodes.as_slice() else {
-        return Err(format!(
-            "set-nx-px locks on one Redis server, and this deployment has {} nodes; \
-             use --deployment single",
-            config.nodes.len()
-        ));
-    };
-    Ok(Box::new(SetNxPx {
-        node: NodeConn::new(name.clone(), *addr, OP_TIMEOUT),
-        release: redis::Script::new(COMPARE_AND_DELETE),
-    }))
+    Ok(Box::new(SetNxPx::on_one_node(config, "set-nx-px")?))
 }
 
-struct SetNxPx {
-    node: NodeConn,
+/// The canonical client; the watchdog client is this one plus lease renewal.
+pub(super) struct SetNxPx {
+    pub(super) node: NodeConn,
     release: redis::Script,
+}
+
+impl SetNxPx {
+    /// A client of the deployment's one node, or why the deployment does not fit `name`.
+    pub(super) fn on_one_node(config: &ClientConfig, name: &str) -> Result<SetNxPx, String> {
+        let [(node, addr)] = config.nodes.as_slice() else {
+            return Err(format!(
+                "{name} locks on one Redis server, and this deployment has {} nodes; \
+                 use --deployment single",
+                config.nodes.len()
+            ));
+        };
+        Ok(SetNxPx {
+            node: NodeConn::new(node.clone(), *addr, OP_TIMEOUT),
+            release: redis::Script::new(COMPARE_AND_DELETE),
+        })
+    }
 }
 
 #[async_trait]

@@ -116,10 +116,13 @@ impl LockWorkload {
 
             // Release with a tenth of the validity to spare: a client that releases at the
             // last instant races its own lease, and that race is the harness's, not the lock's.
-            let left = grant
-                .validity
-                .mul_f64(0.9)
-                .saturating_sub(started.elapsed());
+            // A client with a lease watchdog renews as it goes, and may hold for up to two TTLs.
+            let renew_every = client.renewal_interval(self.ttl);
+            let budget = match renew_every {
+                Some(_) => self.ttl * 2,
+                None => grant.validity.mul_f64(0.9),
+            };
+            let left = budget.saturating_sub(started.elapsed());
             let hold = match self.hold {
                 Some(hold) => hold.min(left),
                 None if left.is_zero() => left,
@@ -128,7 +131,21 @@ impl LockWorkload {
             // A client-pause fault freezes the client here; afterwards it holds for the time
             // it planned, as if no time had passed.
             pauses.checkpoint(worker).await;
-            sleep_unless_stopped(hold, &stop).await;
+            match renew_every {
+                None => sleep_unless_stopped(hold, &stop).await,
+                Some(every) => {
+                    let watchdog = Watchdog {
+                        worker,
+                        process,
+                        resource: &resource,
+                        every,
+                        ttl: self.ttl,
+                    };
+                    watchdog
+                        .hold(hold, client.as_mut(), &grant, recorder, pauses, &stop)
+                        .await
+                }
+            }
 
             recorder.record(
                 Op::new(Process::Client(process), OpType::Invoke, "release")
@@ -148,6 +165,59 @@ impl LockWorkload {
             if kind == OpType::Info {
                 process += self.concurrency as u64;
             }
+        }
+    }
+}
+
+/// A held lock's lease watchdog, run by the worker that holds the lock: so a paused client's
+/// watchdog pauses with it, as a GC pause stops every thread of a process.
+struct Watchdog<'a> {
+    worker: usize,
+    process: u64,
+    resource: &'a str,
+    every: Duration,
+    ttl: Duration,
+}
+
+impl Watchdog<'_> {
+    /// Holds the lock for `hold`, renewing its lease every `every` and recording each renewal.
+    async fn hold(
+        &self,
+        hold: Duration,
+        client: &mut dyn crate::LockClient,
+        grant: &crate::Grant,
+        recorder: &Recorder,
+        pauses: &ClientPauses,
+        stop: &CancellationToken,
+    ) {
+        let mut until = Instant::now() + hold;
+        loop {
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() || stop.is_cancelled() {
+                return;
+            }
+            sleep_unless_stopped(self.every.min(left), stop).await;
+            if Instant::now() >= until || stop.is_cancelled() {
+                return;
+            }
+            // Frozen here, the client carries on afterwards as if no time had passed.
+            until += pauses.checkpoint(self.worker).await;
+            let op = |kind| {
+                Op::new(Process::Client(self.process), kind, "renew")
+                    .key(self.resource)
+                    .token(&grant.token)
+            };
+            let mut invoke = op(OpType::Invoke);
+            invoke.ttl_ms = Some(self.ttl.as_millis() as u64);
+            recorder.record(invoke);
+            let (kind, error) = match client.renew(self.resource, grant, self.ttl).await {
+                Outcome::Ok(()) => (OpType::Ok, None),
+                Outcome::Fail(e) => (OpType::Fail, Some(e)),
+                Outcome::Info(e) => (OpType::Info, Some(e)),
+            };
+            let mut done = op(kind);
+            done.error = error;
+            recorder.record(done);
         }
     }
 }
