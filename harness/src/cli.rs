@@ -52,7 +52,7 @@ pub struct RunArgs {
     /// Number of Redis nodes, for deployments where it can vary (redlock: 5).
     #[arg(long)]
     pub nodes: Option<usize>,
-    /// Lock algorithm: set-nx-px | redlock.
+    /// Lock algorithm: set-nx-px | watchdog | redlock.
     #[arg(long, default_value = "redlock")]
     pub client: String,
     /// Workload: lock.
@@ -75,7 +75,8 @@ pub struct RunArgs {
     /// Lease each acquire asks for.
     #[arg(long, default_value = "2s", value_parser = duration, allow_hyphen_values = true)]
     pub ttl: Duration,
-    /// Hold a granted lock this long (default: a random time within its validity).
+    /// Hold a granted lock this long (default: a random time ending before 90% of its
+    /// validity, or within two TTLs for a client with a lease watchdog).
     #[arg(long, value_parser = duration, allow_hyphen_values = true)]
     pub hold: Option<Duration>,
     /// Number of lock keys the clients spread over (1: all contend for one).
@@ -84,8 +85,9 @@ pub struct RunArgs {
     /// How long a killed node stays down before it is restarted.
     #[arg(long, default_value = "0s", value_parser = duration, allow_hyphen_values = true)]
     pub restart_delay: Duration,
-    /// Quiet time before each fault; a pause lasts this long too.
-    #[arg(long, default_value = "1s", value_parser = duration, allow_hyphen_values = true)]
+    /// Mean quiet time before each fault (seeded, within half of it either way), and the mean
+    /// length of faults that have no length of their own.
+    #[arg(long, default_value = "500ms", value_parser = duration, allow_hyphen_values = true)]
     pub nemesis_interval: Duration,
     /// The largest clock jump of clock-bump and clock-strobe.
     #[arg(long, default_value = "10s", value_parser = duration, allow_hyphen_values = true)]
@@ -175,5 +177,6 @@ mod tests {
             ("redlock", "redlock", "kill")
         );
         assert_eq!(args.time_limit, Duration::from_secs(60));
+        assert_eq!(args.nemesis_interval, Duration::from_millis(500));
     }
 }
