@@ -157,10 +157,6 @@ impl Deployment {
         Ok(deployment)
     }
 
-    pub fn run_id(&self) -> &str {
-        &self.run_id
-    }
-
     pub fn network(&self) -> &str {
         &self.network
     }

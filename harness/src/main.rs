@@ -10,14 +10,18 @@ mod run;
 mod spec;
 mod summary;
 
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches};
 use tokio_util::sync::CancellationToken;
 
 use crate::cli::{Cli, Command, ImagesCommand};
 use crate::error::{Exit, HarnessError};
 
 fn main() {
-    let cli = match Cli::try_parse() {
+    let command = Cli::command().mut_subcommand("run", |run| run.after_help(spec::catalog()));
+    let parsed = command
+        .try_get_matches()
+        .and_then(|matches| Cli::from_arg_matches(&matches));
+    let cli = match parsed {
         Ok(cli) => cli,
         Err(e) if !e.use_stderr() => {
             // --help and --version.

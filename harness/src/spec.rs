@@ -270,6 +270,36 @@ impl TestSpec {
     }
 }
 
+/// Every deployment, client, workload and fault with its one-line summary, for `run --help`.
+pub fn catalog() -> String {
+    let section = |title: &str, rows: Vec<(&str, &str)>| {
+        let lines: Vec<String> = rows
+            .iter()
+            .map(|(name, summary)| format!("  {name:<18} {summary}"))
+            .collect();
+        format!("{title}:\n{}\n", lines.join("\n"))
+    };
+    [
+        section(
+            "Deployments",
+            topology::TOPOLOGIES
+                .iter()
+                .map(|t| (t.name(), t.summary()))
+                .collect(),
+        ),
+        section(
+            "Clients",
+            CLIENTS.iter().map(|c| (c.name, c.summary)).collect(),
+        ),
+        section("Workloads", WORKLOADS.to_vec()),
+        section(
+            "Faults",
+            FAULTS.iter().map(|f| (f.name(), f.summary())).collect(),
+        ),
+    ]
+    .join("\n")
+}
+
 fn parse_nemesis(text: &str) -> Result<Vec<String>, HarnessError> {
     match text.trim() {
         "none" => return Ok(Vec::new()),
@@ -392,6 +422,21 @@ mod tests {
         assert!(message(&["--persistence", "rdb"]).contains("everysec"));
         let all = spec(&["--nemesis", "all"]).unwrap();
         assert!(all.nemesis.len() >= 6, "{:?}", all.nemesis);
+    }
+
+    #[test]
+    fn the_catalog_names_everything_registered() {
+        let catalog = catalog();
+        for name in [
+            "redlock",
+            "set-nx-px",
+            "watchdog",
+            "lock",
+            "clock-strobe",
+            "link-reset",
+        ] {
+            assert!(catalog.contains(name), "{name} missing from\n{catalog}");
+        }
     }
 
     #[test]

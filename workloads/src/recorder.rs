@@ -50,11 +50,6 @@ impl Recorder {
         op
     }
 
-    /// The monotonic instant that history time zero stands for.
-    pub fn start(&self) -> Instant {
-        self.start
-    }
-
     /// How many ops were recorded.
     pub fn len(&self) -> u64 {
         self.inner

@@ -30,12 +30,6 @@ pub struct Toxics {
     pub slow_close: Duration,
 }
 
-impl Toxics {
-    pub fn is_clean(&self) -> bool {
-        *self == Toxics::default()
-    }
-}
-
 /// Both directions of a link.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct LinkState {
@@ -191,11 +185,6 @@ impl Links {
         };
         link.update(|layers| layers.nemesis = state);
         true
-    }
-
-    /// What a link applies now, from every source.
-    pub fn state(&self, name: &str) -> Option<LinkState> {
-        self.get(name).map(|l| l.state.borrow().clone())
     }
 
     /// Links that still carry a toxic or are disabled.
