@@ -1,21 +1,23 @@
-//! The link proxy's toxiproxy API, driven by a real toxiproxy client library from a registry:
+//! The client-to-node link proxy against an echo server on the loopback: each toxic's effect,
+//! and its toxiproxy API driven by a real toxiproxy client library from a registry,
 //! `toxiproxy-python` (PyPI; `pip install toxiproxy-python`).
 
 use std::net::SocketAddr;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use splitbrain_nemesis::links::{toxiproxy, Links};
+use splitbrain_nemesis::links::{toxiproxy, LinkState, Links, Toxics};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
+/// An echo server on the loopback.
 async fn echo() -> SocketAddr {
     let listener = TcpListener::bind(("127.0.0.1", 0)).await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move {
         while let Ok((mut s, _)) = listener.accept().await {
             tokio::spawn(async move {
-                let mut b = [0u8; 64];
+                let mut b = [0u8; 1024];
                 while let Ok(n) = s.read(&mut b).await {
                     if n == 0 || s.write_all(&b[..n]).await.is_err() {
                         break;
@@ -27,13 +29,93 @@ async fn echo() -> SocketAddr {
     addr
 }
 
-async fn round_trip(addr: SocketAddr) -> Duration {
+async fn round_trip(addr: SocketAddr) -> std::io::Result<Duration> {
     let started = Instant::now();
-    let mut s = TcpStream::connect(addr).await.unwrap();
-    s.write_all(b"ping").await.unwrap();
+    let mut s = TcpStream::connect(addr).await?;
+    s.write_all(b"ping").await?;
     let mut b = [0u8; 4];
-    s.read_exact(&mut b).await.unwrap();
-    started.elapsed()
+    s.read_exact(&mut b).await?;
+    assert_eq!(&b, b"ping");
+    Ok(started.elapsed())
+}
+
+async fn links() -> Links {
+    Links::start(2, &[("n1".into(), echo().await)])
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_clean_link_forwards_both_ways() {
+    let links = links().await;
+    round_trip(links.address(0, "n1").unwrap()).await.unwrap();
+    assert!(links.toxic().is_empty());
+}
+
+#[tokio::test]
+async fn latency_delays_one_group_only() {
+    let links = links().await;
+    let slow = LinkState {
+        downstream: Toxics {
+            latency: Duration::from_millis(200),
+            ..Toxics::default()
+        },
+        ..LinkState::default()
+    };
+    assert!(links.set("g0->n1", slow));
+    let slowed = round_trip(links.address(0, "n1").unwrap()).await.unwrap();
+    let other = round_trip(links.address(1, "n1").unwrap()).await.unwrap();
+    assert!(slowed >= Duration::from_millis(200), "{slowed:?}");
+    assert!(other < Duration::from_millis(200), "{other:?}");
+    assert_eq!(links.toxic(), ["g0->n1"]);
+    links.heal();
+    assert!(links.toxic().is_empty());
+}
+
+#[tokio::test]
+async fn a_blackhole_keeps_the_connection_and_loses_the_data() {
+    let links = links().await;
+    let hole = LinkState {
+        upstream: Toxics {
+            blackhole: true,
+            ..Toxics::default()
+        },
+        ..LinkState::default()
+    };
+    links.set("g1->n1", hole);
+    let lost = tokio::time::timeout(
+        Duration::from_millis(300),
+        round_trip(links.address(1, "n1").unwrap()),
+    )
+    .await;
+    assert!(lost.is_err(), "no answer through a blackhole");
+    round_trip(links.address(0, "n1").unwrap()).await.unwrap();
+}
+
+#[tokio::test]
+async fn a_reset_kills_open_and_new_connections() {
+    let links = links().await;
+    let addr = links.address(0, "n1").unwrap();
+    let mut open = TcpStream::connect(addr).await.unwrap();
+    open.write_all(b"ping").await.unwrap();
+    let mut b = [0u8; 4];
+    open.read_exact(&mut b).await.unwrap();
+    links.set(
+        "g0->n1",
+        LinkState {
+            reset: true,
+            ..LinkState::default()
+        },
+    );
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let broken = async {
+        open.write_all(b"ping").await?;
+        open.read_exact(&mut b).await
+    };
+    assert!(broken.await.is_err(), "the open connection died");
+    assert!(round_trip(addr).await.is_err(), "and new ones do too");
+    links.heal();
+    round_trip(addr).await.unwrap();
 }
 
 /// Runs a Python snippet with the toxiproxy client pointed at `api`; returns its stdout.
@@ -76,7 +158,7 @@ async fn a_toxiproxy_client_drives_the_links() {
     )
     .await;
     assert!(
-        round_trip(link).await >= Duration::from_millis(300),
+        round_trip(link).await.unwrap() >= Duration::from_millis(300),
         "the latency toxic bites"
     );
 
@@ -90,11 +172,11 @@ async fn a_toxiproxy_client_drives_the_links() {
     )
     .await;
     assert!(
-        round_trip(link).await < Duration::from_millis(300),
+        round_trip(link).await.unwrap() < Duration::from_millis(300),
         "and is gone"
     );
     let extra: SocketAddr = listen.parse().unwrap();
-    round_trip(extra).await;
+    round_trip(extra).await.unwrap();
 
     python(api, "t.get_proxy('g0->n1').disable()").await;
     let cut = async {
