@@ -361,7 +361,11 @@ fn a_paused_client_and_its_watchdog_wake_up_as_a_zombie() {
         .iter()
         .map(|f| f["fault"].as_str().unwrap())
         .collect();
-    assert_eq!(faults, ["client-pause"], "{first}");
+    // Every fault named is a client pause (a hold can span two pause windows).
+    assert!(
+        !faults.is_empty() && faults.iter().all(|f| *f == "client-pause"),
+        "{first}"
+    );
 
     // The watchdog renews while nothing is wrong, and falls silent with its client: some
     // holder of the lock goes without any op for nearly a whole pause.
