@@ -70,6 +70,10 @@ pub struct Op {
     /// The lock token of an acquire or release.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub token: Option<String>,
+    /// The fencing token: issued with a grant (`acquire` ok) by a fencing lock, and carried
+    /// by every storage access the holder makes under that grant.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fence: Option<u64>,
     /// The lease an acquire asked for.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ttl_ms: Option<u64>,
@@ -102,6 +106,7 @@ impl Op {
             key: None,
             value: None,
             token: None,
+            fence: None,
             ttl_ms: None,
             validity_ms: None,
             node: None,
@@ -118,6 +123,16 @@ impl Op {
 
     pub fn token(mut self, token: impl Into<String>) -> Op {
         self.token = Some(token.into());
+        self
+    }
+
+    pub fn fence(mut self, fence: Option<u64>) -> Op {
+        self.fence = fence;
+        self
+    }
+
+    pub fn value(mut self, value: impl Into<serde_json::Value>) -> Op {
+        self.value = Some(value.into());
         self
     }
 

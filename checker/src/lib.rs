@@ -3,8 +3,14 @@
 //! A checker is a pure function from a history to a result; nothing here touches Docker or the
 //! network, so the crate can check histories recorded by any tool.
 
+pub mod acquisition;
+pub mod acquisition_stats;
+pub mod fencing;
 pub mod history;
 pub mod lock_safety;
+pub mod lost_writes;
+mod operation;
+pub mod stuck_lock;
 #[doc(hidden)]
 pub mod testing;
 mod verdict;

@@ -45,7 +45,21 @@ pub struct Deployment {
     network: String,
     gateway: Ipv4Addr,
     nodes: Vec<Node>,
+    storage: Option<Storage>,
 }
+
+/// The storage service of a run: a PostgreSQL container beside the nodes that no fault
+/// touches, so that what it holds at the end is what the clients wrote.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Storage {
+    pub container: String,
+    pub addr: SocketAddr,
+}
+
+/// The port the storage's PostgreSQL listens on.
+pub const STORAGE_PORT: u16 = 5432;
+/// The storage's host number on the run's /24, well clear of the nodes (.11 upwards).
+const STORAGE_HOST: u8 = 250;
 
 /// Whether a node's container runs, and whether it is frozen.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -104,40 +118,18 @@ impl Deployment {
             cmd.push("--port".into());
             cmd.push(REDIS_PORT.to_string());
             cmd.extend(spec.args.iter().cloned());
-            let body = ContainerCreateBody {
-                image: Some(image.to_string()),
-                hostname: Some(spec.name.clone()),
+            let container_spec = ContainerSpec {
+                run_id,
+                network: &network,
+                name: &container,
+                hostname: &spec.name,
+                image,
                 cmd: Some(cmd),
-                labels: Some(HashMap::from([
-                    (RUN_LABEL.to_string(), run_id.to_string()),
-                    ("splitbrain.node".to_string(), spec.name.clone()),
-                ])),
-                host_config: Some(HostConfig {
-                    network_mode: Some(network.clone()),
-                    // Partition faults write iptables rules inside the node's namespace.
-                    cap_add: Some(vec!["NET_ADMIN".into()]),
-                    ..Default::default()
-                }),
-                networking_config: Some(NetworkingConfig {
-                    endpoints_config: Some(HashMap::from([(
-                        network.clone(),
-                        EndpointSettings {
-                            ipam_config: Some(EndpointIpamConfig {
-                                ipv4_address: Some(ip.to_string()),
-                                ..Default::default()
-                            }),
-                            ..Default::default()
-                        },
-                    )])),
-                }),
-                ..Default::default()
+                ip,
+                // Partition faults write iptables rules inside the node's namespace.
+                cap_add: vec!["NET_ADMIN".into()],
             };
-            let options = CreateContainerOptions {
-                name: Some(container.clone()),
-                ..Default::default()
-            };
-            docker.create_container(Some(options), body).await?;
-            docker.start_container(&container, None).await?;
+            start_container(docker, &container_spec).await?;
             nodes.push(Node {
                 name: spec.name.clone(),
                 container,
@@ -150,11 +142,37 @@ impl Deployment {
             network,
             gateway: Ipv4Addr::new(prefix[0], prefix[1], prefix[2], 1),
             nodes,
+            storage: None,
         };
         for node in &deployment.nodes {
             wait_ready(node).await?;
         }
         Ok(deployment)
+    }
+
+    /// Starts the storage container from `image` and waits until it accepts connections.
+    pub async fn start_storage(&mut self, image: &str) -> Result<Storage, ComposeError> {
+        let octets = self.gateway.octets();
+        let ip = Ipv4Addr::new(octets[0], octets[1], octets[2], STORAGE_HOST);
+        let container = format!("splitbrain-{}-storage", self.run_id);
+        let spec = ContainerSpec {
+            run_id: &self.run_id,
+            network: &self.network,
+            name: &container,
+            hostname: "storage",
+            image,
+            cmd: None,
+            ip,
+            cap_add: Vec::new(),
+        };
+        start_container(&self.docker, &spec).await?;
+        let storage = Storage {
+            container,
+            addr: SocketAddr::new(ip.into(), STORAGE_PORT),
+        };
+        wait_listening("storage", storage.addr).await?;
+        self.storage = Some(storage.clone());
+        Ok(storage)
     }
 
     pub fn network(&self) -> &str {
@@ -313,10 +331,19 @@ impl Deployment {
             .map(|v| v.trim().to_string())
     }
 
-    /// Writes each node's container log to `dir/<node>/redis.log`.
+    /// Writes each node's container log to `dir/<node>/redis.log`, and the storage's to
+    /// `dir/storage/postgres.log`.
     pub async fn save_logs(&self, dir: &Path) -> Result<(), ComposeError> {
-        for node in &self.nodes {
-            let node_dir = dir.join(&node.name);
+        let nodes = self
+            .nodes
+            .iter()
+            .map(|n| (n.name.as_str(), &n.container, "redis.log"));
+        let storage = self
+            .storage
+            .iter()
+            .map(|s| ("storage", &s.container, "postgres.log"));
+        for (name, container, file) in nodes.chain(storage) {
+            let node_dir = dir.join(name);
             std::fs::create_dir_all(&node_dir)
                 .map_err(ComposeError::io(format!("creating {}", node_dir.display())))?;
             let options = LogsOptions {
@@ -326,11 +353,11 @@ impl Deployment {
                 ..Default::default()
             };
             let mut log = Vec::new();
-            let mut stream = self.docker.logs(&node.container, Some(options));
+            let mut stream = self.docker.logs(container, Some(options));
             while let Some(chunk) = stream.next().await {
                 log.extend_from_slice(&chunk?.into_bytes());
             }
-            let path = node_dir.join("redis.log");
+            let path = node_dir.join(file);
             std::fs::write(&path, log)
                 .map_err(ComposeError::io(format!("writing {}", path.display())))?;
         }
@@ -379,6 +406,76 @@ async fn create_network(docker: &Docker, run_id: &str) -> Result<(String, [u8; 3
         }
     }
     Err(ComposeError::NoSubnet(last_error))
+}
+
+/// One container on the run's network, at a fixed address, labelled with the run.
+struct ContainerSpec<'a> {
+    run_id: &'a str,
+    network: &'a str,
+    name: &'a str,
+    hostname: &'a str,
+    image: &'a str,
+    /// The command; `None` runs the image's default.
+    cmd: Option<Vec<String>>,
+    ip: Ipv4Addr,
+    cap_add: Vec<String>,
+}
+
+async fn start_container(docker: &Docker, spec: &ContainerSpec<'_>) -> Result<(), ComposeError> {
+    let body = ContainerCreateBody {
+        image: Some(spec.image.to_string()),
+        hostname: Some(spec.hostname.to_string()),
+        cmd: spec.cmd.clone(),
+        labels: Some(HashMap::from([
+            (RUN_LABEL.to_string(), spec.run_id.to_string()),
+            ("splitbrain.node".to_string(), spec.hostname.to_string()),
+        ])),
+        host_config: Some(HostConfig {
+            network_mode: Some(spec.network.to_string()),
+            cap_add: Some(spec.cap_add.clone()),
+            ..Default::default()
+        }),
+        networking_config: Some(NetworkingConfig {
+            endpoints_config: Some(HashMap::from([(
+                spec.network.to_string(),
+                EndpointSettings {
+                    ipam_config: Some(EndpointIpamConfig {
+                        ipv4_address: Some(spec.ip.to_string()),
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                },
+            )])),
+        }),
+        ..Default::default()
+    };
+    let options = CreateContainerOptions {
+        name: Some(spec.name.to_string()),
+        ..Default::default()
+    };
+    docker.create_container(Some(options), body).await?;
+    docker.start_container(spec.name, None).await?;
+    Ok(())
+}
+
+/// Waits until a service accepts TCP connections.
+async fn wait_listening(name: &str, addr: SocketAddr) -> Result<(), ComposeError> {
+    let started = Instant::now();
+    let mut last_error = String::from("no answer");
+    while started.elapsed() < READY_TIMEOUT {
+        let connect = tokio::net::TcpStream::connect(addr);
+        match tokio::time::timeout(Duration::from_secs(1), connect).await {
+            Ok(Ok(_)) => return Ok(()),
+            Ok(Err(e)) => last_error = e.to_string(),
+            Err(_) => last_error = "connect timed out".into(),
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    Err(ComposeError::NodeNotReady {
+        node: name.to_string(),
+        seconds: READY_TIMEOUT.as_secs(),
+        last_error,
+    })
 }
 
 /// Waits until a node answers PING.

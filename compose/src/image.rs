@@ -1,9 +1,11 @@
-//! The node image, built locally: no container registry is needed.
+//! splitbrain's images, built locally: no container registry is needed.
 //!
-//! The base is, in order of preference: splitbrain's own Debian image from an earlier build,
-//! a local `debian:bookworm-slim`, a Debian rootfs made here with debootstrap (or mmdebstrap)
-//! and imported through the Docker API, or `debian:bookworm-slim` pulled from a registry. The
-//! node image's Dockerfile is the same on every base.
+//! Two images: the Redis node ([`NODE`]) and the storage that lock-protected workloads write
+//! to ([`STORAGE`], PostgreSQL). Both are built on one Debian base, which is, in order of
+//! preference: splitbrain's own Debian image from an earlier build, a local
+//! `debian:bookworm-slim`, a Debian rootfs made here with debootstrap (or mmdebstrap) and
+//! imported through the Docker API, or `debian:bookworm-slim` pulled from a registry. The
+//! Dockerfiles are the same on every base.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -21,63 +23,94 @@ use crate::ComposeError;
 pub const BASE_IMAGE: &str = "splitbrain/debian:bookworm";
 /// The registry base image used where one is available.
 pub const SLIM_IMAGE: &str = "debian:bookworm-slim";
-const NODE_REPOSITORY: &str = "splitbrain/redis-node";
-/// The node image's build context: every file, by name.
-const NODE_CONTEXT: &[(&str, &str, u32)] = &[
-    (
-        "Dockerfile",
-        include_str!("../images/redis-node/Dockerfile"),
-        0o644,
-    ),
-    (
-        "clockshim.c",
-        include_str!("../images/redis-node/clockshim.c"),
-        0o644,
-    ),
-    (
-        "splitbrain-node",
-        include_str!("../images/redis-node/splitbrain-node"),
-        0o755,
-    ),
-];
+
+/// An image splitbrain builds: its repository and its build context, every file by name.
+pub struct Recipe {
+    pub repository: &'static str,
+    context: &'static [(&'static str, &'static str, u32)],
+}
+
+/// The Redis node: redis-server and sentinel, iptables, and the clock shim.
+pub const NODE: Recipe = Recipe {
+    repository: "splitbrain/redis-node",
+    context: &[
+        (
+            "Dockerfile",
+            include_str!("../images/redis-node/Dockerfile"),
+            0o644,
+        ),
+        (
+            "clockshim.c",
+            include_str!("../images/redis-node/clockshim.c"),
+            0o644,
+        ),
+        (
+            "splitbrain-node",
+            include_str!("../images/redis-node/splitbrain-node"),
+            0o755,
+        ),
+    ],
+};
+
+/// The storage service: PostgreSQL, trusting every client on the run's private network.
+pub const STORAGE: Recipe = Recipe {
+    repository: "splitbrain/storage",
+    context: &[
+        (
+            "Dockerfile",
+            include_str!("../images/storage/Dockerfile"),
+            0o644,
+        ),
+        (
+            "splitbrain-storage",
+            include_str!("../images/storage/splitbrain-storage"),
+            0o755,
+        ),
+    ],
+};
 const SUITE: &str = "bookworm";
 /// Overrides the Debian mirror that debootstrap fetches from.
 pub const MIRROR_ENV: &str = "SPLITBRAIN_DEBIAN_MIRROR";
 
-/// The node image's tag. It changes whenever the image's recipe changes, so a stale image is
-/// never used.
-pub fn node_image() -> String {
-    // FNV-1a: stable across Rust releases, unlike `DefaultHasher`.
-    let bytes = NODE_CONTEXT
-        .iter()
-        .flat_map(|(name, text, _)| name.bytes().chain(text.bytes()));
-    let hash = bytes.fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-    });
-    format!("{NODE_REPOSITORY}:{:012x}", hash >> 16)
+impl Recipe {
+    /// The image's tag. It changes whenever the recipe changes, so a stale image is never
+    /// used.
+    pub fn tag(&self) -> String {
+        // FNV-1a: stable across Rust releases, unlike `DefaultHasher`.
+        let bytes = self
+            .context
+            .iter()
+            .flat_map(|(name, text, _)| name.bytes().chain(text.bytes()));
+        let hash = bytes.fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+        });
+        format!("{}:{:012x}", self.repository, hash >> 16)
+    }
 }
 
-/// Makes sure the node image exists, building it (and its base) if not. Returns its tag.
-pub async fn ensure_node_image(
+/// Makes sure the image exists, building it (and its base) if not. Returns its tag.
+pub async fn ensure(
     docker: &Docker,
+    recipe: &Recipe,
     progress: &mut (dyn FnMut(&str) + Send),
 ) -> Result<String, ComposeError> {
-    let tag = node_image();
+    let tag = recipe.tag();
     if exists(docker, &tag).await? {
         return Ok(tag);
     }
-    build_node_image(docker, progress).await
+    build(docker, recipe, progress).await
 }
 
-/// Builds the node image (and the base image if it is missing), even if it exists.
-pub async fn build_node_image(
+/// Builds the image (and the base image if it is missing), even if it exists.
+pub async fn build(
     docker: &Docker,
+    recipe: &Recipe,
     progress: &mut (dyn FnMut(&str) + Send),
 ) -> Result<String, ComposeError> {
     let base = ensure_base(docker, progress).await?;
-    let tag = node_image();
+    let tag = recipe.tag();
     progress(&format!("building {tag} from {base}"));
-    let context = build_context()?;
+    let context = build_context(recipe)?;
     let options = BuildImageOptions {
         dockerfile: "Dockerfile".into(),
         t: Some(tag.clone()),
@@ -117,9 +150,9 @@ async fn exists(docker: &Docker, image: &str) -> Result<bool, ComposeError> {
     }
 }
 
-fn build_context() -> Result<Vec<u8>, ComposeError> {
+fn build_context(recipe: &Recipe) -> Result<Vec<u8>, ComposeError> {
     let mut archive = tar::Builder::new(Vec::new());
-    for (name, text, mode) in NODE_CONTEXT {
+    for (name, text, mode) in recipe.context {
         let mut header = tar::Header::new_gnu();
         header.set_size(text.len() as u64);
         header.set_mode(*mode);
@@ -442,8 +475,9 @@ mod tests {
     }
 
     #[test]
-    fn the_node_image_tag_is_stable() {
-        assert_eq!(node_image(), node_image());
-        assert!(node_image().starts_with("splitbrain/redis-node:"));
+    fn image_tags_are_stable_and_distinct() {
+        assert_eq!(NODE.tag(), NODE.tag());
+        assert!(NODE.tag().starts_with("splitbrain/redis-node:"));
+        assert!(STORAGE.tag().starts_with("splitbrain/storage:"));
     }
 }

@@ -12,7 +12,7 @@ pub mod image;
 pub mod topology;
 
 pub use bollard::Docker;
-pub use deployment::{Deployment, ExecOutput, Node, NodeState};
+pub use deployment::{Deployment, ExecOutput, Node, NodeState, Storage};
 pub use docker::{clean, connect, list_run, remove_run, Leftovers, RUN_LABEL};
 pub use error::ComposeError;
 pub use topology::{Topology, TopologyOptions, TOPOLOGIES};

@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 
 use splitbrain_checker::{read_history, OpType};
 use splitbrain_compose::{topology, Deployment, TopologyOptions};
-use splitbrain_workloads::workload::lock::LockWorkload;
-use splitbrain_workloads::{find_client, ClientConfig, ClientPauses, Recorder};
+use splitbrain_workloads::workload::lock::{LockWorkload, Shared};
+use splitbrain_workloads::{find_client, ClientConfig, ClientCrashes, ClientPauses, Recorder};
 use tokio_util::sync::CancellationToken;
 
 const CONCURRENCY: usize = 5;
@@ -24,7 +24,10 @@ const BENCHMARK_REQUESTS: usize = 200_000;
 #[tokio::main]
 async fn main() {
     let docker = splitbrain_compose::connect().await.expect("Docker");
-    let image = splitbrain_compose::image::ensure_node_image(&docker, &mut |l| eprintln!("  {l}"))
+    let image =
+        splitbrain_compose::image::ensure(&docker, &splitbrain_compose::image::NODE, &mut |l| {
+            eprintln!("  {l}")
+        })
         .await
         .expect("the node image");
 
@@ -92,10 +95,13 @@ async fn harness_rate(node: &splitbrain_compose::Node) -> f64 {
         ttl: Duration::from_secs(2),
         hold: Some(Duration::ZERO),
         resources: CONCURRENCY,
+        storage: None,
     };
-    let config = ClientConfig {
-        nodes: vec![(node.name.clone(), node.addr)],
-        ttl: workload.ttl,
+    let config = ClientConfig::new(vec![(node.name.clone(), node.addr)], workload.ttl);
+    let shared = Shared {
+        recorder,
+        pauses: ClientPauses::new(CONCURRENCY),
+        crashes: ClientCrashes::new(CONCURRENCY),
     };
     let stop = CancellationToken::new();
     let timer = {
@@ -107,13 +113,7 @@ async fn harness_rate(node: &splitbrain_compose::Node) -> f64 {
     };
     let started = Instant::now();
     workload
-        .run(
-            find_client("set-nx-px").unwrap(),
-            &[config],
-            recorder,
-            ClientPauses::new(CONCURRENCY),
-            stop,
-        )
+        .run(find_client("set-nx-px").unwrap(), &[config], &shared, stop)
         .await
         .expect("the workload");
     let elapsed = started.elapsed().as_secs_f64();

@@ -25,7 +25,7 @@ pub enum Command {
     Run(Box<RunArgs>),
     /// Check a stored history.jsonl again and print the verdict.
     Check(CheckArgs),
-    /// Build the Redis node image (and its Debian base) locally.
+    /// Build the Redis node and storage images (and their Debian base) locally.
     Images {
         #[command(subcommand)]
         command: ImagesCommand,
@@ -40,7 +40,7 @@ pub enum Command {
 
 #[derive(Debug, Subcommand)]
 pub enum ImagesCommand {
-    /// Build the node image now, even if it exists.
+    /// Build the images now, even if they exist.
     Build,
 }
 
@@ -52,15 +52,27 @@ pub struct RunArgs {
     /// Number of Redis nodes, for deployments where it can vary (redlock: 5).
     #[arg(long)]
     pub nodes: Option<usize>,
-    /// Lock algorithm: set-nx-px | watchdog | redlock.
+    /// Lock algorithm: setnx-expire | del-release | set-nx-px | watchdog | wait | fenced |
+    /// redlock | exec:<command> (your own client, over the JSON-lines protocol).
     #[arg(long, default_value = "redlock")]
     pub client: String,
-    /// Workload: lock.
+    /// Redlock: retry after a fixed backoff, with no random jitter (the split-vote livelock).
+    #[arg(long)]
+    pub no_jitter: bool,
+    /// Redlock: ask the nodes in parallel or sequential (one after another).
+    #[arg(long, default_value = "parallel")]
+    pub acquire: String,
+    /// Workload: lock | lock-set.
     #[arg(long, default_value = "lock")]
     pub workload: String,
+    /// lock-set: the storage refuses writes whose fencing token is older than one it has seen
+    /// (needs a client that issues tokens: fenced, or an exec client that returns them).
+    #[arg(long)]
+    pub fencing: bool,
     /// Faults, comma-separated, or all or none: kill, pause, partition (or partition-isolate,
     /// -halves, -ring, -bridge), clock-bump, clock-strobe, clock-drift, client-pause,
-    /// link-latency, link-blackhole, link-reset, link-bandwidth, link-slow-close.
+    /// client-crash, link-latency, link-blackhole, link-reset, link-bandwidth,
+    /// link-slow-close.
     #[arg(long, default_value = "kill")]
     pub nemesis: String,
     /// What a killed node keeps: none | everysec | always (AOF fsync policy).

@@ -96,12 +96,14 @@ async fn build_images() -> Result<Exit, HarnessError> {
     let docker = splitbrain_compose::connect()
         .await
         .map_err(anyhow::Error::from)?;
-    progress::step("building the node image");
-    let tag =
-        splitbrain_compose::image::build_node_image(&docker, &mut |line| progress::detail(line))
+    use splitbrain_compose::image;
+    for recipe in [&image::NODE, &image::STORAGE] {
+        progress::step(&format!("building {}", recipe.repository));
+        let tag = image::build(&docker, recipe, &mut |line| progress::detail(line))
             .await
             .map_err(anyhow::Error::from)?;
-    progress::step(&format!("built {tag}"));
+        progress::step(&format!("built {tag}"));
+    }
     Ok(Exit::Success)
 }
 

@@ -6,7 +6,11 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use serde::Serialize;
+use splitbrain_checker::acquisition_stats::AcquisitionStats;
+use splitbrain_checker::fencing::Fencing;
 use splitbrain_checker::lock_safety::LockSafety;
+use splitbrain_checker::lost_writes::LostWrites;
+use splitbrain_checker::stuck_lock::StuckLock;
 use splitbrain_checker::{Op, OpType, Valid};
 
 use crate::spec::TestSpec;
@@ -99,6 +103,8 @@ pub struct Versions {
     pub redis: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub node_image: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub storage_image: Option<String>,
 }
 
 /// `results.json`: the verdict and what every checker found.
@@ -111,6 +117,12 @@ pub struct Results {
     pub faults: Vec<InjectedFault>,
     #[serde(rename = "lock-safety")]
     pub lock_safety: LockSafety,
+    #[serde(rename = "lost-writes")]
+    pub lost_writes: LostWrites,
+    pub fencing: Fencing,
+    #[serde(rename = "stuck-lock")]
+    pub stuck_lock: StuckLock,
+    pub acquisition: AcquisitionStats,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
 }

@@ -9,11 +9,14 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::Context;
-use splitbrain_checker::{lock_safety, read_history, Valid};
+use splitbrain_checker::{
+    acquisition_stats, fencing, lock_safety, lost_writes, read_history, stuck_lock, Op, Valid,
+};
 use splitbrain_compose::{image, topology, Deployment};
 use splitbrain_nemesis::links::{toxiproxy, Links};
 use splitbrain_nemesis::{Nemesis, Target};
-use splitbrain_workloads::{find_client, ClientConfig, ClientPauses, Recorder};
+use splitbrain_workloads::workload::lock::{Shared, WorkloadError};
+use splitbrain_workloads::{find_client, ClientConfig, ClientCrashes, ClientPauses, Recorder};
 use tokio_util::sync::CancellationToken;
 
 use crate::error::{Exit, HarnessError};
@@ -57,6 +60,7 @@ pub async fn run(spec: TestSpec, interrupt: CancellationToken) -> Result<Exit, H
         interrupt.clone(),
     ));
     let mut unsupported = None;
+    let mut broken_client = None;
     let (versions, error) = match core.await {
         Ok(Ok(versions)) => (Some(versions), None),
         Ok(Err(e)) => match e.downcast::<Unsupported>() {
@@ -64,7 +68,13 @@ pub async fn run(spec: TestSpec, interrupt: CancellationToken) -> Result<Exit, H
                 unsupported = Some(why);
                 (None, None)
             }
-            Err(e) => (None, Some(format!("{e:#}"))),
+            Err(e) => match e.downcast_ref::<WorkloadError>() {
+                Some(WorkloadError::Broken(why)) => {
+                    broken_client = Some(why.clone());
+                    (None, Some(why.clone()))
+                }
+                _ => (None, Some(format!("{e:#}"))),
+            },
         },
         Err(e) if e.is_panic() => (None, Some(format!("the harness panicked: {e}"))),
         Err(e) => (None, Some(format!("the run was cancelled: {e}"))),
@@ -99,6 +109,12 @@ pub async fn run(spec: TestSpec, interrupt: CancellationToken) -> Result<Exit, H
         dir.path.display()
     );
     print!("{}", summary::render(&title, &results));
+    if let Some(why) = broken_client {
+        return Err(HarnessError::BadInput(format!(
+            "{why}\nthe history so far is in {}",
+            dir.history().display()
+        )));
+    }
     Ok(if results.error.is_some() {
         Exit::Crash
     } else if interrupted {
@@ -135,18 +151,44 @@ pub fn check_history(
         }
     };
     let lock_safety = lock_safety::check(&ops);
+    let lost_writes = lost_writes::check(&ops);
+    let fencing = fencing::check(&ops);
+    let stuck_lock = stuck_lock::check(&ops, stuck_bound(&ops));
+    let valid = [
+        lock_safety.valid,
+        lost_writes.valid,
+        fencing.valid,
+        stuck_lock.valid,
+    ]
+    .into_iter()
+    .fold(Valid::True, Valid::merge);
     Ok(Results {
         valid: if error.is_some() {
-            lock_safety.valid.merge(Valid::Unknown)
+            valid.merge(Valid::Unknown)
         } else {
-            lock_safety.valid
+            valid
         },
         interrupted,
         ops: OpCounts::of(&ops),
         faults: injected_faults(&ops),
+        acquisition: acquisition_stats::check(&ops),
         lock_safety,
+        lost_writes,
+        fencing,
+        stuck_lock,
         error,
     })
+}
+
+/// How long a lock key may refuse everyone past its last lease before it counts as stuck:
+/// one more TTL (the longest asked for), so that retry and clock noise never count.
+fn stuck_bound(history: &[Op]) -> std::time::Duration {
+    let ttl_ms = history
+        .iter()
+        .filter_map(|op| op.ttl_ms)
+        .max()
+        .unwrap_or(1_000);
+    std::time::Duration::from_millis(ttl_ms)
 }
 
 /// Image, bring-up, workload under faults, heal, logs, teardown.
@@ -159,16 +201,32 @@ async fn run_core(
 ) -> anyhow::Result<Versions> {
     let dir = RunDir { path: dir };
     let mut show = |line: &str| progress::detail(line);
-    let image = tokio::select! {
-        image = image::ensure_node_image(&docker, &mut show) => image?,
+    let images = async {
+        let node = image::ensure(&docker, &image::NODE, &mut show).await?;
+        let storage = if spec.needs_storage() {
+            Some(image::ensure(&docker, &image::STORAGE, &mut show).await?)
+        } else {
+            None
+        };
+        anyhow::Ok((node, storage))
+    };
+    let (image, storage_image) = tokio::select! {
+        images = images => images?,
         () = interrupt.cancelled() => anyhow::bail!("interrupted while building images"),
     };
     let topology = topology::find(&spec.deployment).context("deployment vanished")?;
     let bring_up = Instant::now();
     let options = spec.topology_options();
-    let deployment = tokio::select! {
+    let mut deployment = tokio::select! {
         d = Deployment::up(&docker, &run_id, topology, &options, &image) => d?,
         () = interrupt.cancelled() => anyhow::bail!("interrupted during bring-up"),
+    };
+    let storage = match &storage_image {
+        Some(storage_image) => Some(tokio::select! {
+            s = deployment.start_storage(storage_image) => s?.addr,
+            () = interrupt.cancelled() => anyhow::bail!("interrupted during bring-up"),
+        }),
+        None => None,
     };
     progress::step(&format!(
         "{} node(s) up in {:.2} s on {}",
@@ -180,9 +238,10 @@ async fn run_core(
         splitbrain: env!("CARGO_PKG_VERSION"),
         redis: deployment.redis_version().await,
         node_image: Some(image),
+        storage_image,
     };
 
-    let outcome = exercise(&spec, &deployment, &dir, &interrupt).await;
+    let outcome = exercise(&spec, &deployment, storage, &dir, &interrupt).await;
     if let Err(e) = deployment.save_logs(&dir.nodes()).await {
         progress::step(&format!("could not save node logs: {e}"));
     }
@@ -195,6 +254,7 @@ async fn run_core(
 async fn exercise(
     spec: &TestSpec,
     deployment: &Deployment,
+    storage: Option<std::net::SocketAddr>,
     dir: &RunDir,
     interrupt: &CancellationToken,
 ) -> anyhow::Result<()> {
@@ -225,28 +285,37 @@ async fn exercise(
         }
         None => None,
     };
+    let config = |nodes| ClientConfig {
+        options: spec.client_options(),
+        ..ClientConfig::new(nodes, spec.ttl)
+    };
     let configs: Vec<ClientConfig> = if spec.client_groups > 0 {
         (0..spec.client_groups)
-            .map(|group| ClientConfig {
-                nodes: nodes
-                    .iter()
-                    .filter_map(|(name, _)| Some((name.clone(), links.address(group, name)?)))
-                    .collect(),
-                ttl: spec.ttl,
+            .map(|group| {
+                config(
+                    nodes
+                        .iter()
+                        .filter_map(|(name, _)| Some((name.clone(), links.address(group, name)?)))
+                        .collect(),
+                )
             })
             .collect()
     } else {
-        vec![ClientConfig {
-            nodes,
-            ttl: spec.ttl,
-        }]
+        vec![config(nodes)]
     };
-    let pauses = ClientPauses::new(spec.concurrency);
+    let shared = Shared {
+        recorder: recorder.clone(),
+        pauses: ClientPauses::new(spec.concurrency),
+        crashes: ClientCrashes::new(spec.concurrency),
+    };
     let target = Target {
         deployment: deployment.clone(),
-        clients: pauses.clone(),
+        clients: shared.pauses.clone(),
+        crashes: shared.crashes.clone(),
         links: links.clone(),
     };
+    let workload = spec.lock_workload(storage);
+    workload.prepare().await?;
     let mut faults = spec.faults();
     for fault in spec.faults() {
         if let Err(why) = fault.preflight(&target).await {
@@ -273,19 +342,10 @@ async fn exercise(
             spec.nemesis.join(", ")
         }
     ));
-    let workload = async {
-        let result = spec
-            .lock_workload()
-            .run(
-                client,
-                &configs,
-                recorder.clone(),
-                pauses.clone(),
-                stop.clone(),
-            )
-            .await;
+    let clients = async {
+        let result = workload.run(client, &configs, &shared, stop.clone()).await;
         stop.cancel();
-        result.map_err(anyhow::Error::msg)
+        result.map_err(anyhow::Error::from)
     };
     let faults = async {
         if nemesis.faults.is_empty() {
@@ -309,7 +369,9 @@ async fn exercise(
             progress::step("time limit reached: stopping clients, healing faults");
         }
     };
-    let (workload, faults, ()) = tokio::join!(workload, faults, timer);
+    let (clients, faults, ()) = tokio::join!(clients, faults, timer);
+    // The faults are healed by now: what the storage holds is what stays.
+    let final_read = workload.final_read(&recorder).await;
     links.shutdown();
     if let Some(api) = api {
         api.abort();
@@ -318,7 +380,8 @@ async fn exercise(
         anyhow::bail!("writing the history failed: {e}");
     }
     progress::step(&format!("{} ops recorded", recorder.len()));
-    workload?;
+    clients?;
     faults?;
+    final_read?;
     Ok(())
 }

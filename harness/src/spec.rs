@@ -6,9 +6,12 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use splitbrain_compose::topology::{self, Persistence, TopologyOptions};
 use splitbrain_nemesis::{all_faults, find_fault, Fault, Layout, NemesisOptions, FAULTS};
+use splitbrain_workloads::storage::StorageConfig;
 use splitbrain_workloads::workload::lock::LockWorkload;
 use splitbrain_workloads::workload::WORKLOADS;
-use splitbrain_workloads::{find_client, ClientConfig, CLIENTS};
+use splitbrain_workloads::{
+    find_client, ClientConfig, ClientOptions, Fences, CLIENTS, EXEC_PREFIX,
+};
 
 use crate::cli::RunArgs;
 use crate::error::HarnessError;
@@ -20,8 +23,18 @@ pub struct TestSpec {
     pub deployment: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nodes: Option<usize>,
+    /// The client's name, or `exec:<command>` for an external one.
     pub client: String,
+    /// Redlock's retry jitter (off with `--no-jitter`).
+    #[serde(default = "yes")]
+    pub jitter: bool,
+    /// Redlock asks its nodes one after another.
+    #[serde(default)]
+    pub sequential: bool,
     pub workload: String,
+    /// lock-set: the storage checks fencing tokens.
+    #[serde(default)]
+    pub fencing: bool,
     /// Fault names; empty for no faults.
     pub nemesis: Vec<String>,
     /// `--nemesis all`: faults this machine cannot inject are skipped, not refused.
@@ -87,18 +100,34 @@ impl TestSpec {
                 names(CLIENTS.iter().map(|c| c.name))
             ))
         })?;
+        let sequential = match args.acquire.as_str() {
+            "parallel" => false,
+            "sequential" => true,
+            other => {
+                return Err(bad(format!(
+                    "--acquire {other}: choose parallel or sequential"
+                )))
+            }
+        };
+        let client_name = if args.client.starts_with(EXEC_PREFIX) {
+            args.client.clone()
+        } else {
+            client.name.to_string()
+        };
         // Building a client connects to nothing, so it can say now whether it suits the nodes.
         let placeholder = ClientConfig {
-            nodes: nodes
-                .iter()
-                .map(|n| (n.name.clone(), ([127, 0, 0, 1], 6379).into()))
-                .collect(),
-            ttl: args.ttl,
+            options: client_options(&client_name, !args.no_jitter, sequential),
+            ..ClientConfig::new(
+                nodes
+                    .iter()
+                    .map(|n| (n.name.clone(), ([127, 0, 0, 1], 6379).into()))
+                    .collect(),
+                args.ttl,
+            )
         };
         (client.build)(&placeholder).map_err(|e| {
             bad(format!(
-                "--client {} does not fit --deployment {}: {e}",
-                client.name,
+                "--client {client_name} does not fit --deployment {}: {e}",
                 topology.name()
             ))
         })?;
@@ -107,6 +136,16 @@ impl TestSpec {
                 "unknown workload `{}`; choose one of: {}",
                 args.workload,
                 names(WORKLOADS.iter().map(|(name, _)| *name))
+            )));
+        }
+        if args.fencing && args.workload != "lock-set" {
+            return Err(bad(
+                "--fencing is checked by the storage of --workload lock-set; add that".into(),
+            ));
+        }
+        if args.fencing && client.fences == Fences::Never {
+            return Err(bad(format!(
+                "--fencing needs a client that issues fencing tokens, and {client_name} does                  not; use --client fenced (or an exec client that returns tokens)"
             )));
         }
         let nemesis = parse_nemesis(&args.nemesis)?;
@@ -152,10 +191,15 @@ impl TestSpec {
             )));
         }
         let name = format!(
-            "{}-{}-{}-{}",
+            "{}-{}-{}{}-{}",
             topology.name(),
-            client.name,
+            // A command line makes a poor folder name; its program's file name will do.
+            match client_name.strip_prefix(EXEC_PREFIX) {
+                Some(command) => format!("exec-{}", program_name(command)),
+                None => client_name.clone(),
+            },
             args.workload,
+            if args.fencing { "-fencing" } else { "" },
             if nemesis.is_empty() {
                 "none".to_string()
             } else {
@@ -166,8 +210,11 @@ impl TestSpec {
             name,
             deployment: topology.name().to_string(),
             nodes: args.nodes,
-            client: client.name.to_string(),
+            client: client_name,
+            jitter: !args.no_jitter,
+            sequential,
             workload: args.workload.clone(),
+            fencing: args.fencing,
             skip_unsupported: args.nemesis.trim() == "all",
             nemesis,
             persistence: persistence.name().to_string(),
@@ -211,13 +258,27 @@ impl TestSpec {
         }
     }
 
-    pub fn lock_workload(&self) -> LockWorkload {
+    /// The workload; `storage` is where lock-set's storage listens (unused by `lock`).
+    pub fn lock_workload(&self, storage: Option<std::net::SocketAddr>) -> LockWorkload {
         LockWorkload {
             concurrency: self.concurrency,
             ttl: self.ttl,
             hold: self.hold,
             resources: self.resources,
+            storage: storage.map(|addr| StorageConfig {
+                addr,
+                fencing: self.fencing,
+            }),
         }
+    }
+
+    /// Whether the workload needs the storage service.
+    pub fn needs_storage(&self) -> bool {
+        self.workload == "lock-set"
+    }
+
+    pub fn client_options(&self) -> ClientOptions {
+        client_options(&self.client, self.jitter, self.sequential)
     }
 
     /// The command line that runs this test again, seed included.
@@ -227,7 +288,7 @@ impl TestSpec {
              --time-limit {} --concurrency {} --ttl {} --restart-delay {} \
              --nemesis-interval {} --persistence {} --clock-bump {} --clock-drift {} --client-pause {} --seed {}",
             self.deployment,
-            self.client,
+            shell_quoted(&self.client),
             self.workload,
             if self.skip_unsupported {
                 "all".to_string()
@@ -266,6 +327,15 @@ impl TestSpec {
         if self.resources != 1 {
             line += &format!(" --resources {}", self.resources);
         }
+        if !self.jitter {
+            line += " --no-jitter";
+        }
+        if self.sequential {
+            line += " --acquire sequential";
+        }
+        if self.fencing {
+            line += " --fencing";
+        }
         line
     }
 }
@@ -298,6 +368,52 @@ pub fn catalog() -> String {
         ),
     ]
     .join("\n")
+}
+
+fn client_options(client: &str, jitter: bool, sequential: bool) -> ClientOptions {
+    ClientOptions {
+        jitter,
+        sequential,
+        command: client.strip_prefix(EXEC_PREFIX).map(str::to_string),
+    }
+}
+
+/// The file name of a command's program: `python3 adapters/redis_py.py` gives `redis_py`.
+fn program_name(command: &str) -> String {
+    let words: Vec<&str> = command.split_whitespace().collect();
+    // An interpreter's script says more than the interpreter.
+    let word = words
+        .get(1)
+        .filter(|w| !w.starts_with('-'))
+        .or(words.first());
+    let stem = word
+        .map(std::path::Path::new)
+        .and_then(|p| p.file_stem())
+        .and_then(|s| s.to_str())
+        .unwrap_or("client");
+    stem.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect()
+}
+
+/// A word as a POSIX shell reads it back: quoted only where it must be.
+fn shell_quoted(word: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "-_.,:/=+@%".contains(c);
+    if !word.is_empty() && word.chars().all(plain) {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
+    }
+}
+
+fn yes() -> bool {
+    true
 }
 
 fn parse_nemesis(text: &str) -> Result<Vec<String>, HarnessError> {

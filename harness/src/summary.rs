@@ -30,32 +30,62 @@ pub fn render(title: &str, results: &Results) -> String {
         let _ = writeln!(out, "           {f}: {}", parts.join(", "));
     }
     let _ = writeln!(out, "  faults   {}", faults_line(results));
+    let stats = &results.acquisition;
+    if stats.attempts > 0 {
+        let _ = writeln!(
+            out,
+            "  acquire  {} attempts, {} granted ({:.1}/s); refused: {} held, {} split vote ({:.1}%), \
+             {} unavailable; {} unknown; grant latency mean {:.1} ms, p99 {:.1} ms",
+            stats.attempts,
+            stats.grants,
+            stats.grants_per_second,
+            stats.refused_held,
+            stats.refused_split_vote,
+            stats.split_vote_share * 100.0,
+            stats.refused_unavailable,
+            stats.unknown,
+            stats.grant_latency.mean_ms,
+            stats.grant_latency.p99_ms
+        );
+    }
     let safety = &results.lock_safety;
     let _ = writeln!(
         out,
         "  holds    {} grants checked, {} acquires with unknown outcome",
         safety.holds, safety.unknown_acquires
     );
-    let verdict = match results.valid {
-        Valid::True => "valid: no two processes held a lock at once".to_string(),
-        Valid::False => format!(
-            "INVALID: {} double grant{}",
-            safety.double_grant_count,
-            plural(safety.double_grant_count)
-        ),
-        Valid::Unknown => format!(
-            "unknown: {} possible double grant{} involving acquires whose outcome is unknown",
-            safety.possible_double_grant_count,
-            plural(safety.possible_double_grant_count)
-        ),
-    };
+    let writes = &results.lost_writes;
+    if writes.attempted > 0 {
+        let _ = writeln!(
+            out,
+            "  storage  {} appends: {} acknowledged, {} rejected, {} unknown ({} of those landed); \
+             {} lost, {} unexpected",
+            writes.attempted,
+            writes.acknowledged,
+            writes.rejected,
+            writes.unknown,
+            writes.recovered,
+            writes.lost_count,
+            writes.unexpected_count
+        );
+    }
+    let fencing = &results.fencing;
+    if fencing.grants_checked > 0 {
+        let _ = writeln!(
+            out,
+            "  fencing  {} fenced grants, {} fenced storage accesses, {} refused as stale",
+            fencing.grants_checked,
+            fencing.storage_accesses_checked,
+            fencing.rejected_storage_accesses
+        );
+    }
     let interrupted = if results.interrupted {
         " (run interrupted)"
     } else {
         ""
     };
-    let _ = writeln!(out, "  verdict  {verdict}{interrupted}");
-    let shown = if results.valid == Valid::False {
+    let _ = writeln!(out, "  verdict  {}{interrupted}", verdict(results));
+    let shown = if safety.valid == Valid::False {
         &safety.double_grants
     } else {
         &safety.possible_double_grants
@@ -63,10 +93,124 @@ pub fn render(title: &str, results: &Results) -> String {
     for (i, grant) in shown.iter().take(SHOWN).enumerate() {
         let _ = writeln!(out, "    #{} {}", i + 1, describe(grant));
     }
+    for key in writes.keys.iter().filter(|k| k.lost_count > 0) {
+        let _ = writeln!(
+            out,
+            "    lost from {}: ids {}",
+            key.key,
+            list(&key.lost, SHOWN * 4)
+        );
+    }
+    for pair in fencing
+        .duplicate_fences
+        .iter()
+        .chain(&fencing.out_of_order_grants)
+        .chain(&fencing.stale_storage_accesses)
+        .take(SHOWN)
+    {
+        let _ = writeln!(
+            out,
+            "    fencing on {}: {} by process {} at {} carried {}, after {} by process {} at {} carried {}",
+            pair.key,
+            pair.later.f,
+            pair.later.process,
+            seconds(pair.later.invoke_ms),
+            pair.later.fence,
+            pair.earlier.f,
+            pair.earlier.process,
+            seconds(pair.earlier.invoke_ms),
+            pair.earlier.fence
+        );
+    }
+    for period in results.stuck_lock.stuck_periods.iter().take(SHOWN) {
+        let _ = writeln!(
+            out,
+            "    stuck {}: no lease explains the key after {}, yet {} attempts were refused for {:.1} s{}",
+            period.key,
+            seconds(period.free_from_ms),
+            period.refused_attempts,
+            period.stuck_ms / 1000.0,
+            if period.recovered { "" } else { ", until the end of the run" }
+        );
+    }
     if let Some(error) = &results.error {
         let _ = writeln!(out, "  error    {error}");
     }
     out
+}
+
+/// The verdict, with what each checker that found something found.
+fn verdict(results: &Results) -> String {
+    let safety = &results.lock_safety;
+    let writes = &results.lost_writes;
+    let fencing = &results.fencing;
+    let stuck = &results.stuck_lock;
+    let mut found = Vec::new();
+    if safety.double_grant_count > 0 {
+        found.push(format!(
+            "{} double grant{}",
+            safety.double_grant_count,
+            plural(safety.double_grant_count)
+        ));
+    }
+    if writes.lost_count > 0 {
+        found.push(format!(
+            "{} acknowledged write{} lost",
+            writes.lost_count,
+            plural(writes.lost_count)
+        ));
+    }
+    let odd = writes.unexpected_count + writes.failed_but_present_count + writes.duplicate_count;
+    if odd > 0 {
+        found.push(format!("{odd} unexpected id{} in the storage", plural(odd)));
+    }
+    let fence_violations = fencing.duplicate_fence_count
+        + fencing.out_of_order_grant_count
+        + fencing.stale_storage_access_count;
+    if fence_violations > 0 {
+        found.push(format!(
+            "{fence_violations} fencing-token violation{}",
+            plural(fence_violations)
+        ));
+    }
+    if stuck.stuck_period_count > 0 {
+        found.push(format!(
+            "lock stuck {} time{}",
+            stuck.stuck_period_count,
+            plural(stuck.stuck_period_count)
+        ));
+    }
+    match results.valid {
+        Valid::True => {
+            let mut line = "valid: no two processes held a lock at once".to_string();
+            if writes.attempted > 0 {
+                line += ", no acknowledged write lost";
+            }
+            line
+        }
+        Valid::False => format!("INVALID: {}", found.join(", ")),
+        Valid::Unknown if safety.possible_double_grant_count > 0 => format!(
+            "unknown: {} possible double grant{} involving acquires whose outcome is unknown",
+            safety.possible_double_grant_count,
+            plural(safety.possible_double_grant_count)
+        ),
+        Valid::Unknown
+            if writes.attempted > 0 && writes.keys.iter().all(|k| k.final_read_index.is_none()) =>
+        {
+            "unknown: the storage's final read did not succeed".to_string()
+        }
+        Valid::Unknown => "unknown: the run did not finish".to_string(),
+    }
+}
+
+fn list(ids: &[i64], at_most: usize) -> String {
+    let shown: Vec<String> = ids.iter().take(at_most).map(i64::to_string).collect();
+    let more = ids.len().saturating_sub(at_most);
+    if more > 0 {
+        format!("{} and {more} more", shown.join(", "))
+    } else {
+        shown.join(", ")
+    }
 }
 
 fn faults_line(results: &Results) -> String {

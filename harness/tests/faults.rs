@@ -204,10 +204,10 @@ async fn a_blackholed_link_times_out_while_another_groups_link_works() {
     };
     let ttl = Duration::from_secs(2);
     let client_of = |group: usize| {
-        let config = ClientConfig {
-            nodes: vec![(node.name.clone(), links.address(group, "n1").unwrap())],
+        let config = ClientConfig::new(
+            vec![(node.name.clone(), links.address(group, "n1").unwrap())],
             ttl,
-        };
+        );
         (find_client("set-nx-px").unwrap().build)(&config).unwrap()
     };
     let (mut cut, mut clean) = (client_of(0), client_of(1));

@@ -2,12 +2,18 @@
 //! drive them (in [`workload`]), recording every operation in a [`Recorder`].
 
 pub mod clients;
+mod crashes;
 mod node;
 mod pauses;
 mod recorder;
+pub mod storage;
 pub mod workload;
 
-pub use clients::{find_client, ClientConfig, ClientKind, Grant, LockClient, Outcome, CLIENTS};
+pub use clients::{
+    find_client, ClientConfig, ClientKind, ClientOptions, Fences, Grant, LockClient, Outcome,
+    CLIENTS, EXEC_PREFIX,
+};
+pub use crashes::{ClientCrashes, CrashPoint};
 pub use node::{NodeConn, NodeError};
 pub use pauses::ClientPauses;
 pub use recorder::Recorder;

@@ -13,7 +13,7 @@ use splitbrain_compose::{topology, Deployment, Docker, TopologyOptions};
 use splitbrain_nemesis::links::Links;
 use splitbrain_nemesis::{nemesis_op, Action, Target};
 use splitbrain_workloads::{
-    find_client, ClientConfig, ClientPauses, Grant, LockClient, Outcome, Recorder,
+    find_client, ClientConfig, ClientCrashes, ClientPauses, Grant, LockClient, Outcome, Recorder,
 };
 
 /// Whether Docker tests were switched off on purpose. Without it, a missing Docker fails.
@@ -30,22 +30,31 @@ pub fn docker_skipped() -> bool {
 pub fn node_image() -> String {
     static IMAGE: OnceLock<String> = OnceLock::new();
     IMAGE
-        .get_or_init(|| {
-            // A thread of its own: this may be called from inside a test's runtime.
-            std::thread::spawn(|| {
-                tokio::runtime::Runtime::new().unwrap().block_on(async {
-                    let docker = connect().await;
-                    splitbrain_compose::image::ensure_node_image(&docker, &mut |line| {
-                        eprintln!("  {line}")
-                    })
-                    .await
-                    .expect("building the node image")
-                })
-            })
-            .join()
-            .expect("the image build panicked")
-        })
+        .get_or_init(|| build_image(&splitbrain_compose::image::NODE))
         .clone()
+}
+
+/// The storage image (and the node image before it, since both share one base build).
+pub fn storage_image() -> String {
+    static IMAGE: OnceLock<String> = OnceLock::new();
+    node_image();
+    IMAGE
+        .get_or_init(|| build_image(&splitbrain_compose::image::STORAGE))
+        .clone()
+}
+
+fn build_image(recipe: &'static splitbrain_compose::image::Recipe) -> String {
+    // A thread of its own: this may be called from inside a test's runtime.
+    std::thread::spawn(move || {
+        tokio::runtime::Runtime::new().unwrap().block_on(async {
+            let docker = connect().await;
+            splitbrain_compose::image::ensure(&docker, recipe, &mut |line| eprintln!("  {line}"))
+                .await
+                .unwrap_or_else(|e| panic!("building {}: {e}", recipe.repository))
+        })
+    })
+    .join()
+    .expect("the image build panicked")
 }
 
 /// A connection to Docker on the calling test's runtime, and the node image.
@@ -102,21 +111,21 @@ impl Fixture {
         Target {
             deployment: self.deployment.clone(),
             clients: ClientPauses::new(0),
+            crashes: ClientCrashes::new(0),
             links: Links::default(),
         }
     }
 
     /// A lock client of the given algorithm on this deployment's nodes.
     pub fn client(&self, name: &str, ttl: Duration) -> Box<dyn LockClient> {
-        let config = ClientConfig {
-            nodes: self
-                .deployment
+        let config = ClientConfig::new(
+            self.deployment
                 .nodes()
                 .iter()
                 .map(|n| (n.name.clone(), n.addr))
                 .collect(),
             ttl,
-        };
+        );
         (find_client(name).expect("known client").build)(&config).expect("client fits")
     }
 

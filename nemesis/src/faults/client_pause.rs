@@ -5,7 +5,7 @@ use rand::rngs::StdRng;
 use rand::Rng;
 use splitbrain_compose::ComposeError;
 
-use super::{Action, Fault, Layout, Started, Target};
+use super::{client_target, client_worker, Action, Fault, Layout, Started, Target};
 use crate::NemesisOptions;
 
 /// Freeze one client worker inside its next critical section for about `--client-pause`, lease
@@ -13,13 +13,6 @@ use crate::NemesisOptions;
 /// Targets are named `client-<worker>`. The fault's window runs from arming the client to its
 /// thaw, so it covers the freeze whenever within it the client took the lock.
 pub struct ClientPause;
-
-fn worker(target: &str) -> usize {
-    target
-        .strip_prefix("client-")
-        .and_then(|w| w.parse().ok())
-        .unwrap_or(usize::MAX)
-}
 
 fn pause(action: &Action) -> Duration {
     Duration::from_millis(action.params["pause_ms"].as_u64().unwrap_or_default())
@@ -46,7 +39,7 @@ impl Fault for ClientPause {
         let worker = rng.random_range(0..layout.clients.max(1));
         let pause = options.client_pause.mul_f64(rng.random_range(0.75..1.25));
         Action {
-            targets: vec![format!("client-{worker}")],
+            targets: vec![client_target(worker)],
             params: serde_json::json!({ "pause_ms": pause.as_millis() as u64 }),
         }
     }
@@ -59,7 +52,7 @@ impl Fault for ClientPause {
 
     async fn start(&self, target: &Target, action: &Action) -> Result<Started, ComposeError> {
         for name in &action.targets {
-            target.clients.arm(worker(name), pause(action));
+            target.clients.arm(client_worker(name), pause(action));
         }
         Ok(Started::default())
     }
@@ -67,7 +60,10 @@ impl Fault for ClientPause {
     async fn stop(&self, target: &Target, action: &Action) -> Result<(), ComposeError> {
         for name in &action.targets {
             // A client frozen late in the window comes out of it before the fault ends.
-            target.clients.settle(worker(name), pause(action)).await;
+            target
+                .clients
+                .settle(client_worker(name), pause(action))
+                .await;
         }
         Ok(())
     }
@@ -82,7 +78,7 @@ impl Fault for ClientPause {
             .clients
             .held()
             .into_iter()
-            .map(|w| format!("client-{w} is still frozen"))
+            .map(|w| format!("{} is still frozen", client_target(w)))
             .collect())
     }
 }

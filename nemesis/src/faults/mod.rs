@@ -1,6 +1,7 @@
 //! Faults: one file each, registered in [`FAULTS`]. A fault owns what it does to the nodes,
 //! how it is healed, and how a heal is verified; the runner owns when.
 
+mod client_crash;
 mod client_pause;
 mod clock;
 mod kill;
@@ -16,19 +17,20 @@ use rand::rngs::StdRng;
 use rand::seq::IndexedRandom;
 use rand::Rng;
 use splitbrain_compose::{ComposeError, Deployment};
-use splitbrain_workloads::ClientPauses;
+use splitbrain_workloads::{ClientCrashes, ClientPauses};
 
 use crate::links::Links;
 use tokio::task::JoinHandle;
 
 use crate::NemesisOptions;
 
-/// What faults act on: the deployment's nodes, the client workers' pause switches, and the
-/// client-to-node links (empty when the run has no link faults).
+/// What faults act on: the deployment's nodes, the client workers' pause and crash switches,
+/// and the client-to-node links (empty when the run has no link faults).
 #[derive(Clone)]
 pub struct Target {
     pub deployment: Deployment,
     pub clients: ClientPauses,
+    pub crashes: ClientCrashes,
     pub links: Links,
 }
 
@@ -117,6 +119,7 @@ pub static FAULTS: &[&dyn Fault] = &[
     &clock::Clock(clock::ClockKind::Strobe),
     &clock::Clock(clock::ClockKind::Drift),
     &client_pause::ClientPause,
+    &client_crash::ClientCrash,
     &link::Link(link::LinkKind::Latency),
     &link::Link(link::LinkKind::Blackhole),
     &link::Link(link::LinkKind::Reset),
@@ -162,6 +165,19 @@ where
 {
     futures_util::future::try_join_all(targets.iter().map(|t| action(t))).await?;
     Ok(())
+}
+
+/// The target name of client worker `w`: `client-<w>`.
+fn client_target(worker: usize) -> String {
+    format!("client-{worker}")
+}
+
+/// The worker a `client-<w>` target names (none that exists if it is malformed).
+fn client_worker(target: &str) -> usize {
+    target
+        .strip_prefix("client-")
+        .and_then(|w| w.parse().ok())
+        .unwrap_or(usize::MAX)
 }
 
 /// Jepsen's node specs, one picked at random: one node, a minority (the largest set short of

@@ -3,14 +3,24 @@
 //! A client makes one attempt per [`LockClient::acquire`]; the workload records the attempt
 //! and decides when to try again, using the client's own [`LockClient::retry_delay`].
 
+mod del_release;
+mod exec;
+mod fenced;
 mod redlock;
 mod set_nx_px;
+mod setnx_expire;
+mod wait;
 mod watchdog;
 
 use std::net::SocketAddr;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use splitbrain_checker::acquisition;
+
+use crate::CrashPoint;
+
+pub use exec::EXEC_PREFIX;
 
 /// The outcome of one operation, in Jepsen's terms.
 #[derive(Debug, Clone, PartialEq)]
@@ -31,6 +41,8 @@ pub struct Grant {
     pub validity: Duration,
     /// The nodes that granted the lock.
     pub nodes: Vec<String>,
+    /// The fencing token issued with the grant, by clients that issue one.
+    pub fence: Option<u64>,
 }
 
 /// A lock algorithm, as one client process runs it.
@@ -50,15 +62,59 @@ pub trait LockClient: Send {
     async fn renew(&mut self, _resource: &str, _grant: &Grant, _ttl: Duration) -> Outcome<()> {
         Outcome::Fail("this client has no lease watchdog".into())
     }
+    /// Why this client can no longer be used (an external client program that broke the
+    /// protocol), which stops the run.
+    fn broken(&self) -> Option<String> {
+        None
+    }
 }
 
 /// What every client is built from.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct ClientConfig {
     /// The deployment's nodes, by name, in order.
     pub nodes: Vec<(String, SocketAddr)>,
+    /// How many replicas each master has (0 where masters stand alone).
+    pub replicas: usize,
     /// The lease each acquire asks for.
     pub ttl: Duration,
+    pub options: ClientOptions,
+    /// Where this client process may be crashed by the `client-crash` fault.
+    pub crash: CrashPoint,
+}
+
+impl ClientConfig {
+    /// A config for these nodes, with default options and no crash point.
+    pub fn new(nodes: Vec<(String, SocketAddr)>, ttl: Duration) -> ClientConfig {
+        ClientConfig {
+            nodes,
+            replicas: 0,
+            ttl,
+            options: ClientOptions::default(),
+            crash: CrashPoint::default(),
+        }
+    }
+}
+
+/// Variants that some algorithms offer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClientOptions {
+    /// Randomise retry delays (Redlock): without it, clients that collided retry together.
+    pub jitter: bool,
+    /// Ask Redlock's nodes one after another instead of all at once.
+    pub sequential: bool,
+    /// The program and arguments behind `--client exec:<command>`.
+    pub command: Option<String>,
+}
+
+impl Default for ClientOptions {
+    fn default() -> ClientOptions {
+        ClientOptions {
+            jitter: true,
+            sequential: false,
+            command: None,
+        }
+    }
 }
 
 /// A registered lock algorithm.
@@ -66,16 +122,44 @@ pub struct ClientKind {
     /// The name users pass to `--client`.
     pub name: &'static str,
     pub summary: &'static str,
+    /// Whether its grants carry fencing tokens (for the storage to check with `--fencing`).
+    pub fences: Fences,
     /// Makes one client process, or says why this deployment does not suit the algorithm.
     pub build: fn(&ClientConfig) -> Result<Box<dyn LockClient>, String>,
 }
 
-/// Every lock algorithm, by name.
-pub static CLIENTS: &[ClientKind] = &[set_nx_px::KIND, watchdog::KIND, redlock::KIND];
+/// Whether a client's grants carry fencing tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fences {
+    Never,
+    Always,
+    /// Whatever the external program returns.
+    IfProgramSays,
+}
 
-/// Looks a client up by name.
+/// Every lock algorithm, by name, in the article's order.
+pub static CLIENTS: &[ClientKind] = &[
+    setnx_expire::KIND,
+    del_release::KIND,
+    set_nx_px::KIND,
+    watchdog::KIND,
+    wait::KIND,
+    fenced::KIND,
+    redlock::KIND,
+    exec::KIND,
+];
+
+/// Looks a client up by name; `exec:<command>` is the external-program client.
 pub fn find_client(name: &str) -> Option<&'static ClientKind> {
+    if name.starts_with(EXEC_PREFIX) {
+        return Some(&exec::KIND);
+    }
     CLIENTS.iter().find(|c| c.name == name)
+}
+
+/// The error of an acquire refused because another client holds the lock.
+pub(crate) fn held_by_another() -> String {
+    format!("{}: by another client", acquisition::HELD)
 }
 
 /// A fresh random lock token (64 random bits, hex).

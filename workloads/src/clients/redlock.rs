@@ -3,6 +3,11 @@
 //! granted it and validity = TTL - elapsed - (TTL x drift + 2 ms) is still positive. After a
 //! failed attempt it releases on every node, and retries after an exponential backoff with
 //! random jitter.
+//!
+//! Two variants: without jitter (`--no-jitter`), clients that collided retry in lockstep and
+//! can split the vote again and again, the livelock the spec's random delay exists to break;
+//! and sequential acquisition (`--acquire sequential`), one node after another as some
+//! libraries do, which spends more of the validity on the way.
 
 use std::time::{Duration, Instant};
 
@@ -10,15 +15,18 @@ use async_trait::async_trait;
 use futures_util::future::join_all;
 use rand::Rng;
 
+use splitbrain_checker::acquisition;
+
 use super::{
-    new_token, set_if_absent, ClientConfig, ClientKind, Grant, LockClient, Outcome,
-    COMPARE_AND_DELETE,
+    held_by_another, new_token, set_if_absent, ClientConfig, ClientKind, Fences, Grant, LockClient,
+    Outcome, COMPARE_AND_DELETE,
 };
-use crate::node::NodeConn;
+use crate::node::{NodeConn, NodeError};
 
 pub(super) const KIND: ClientKind = ClientKind {
     name: "redlock",
     summary: "Redlock over N independent masters: majority, validity with clock drift",
+    fences: Fences::Never,
     build,
 };
 
@@ -42,6 +50,8 @@ fn build(config: &ClientConfig) -> Result<Box<dyn LockClient>, String> {
             .map(|(name, addr)| NodeConn::new(name.clone(), *addr, timeout))
             .collect(),
         release: redis::Script::new(COMPARE_AND_DELETE),
+        jitter: config.options.jitter,
+        sequential: config.options.sequential,
     }))
 }
 
@@ -58,11 +68,31 @@ fn drift(ttl: Duration) -> Duration {
 struct Redlock {
     nodes: Vec<NodeConn>,
     release: redis::Script,
+    jitter: bool,
+    sequential: bool,
 }
 
 impl Redlock {
     fn quorum(&self) -> usize {
         self.nodes.len() / 2 + 1
+    }
+
+    /// Why an attempt that `granted` nodes granted missed the quorum: the lock is held
+    /// elsewhere, the vote split between contenders, or too few nodes answered.
+    fn no_quorum(&self, granted: usize, replies: &[Result<Option<String>, NodeError>]) -> String {
+        let refused = replies.iter().filter(|r| matches!(r, Ok(None))).count();
+        let unanswered = replies.iter().filter(|r| r.is_err()).count();
+        let n = self.nodes.len();
+        if refused >= self.quorum() {
+            format!("{} on {refused}/{n} nodes", held_by_another())
+        } else if unanswered == 0 {
+            format!(
+                "{}: {granted}/{n} granted, {refused} held by other contenders",
+                acquisition::SPLIT_VOTE
+            )
+        } else {
+            format!("no quorum: {granted}/{n} granted, {unanswered} unreachable or timed out")
+        }
     }
 
     /// Compare-and-delete on every node in parallel; returns (nodes that answered, deleted).
@@ -87,12 +117,20 @@ impl LockClient for Redlock {
         let token = new_token();
         let started = Instant::now();
         let set = set_if_absent(resource, &token, ttl);
-        let replies = join_all(
-            self.nodes
-                .iter_mut()
-                .map(|node| node.query::<Option<String>>(&set)),
-        )
-        .await;
+        let replies = if self.sequential {
+            let mut replies = Vec::with_capacity(self.nodes.len());
+            for node in &mut self.nodes {
+                replies.push(node.query::<Option<String>>(&set).await);
+            }
+            replies
+        } else {
+            join_all(
+                self.nodes
+                    .iter_mut()
+                    .map(|node| node.query::<Option<String>>(&set)),
+            )
+            .await
+        };
         let elapsed = started.elapsed();
         let granted: Vec<String> = self
             .nodes
@@ -107,18 +145,13 @@ impl LockClient for Redlock {
                 token,
                 validity: ttl - drift(ttl),
                 nodes: granted,
+                fence: None,
             });
         }
         // Failed: release everywhere, including nodes whose reply was lost but may hold the key.
         self.unlock_all(resource, &token).await;
         let reason = if granted.len() < self.quorum() {
-            let unreachable = replies.iter().filter(|r| r.is_err()).count();
-            format!(
-                "no quorum: {}/{} granted, {} unreachable or timed out",
-                granted.len(),
-                self.nodes.len(),
-                unreachable
-            )
+            self.no_quorum(granted.len(), &replies)
         } else {
             format!(
                 "quorum reached but the validity was used up after {} ms",
@@ -146,7 +179,10 @@ impl LockClient for Redlock {
         let ceiling = RETRY_BASE
             .saturating_mul(1 << failures.min(8))
             .min(RETRY_CAP);
-        // Full jitter: clients that failed together must not retry together (split votes).
+        if !self.jitter {
+            return ceiling;
+        }
+        // Jitter: clients that failed together must not retry together (split votes).
         ceiling.mul_f64(rand::rng().random_range(0.5..1.0))
     }
 }
@@ -177,11 +213,16 @@ mod tests {
         let mut client = Redlock {
             nodes: Vec::new(),
             release: redis::Script::new(COMPARE_AND_DELETE),
+            jitter: true,
+            sequential: false,
         };
         for _ in 0..100 {
             let first = client.retry_delay(0);
             assert!(first >= Duration::from_millis(10) && first < RETRY_BASE);
             assert!(client.retry_delay(30) < RETRY_CAP);
         }
+        client.jitter = false;
+        assert_eq!(client.retry_delay(0), RETRY_BASE);
+        assert_eq!(client.retry_delay(1), RETRY_BASE * 2);
     }
 }

@@ -7,19 +7,21 @@ use async_trait::async_trait;
 use rand::Rng;
 
 use super::{
-    new_token, set_if_absent, ClientConfig, ClientKind, Grant, LockClient, Outcome,
-    COMPARE_AND_DELETE,
+    held_by_another, new_token, set_if_absent, ClientConfig, ClientKind, Fences, Grant, LockClient,
+    Outcome, COMPARE_AND_DELETE,
 };
 use crate::node::{NodeConn, NodeError};
+use crate::CrashPoint;
 
 pub(super) const KIND: ClientKind = ClientKind {
     name: "set-nx-px",
     summary: "SET key token NX PX ttl on one node; compare-and-delete release",
+    fences: Fences::Never,
     build,
 };
 
 /// How long one command may take before its outcome is unknown.
-const OP_TIMEOUT: Duration = Duration::from_secs(1);
+pub(super) const OP_TIMEOUT: Duration = Duration::from_secs(1);
 
 fn build(config: &ClientConfig) -> Result<Box<dyn LockClient>, String> {
     Ok(Box::new(SetNxPx::on_one_node(config, "set-nx-px")?))
@@ -28,6 +30,7 @@ fn build(config: &ClientConfig) -> Result<Box<dyn LockClient>, String> {
 /// The canonical client; the watchdog client is this one plus lease renewal.
 pub(super) struct SetNxPx {
     pub(super) node: NodeConn,
+    pub(super) crash: CrashPoint,
     release: redis::Script,
 }
 
@@ -43,6 +46,7 @@ impl SetNxPx {
         };
         Ok(SetNxPx {
             node: NodeConn::new(node.clone(), *addr, OP_TIMEOUT),
+            crash: config.crash.clone(),
             release: redis::Script::new(COMPARE_AND_DELETE),
         })
     }
@@ -55,13 +59,17 @@ impl LockClient for SetNxPx {
         let started = Instant::now();
         let set = set_if_absent(resource, &token, ttl);
         match self.node.query::<Option<String>>(&set).await {
+            Ok(Some(_)) if self.crash.crash_now() => {
+                Outcome::Info("crashed: the client died holding the lock".into())
+            }
             Ok(Some(_)) => Outcome::Ok(Grant {
                 token,
                 // The key's lease began after `started`, so `ttl` from then is a safe bound.
                 validity: ttl,
                 nodes: vec![self.node.name().to_string()],
+                fence: None,
             }),
-            Ok(None) => Outcome::Fail("held by another client".into()),
+            Ok(None) => Outcome::Fail(held_by_another()),
             Err(e @ NodeError::Indeterminate { .. }) => {
                 Outcome::Info(format!("{e} after {} ms", started.elapsed().as_millis()))
             }
@@ -70,6 +78,21 @@ impl LockClient for SetNxPx {
     }
 
     async fn release(&mut self, resource: &str, grant: &Grant) -> Outcome<()> {
+        self.compare_and_delete(resource, grant).await
+    }
+
+    fn retry_delay(&mut self, _failures: u32) -> Duration {
+        spin_delay()
+    }
+}
+
+impl SetNxPx {
+    /// The canonical release: delete the key only if it still holds our token.
+    pub(super) async fn compare_and_delete(
+        &mut self,
+        resource: &str,
+        grant: &Grant,
+    ) -> Outcome<()> {
         match self
             .node
             .eval::<i64>(&self.release, &[resource], &[&grant.token])
@@ -81,9 +104,9 @@ impl LockClient for SetNxPx {
             Err(e) => Outcome::Fail(e.to_string()),
         }
     }
+}
 
-    fn retry_delay(&mut self, _failures: u32) -> Duration {
-        // A spin lock with a little jitter, as most single-instance clients poll.
-        Duration::from_millis(rand::rng().random_range(5..=20))
-    }
+/// A spin lock's retry delay with a little jitter, as most single-instance clients poll.
+pub(super) fn spin_delay() -> Duration {
+    Duration::from_millis(rand::rng().random_range(5..=20))
 }

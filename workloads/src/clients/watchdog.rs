@@ -8,11 +8,12 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use super::set_nx_px::SetNxPx;
-use super::{ClientConfig, ClientKind, Grant, LockClient, Outcome};
+use super::{ClientConfig, ClientKind, Fences, Grant, LockClient, Outcome};
 
 pub(super) const KIND: ClientKind = ClientKind {
     name: "watchdog",
     summary: "set-nx-px plus a lease watchdog renewing every TTL/3 (Redisson's shape)",
+    fences: Fences::Never,
     build,
 };
 

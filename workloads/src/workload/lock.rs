@@ -1,9 +1,16 @@
-//! The `lock` workload: each client process loops acquire, hold, release.
+//! The `lock` and `lock-set` workloads: each client process loops acquire, hold, release.
 //!
-//! Every acquire and release is an invoke and a completion in the history. An `info` ends the
-//! process: the worker goes on under a new process id (the old id plus the concurrency), as
-//! in Jepsen, since the old process may still be holding or releasing.
+//! Every acquire and release is an invoke and a completion in the history. An `info` acquire
+//! or release ends the process: the worker goes on under a new process id (the old id plus the
+//! concurrency), as in Jepsen, since the old process may still be holding or releasing.
+//!
+//! In `lock-set` (Jepsen's name) the critical section is a read-modify-write of one document
+//! in the storage: read it, hold, append a unique id, write it back. Only real mutual
+//! exclusion (or fencing) keeps every acknowledged append; after the run, a final read shows
+//! which survived. A storage op that times out is an `info` that leaves the process as it
+//! was: the lock client is not in doubt, only that one write.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -11,8 +18,12 @@ use rand::Rng;
 use splitbrain_checker::{Op, OpType, Process};
 use tokio_util::sync::CancellationToken;
 
-use crate::clients::{ClientConfig, ClientKind, Outcome};
-use crate::{ClientPauses, Recorder};
+use crate::clients::{ClientConfig, ClientKind, Grant, LockClient, Outcome};
+use crate::storage::{Storage, StorageConfig, DOCUMENT};
+use crate::{ClientCrashes, ClientPauses, Recorder};
+
+/// The process that makes the final read, well clear of the workers' ids.
+const FINAL_READER: u64 = 1_000_000_000;
 
 /// How the `lock` workload runs.
 #[derive(Debug, Clone)]
@@ -26,6 +37,16 @@ pub struct LockWorkload {
     pub hold: Option<Duration>,
     /// Number of lock keys; worker `w` uses key `w % resources`.
     pub resources: usize,
+    /// `lock-set`: the storage each critical section reads and writes.
+    pub storage: Option<StorageConfig>,
+}
+
+/// What the client workers share: where they record, and the switches faults flip.
+#[derive(Clone)]
+pub struct Shared {
+    pub recorder: Arc<Recorder>,
+    pub pauses: ClientPauses,
+    pub crashes: ClientCrashes,
 }
 
 impl LockWorkload {
@@ -38,52 +59,138 @@ impl LockWorkload {
         }
     }
 
-    /// Runs every worker until `stop` is cancelled; each finishes its current operation (and
-    /// releases a held lock) before returning. Worker `w` belongs to client group
-    /// `w % groups.len()` and reaches the nodes as that group's config says.
-    pub async fn run(
-        &self,
-        kind: &ClientKind,
-        groups: &[ClientConfig],
-        recorder: Arc<Recorder>,
-        pauses: ClientPauses,
-        stop: CancellationToken,
-    ) -> Result<(), String> {
-        let mut workers = tokio::task::JoinSet::new();
-        for worker in 0..self.concurrency {
-            let client = (kind.build)(&groups[worker % groups.len()])?;
-            let this = self.clone();
-            let recorder = recorder.clone();
-            let stop = stop.clone();
-            let pauses = pauses.clone();
-            workers
-                .spawn(async move { this.worker(worker, client, &recorder, &pauses, stop).await });
-        }
-        while let Some(joined) = workers.join_next().await {
-            joined.map_err(|e| format!("a client worker crashed: {e}"))?;
+    /// Prepares the storage (for `lock-set`): an empty document, no token seen.
+    pub async fn prepare(&self) -> Result<(), WorkloadError> {
+        if let Some(config) = self.storage {
+            let storage = Storage::connect(config)
+                .await
+                .map_err(WorkloadError::Storage)?;
+            storage
+                .create_document()
+                .await
+                .map_err(WorkloadError::Storage)?;
         }
         Ok(())
     }
 
-    async fn worker(
+    /// Runs every worker until `stop` is cancelled; each finishes its current operation (and
+    /// releases a held lock) before returning. Worker `w` belongs to client group
+    /// `w % groups.len()` and reaches the nodes as that group's config says. A broken client
+    /// stops every worker.
+    pub async fn run(
         &self,
-        worker: usize,
-        mut client: Box<dyn crate::LockClient>,
-        recorder: &Recorder,
-        pauses: &ClientPauses,
+        kind: &ClientKind,
+        groups: &[ClientConfig],
+        shared: &Shared,
         stop: CancellationToken,
-    ) {
-        let resource = self.resource(worker);
+    ) -> Result<(), WorkloadError> {
+        let next_id = Arc::new(AtomicU64::new(1));
+        let mut workers = tokio::task::JoinSet::new();
+        for worker in 0..self.concurrency {
+            let config = ClientConfig {
+                crash: shared.crashes.point(worker),
+                ..groups[worker % groups.len()].clone()
+            };
+            let client = (kind.build)(&config).map_err(WorkloadError::Client)?;
+            let storage = match self.storage {
+                Some(config) => Some(
+                    Storage::connect(config)
+                        .await
+                        .map_err(WorkloadError::Storage)?,
+                ),
+                None => None,
+            };
+            let worker = Worker {
+                workload: self.clone(),
+                worker,
+                shared: shared.clone(),
+                storage,
+                next_id: next_id.clone(),
+                stop: stop.clone(),
+            };
+            workers.spawn(async move { worker.run(client).await });
+        }
+        let mut first_error = None;
+        while let Some(joined) = workers.join_next().await {
+            let result = joined
+                .map_err(|e| WorkloadError::Crashed(e.to_string()))
+                .and_then(|r| r);
+            if let Err(e) = result {
+                stop.cancel();
+                first_error.get_or_insert(e);
+            }
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+
+    /// The final read of the storage's document, after the clients stopped and the faults
+    /// healed; a no-op for the `lock` workload.
+    pub async fn final_read(&self, recorder: &Recorder) -> Result<(), WorkloadError> {
+        let Some(config) = self.storage else {
+            return Ok(());
+        };
+        let storage = Storage::connect(StorageConfig {
+            fencing: false,
+            ..config
+        })
+        .await
+        .map_err(WorkloadError::Storage)?;
+        let process = Process::Client(FINAL_READER);
+        recorder.record(Op::new(process, OpType::Invoke, "read").key(DOCUMENT));
+        let done = match storage.read(None).await {
+            Outcome::Ok(doc) => Op::new(process, OpType::Ok, "read").value(doc),
+            Outcome::Fail(e) => Op::new(process, OpType::Fail, "read").error(e),
+            Outcome::Info(e) => Op::new(process, OpType::Info, "read").error(e),
+        };
+        recorder.record(done.key(DOCUMENT));
+        Ok(())
+    }
+}
+
+/// Why the workload stopped before its time.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum WorkloadError {
+    /// The client could not be made for this deployment.
+    #[error("{0}")]
+    Client(String),
+    /// The client under test broke (an external program that left the protocol).
+    #[error("{0}")]
+    Broken(String),
+    #[error("{0}")]
+    Storage(String),
+    #[error("a client worker crashed: {0}")]
+    Crashed(String),
+}
+
+/// One client worker: its lock client, its storage connection, and where it records.
+struct Worker {
+    workload: LockWorkload,
+    worker: usize,
+    shared: Shared,
+    storage: Option<Storage>,
+    next_id: Arc<AtomicU64>,
+    stop: CancellationToken,
+}
+
+impl Worker {
+    async fn run(&self, mut client: Box<dyn LockClient>) -> Result<(), WorkloadError> {
+        let (worker, stop) = (self.worker, &self.stop);
+        let recorder = &self.shared.recorder;
+        let pauses = &self.shared.pauses;
+        let resource = self.workload.resource(worker);
+        let concurrency = self.workload.concurrency as u64;
+        let ttl = self.workload.ttl;
         let mut process = worker as u64;
         let mut failures = 0u32;
-        let ttl_ms = self.ttl.as_millis() as u64;
+        let ttl_ms = ttl.as_millis() as u64;
+        let broken = |client: &dyn LockClient| client.broken().map(WorkloadError::Broken);
         while !stop.is_cancelled() {
             let mut invoke =
                 Op::new(Process::Client(process), OpType::Invoke, "acquire").key(&resource);
             invoke.ttl_ms = Some(ttl_ms);
             recorder.record(invoke);
             let started = Instant::now();
-            let grant = match client.acquire(&resource, self.ttl).await {
+            let grant = match client.acquire(&resource, ttl).await {
                 Outcome::Ok(grant) => grant,
                 Outcome::Fail(error) => {
                     recorder.record(
@@ -93,7 +200,7 @@ impl LockWorkload {
                     );
                     let delay = client.retry_delay(failures);
                     failures = failures.saturating_add(1);
-                    sleep_unless_stopped(delay, &stop).await;
+                    sleep_unless_stopped(delay, stop).await;
                     continue;
                 }
                 Outcome::Info(error) => {
@@ -102,7 +209,10 @@ impl LockWorkload {
                             .key(&resource)
                             .error(error),
                     );
-                    process += self.concurrency as u64;
+                    if let Some(e) = broken(client.as_ref()) {
+                        return Err(e);
+                    }
+                    process += concurrency;
                     continue;
                 }
             };
@@ -110,6 +220,7 @@ impl LockWorkload {
             let mut ok = Op::new(Process::Client(process), OpType::Ok, "acquire")
                 .key(&resource)
                 .token(&grant.token)
+                .fence(grant.fence)
                 .nodes(grant.nodes.clone());
             ok.validity_ms = Some(grant.validity.as_millis() as u64);
             recorder.record(ok);
@@ -117,13 +228,14 @@ impl LockWorkload {
             // Release with a tenth of the validity to spare: a client that releases at the
             // last instant races its own lease, and that race is the harness's, not the lock's.
             // A client with a lease watchdog renews as it goes, and may hold for up to two TTLs.
-            let renew_every = client.renewal_interval(self.ttl);
+            let renew_every = client.renewal_interval(ttl);
             let budget = match renew_every {
-                Some(_) => self.ttl * 2,
+                Some(_) => ttl * 2,
                 None => grant.validity.mul_f64(0.9),
             };
+            let read = self.read(process, &grant).await;
             let left = budget.saturating_sub(started.elapsed());
-            let hold = match self.hold {
+            let hold = match self.workload.hold {
                 Some(hold) => hold.min(left),
                 None if left.is_zero() => left,
                 None => left.mul_f64(rand::rng().random_range(0.0..1.0)),
@@ -132,19 +244,22 @@ impl LockWorkload {
             // it planned, as if no time had passed.
             pauses.checkpoint(worker).await;
             match renew_every {
-                None => sleep_unless_stopped(hold, &stop).await,
+                None => sleep_unless_stopped(hold, stop).await,
                 Some(every) => {
                     let watchdog = Watchdog {
                         worker,
                         process,
                         resource: &resource,
                         every,
-                        ttl: self.ttl,
+                        ttl,
                     };
                     watchdog
-                        .hold(hold, client.as_mut(), &grant, recorder, pauses, &stop)
+                        .hold(hold, client.as_mut(), &grant, recorder, pauses, stop)
                         .await
                 }
+            }
+            if let Some(doc) = read {
+                self.append(process, &grant, doc).await;
             }
 
             recorder.record(
@@ -162,10 +277,64 @@ impl LockWorkload {
                 .token(&grant.token);
             done.error = error;
             recorder.record(done);
+            if let Some(e) = broken(client.as_ref()) {
+                return Err(e);
+            }
             if kind == OpType::Info {
-                process += self.concurrency as u64;
+                process += concurrency;
             }
         }
+        Ok(())
+    }
+
+    /// `lock-set`: reads the document under the grant; `None` when there is no storage or
+    /// the read did not succeed (then nothing is written).
+    async fn read(&self, process: u64, grant: &Grant) -> Option<Vec<i64>> {
+        let storage = self.storage.as_ref()?;
+        let op = |kind| {
+            Op::new(Process::Client(process), kind, "read")
+                .key(DOCUMENT)
+                .fence(grant.fence)
+        };
+        self.shared.recorder.record(op(OpType::Invoke));
+        match storage.read(grant.fence).await {
+            Outcome::Ok(doc) => {
+                self.shared
+                    .recorder
+                    .record(op(OpType::Ok).value(doc.clone()));
+                Some(doc)
+            }
+            Outcome::Fail(e) => {
+                self.shared.recorder.record(op(OpType::Fail).error(e));
+                None
+            }
+            Outcome::Info(e) => {
+                self.shared.recorder.record(op(OpType::Info).error(e));
+                None
+            }
+        }
+    }
+
+    /// `lock-set`: appends a fresh id to the document read earlier and writes it back.
+    async fn append(&self, process: u64, grant: &Grant, mut doc: Vec<i64>) {
+        let Some(storage) = &self.storage else {
+            return;
+        };
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed) as i64;
+        let op = |kind| {
+            Op::new(Process::Client(process), kind, "add")
+                .key(DOCUMENT)
+                .value(id)
+                .fence(grant.fence)
+        };
+        self.shared.recorder.record(op(OpType::Invoke));
+        doc.push(id);
+        let done = match storage.write(&doc, grant.fence).await {
+            Outcome::Ok(()) => op(OpType::Ok),
+            Outcome::Fail(e) => op(OpType::Fail).error(e),
+            Outcome::Info(e) => op(OpType::Info).error(e),
+        };
+        self.shared.recorder.record(done);
     }
 }
 
@@ -184,8 +353,8 @@ impl Watchdog<'_> {
     async fn hold(
         &self,
         hold: Duration,
-        client: &mut dyn crate::LockClient,
-        grant: &crate::Grant,
+        client: &mut dyn LockClient,
+        grant: &Grant,
         recorder: &Recorder,
         pauses: &ClientPauses,
         stop: &CancellationToken,
@@ -244,6 +413,7 @@ mod tests {
             ttl: Duration::from_secs(2),
             hold: None,
             resources: 1,
+            storage: None,
         };
         assert_eq!(w.resource(3), "lock");
         w.resources = 2;

@@ -3,7 +3,13 @@
 pub mod lock;
 
 /// Every workload, by name, for `--workload`.
-pub static WORKLOADS: &[(&str, &str)] = &[(
-    "lock",
-    "clients loop: acquire, hold for a while, release (lock safety)",
-)];
+pub static WORKLOADS: &[(&str, &str)] = &[
+    (
+        "lock",
+        "clients loop: acquire, hold for a while, release (lock safety)",
+    ),
+    (
+        "lock-set",
+        "under the lock, read a document from PostgreSQL, append an id, write it back (lost writes)",
+    ),
+];

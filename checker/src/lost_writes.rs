@@ -1,0 +1,483 @@
+//! The `lost-writes` checker (Jepsen's set-full) for the `lock-set` workload: clients add
+//! unique ids to a stored document under a lock, and a final read after healing must hold
+//! every id the storage acknowledged.
+//!
+//! An `add` carries its id, a JSON integer, in `value` and the document in `key`; an `ok` read
+//! of a key carries the document, a JSON array of ids. Rules, each with a unit test below:
+//!
+//! 1. The **final read** of a key is its last `ok` read in the history; other reads and the
+//!    non-integer elements of a read are ignored. Keys are checked independently.
+//! 2. An acknowledged add (`ok`) whose id is absent from the final read is **lost**, unless it
+//!    was acknowledged after the final read was invoked: the read may have been served first,
+//!    so such an add is only counted as `acknowledged_after_final_read`.
+//! 3. A `fail` add certainly did not apply (the storage refused it, a stale fencing token,
+//!    say): if its id is in the final read anyway, it is **failed but present**.
+//! 4. An add whose outcome is unknown (`info`, or never completed) may go either way; if its
+//!    id is in the final read it is **recovered**, which is not an error.
+//! 5. An id in the final read that no add on that key attempted is **unexpected**, and an id
+//!    in it more than once is a **duplicate** (counted once however many copies there are).
+//! 6. The verdict of a key is invalid if it has any lost, failed-but-present, unexpected or
+//!    duplicate id; otherwise unknown if it had adds but no `ok` read to check them against;
+//!    otherwise valid. The history's verdict is the worst of its keys'.
+//! 7. A history with no `add` at all was not a `lock-set` run: it is valid, with zero counts,
+//!    and its reads (another workload's) are not looked at.
+//!
+//! An `add` whose `value` is not an integer has no id to look for and is ignored.
+
+use std::collections::{BTreeMap, HashSet};
+
+use serde::{Deserialize, Serialize};
+
+use crate::lock_safety::REPORTED_VIOLATIONS;
+use crate::operation::{operations, Operation};
+use crate::{Op, OpType, Valid};
+
+/// The result of the lost-writes check: totals over all keys, and each key's own result.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct LostWrites {
+    pub valid: Valid,
+    pub attempted: usize,
+    pub acknowledged: usize,
+    pub rejected: usize,
+    pub unknown: usize,
+    pub lost_count: usize,
+    pub acknowledged_after_final_read: usize,
+    pub recovered: usize,
+    pub failed_but_present_count: usize,
+    pub unexpected_count: usize,
+    pub duplicate_count: usize,
+    /// One entry per key that was added to or read, sorted by key.
+    pub keys: Vec<KeyResult>,
+}
+
+/// The lost-writes result of one key (one stored document).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct KeyResult {
+    pub key: String,
+    pub valid: Valid,
+    /// `index` of the final read's completion; `None` if the key was never read `ok`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub final_read_index: Option<u64>,
+    /// Adds invoked.
+    pub attempted: usize,
+    /// Adds that returned `ok`.
+    pub acknowledged: usize,
+    /// Adds that returned `fail`.
+    pub rejected: usize,
+    /// Adds that returned `info` or never completed.
+    pub unknown: usize,
+    pub lost_count: usize,
+    /// The first [`REPORTED_VIOLATIONS`] lost ids, ascending.
+    pub lost: Vec<i64>,
+    /// Acknowledged ids absent from the final read that were acknowledged after it began.
+    pub acknowledged_after_final_read: usize,
+    /// Adds of unknown outcome whose id is in the final read.
+    pub recovered: usize,
+    pub failed_but_present_count: usize,
+    pub failed_but_present: Vec<i64>,
+    pub unexpected_count: usize,
+    pub unexpected: Vec<i64>,
+    pub duplicate_count: usize,
+    pub duplicates: Vec<i64>,
+}
+
+/// Checks a `lock-set` history for lost, unexpected and duplicated ids.
+pub fn check(history: &[Op]) -> LostWrites {
+    let mut adds: BTreeMap<&str, Vec<(i64, Operation)>> = BTreeMap::new();
+    let mut final_reads: BTreeMap<&str, Operation> = BTreeMap::new();
+    for operation in operations(history) {
+        match operation.invoke.f.as_str() {
+            "add" => {
+                if let Some(id) = added_id(&operation) {
+                    adds.entry(operation.key())
+                        .or_default()
+                        .push((id, operation));
+                }
+            }
+            // Operations come in order of invoke; the final read is the last to complete.
+            "read" if operation.is_ok() => {
+                let latest = final_reads.entry(operation.key()).or_insert(operation);
+                if completion_index(&operation) > completion_index(latest) {
+                    *latest = operation;
+                }
+            }
+            _ => {}
+        }
+    }
+
+    let keys: Vec<KeyResult> = if adds.is_empty() {
+        Vec::new()
+    } else {
+        let mut names: Vec<&str> = adds.keys().chain(final_reads.keys()).copied().collect();
+        names.sort_unstable();
+        names.dedup();
+        names
+            .into_iter()
+            .map(|key| {
+                let on_key = adds.get(key).map_or(&[][..], Vec::as_slice);
+                check_key(key, on_key, final_reads.get(key).copied())
+            })
+            .collect()
+    };
+
+    let total = |count: fn(&KeyResult) -> usize| keys.iter().map(count).sum();
+    LostWrites {
+        valid: keys.iter().fold(Valid::True, |v, k| v.merge(k.valid)),
+        attempted: total(|k| k.attempted),
+        acknowledged: total(|k| k.acknowledged),
+        rejected: total(|k| k.rejected),
+        unknown: total(|k| k.unknown),
+        lost_count: total(|k| k.lost_count),
+        acknowledged_after_final_read: total(|k| k.acknowledged_after_final_read),
+        recovered: total(|k| k.recovered),
+        failed_but_present_count: total(|k| k.failed_but_present_count),
+        unexpected_count: total(|k| k.unexpected_count),
+        duplicate_count: total(|k| k.duplicate_count),
+        keys,
+    }
+}
+
+fn completion_index(operation: &Operation) -> u64 {
+    operation.completion.map_or(0, |op| op.index)
+}
+
+/// The id an add tried to add: its invoke's value, or its completion's if the invoke had none.
+fn added_id(add: &Operation) -> Option<i64> {
+    add.invoke
+        .value
+        .as_ref()
+        .or_else(|| add.completion.and_then(|op| op.value.as_ref()))
+        .and_then(serde_json::Value::as_i64)
+}
+
+fn check_key(key: &str, adds: &[(i64, Operation)], final_read: Option<Operation>) -> KeyResult {
+    let count = |wanted: OpType| {
+        adds.iter()
+            .filter(|(_, a)| a.outcome() == Some(wanted))
+            .count()
+    };
+    let mut result = KeyResult {
+        key: key.to_string(),
+        valid: Valid::True,
+        final_read_index: final_read.as_ref().map(completion_index),
+        attempted: adds.len(),
+        acknowledged: count(OpType::Ok),
+        rejected: count(OpType::Fail),
+        unknown: adds.iter().filter(|(_, a)| a.is_unknown()).count(),
+        lost_count: 0,
+        lost: Vec::new(),
+        acknowledged_after_final_read: 0,
+        recovered: 0,
+        failed_but_present_count: 0,
+        failed_but_present: Vec::new(),
+        unexpected_count: 0,
+        unexpected: Vec::new(),
+        duplicate_count: 0,
+        duplicates: Vec::new(),
+    };
+    let Some(read) = final_read else {
+        if !adds.is_empty() {
+            result.valid = Valid::Unknown;
+        }
+        return result;
+    };
+
+    let mut present: Vec<i64> = read
+        .completion
+        .and_then(|op| op.value.as_ref())
+        .and_then(serde_json::Value::as_array)
+        .map(|ids| ids.iter().filter_map(serde_json::Value::as_i64).collect())
+        .unwrap_or_default();
+    present.sort_unstable();
+    let mut duplicates: Vec<i64> = present
+        .windows(2)
+        .filter(|w| w[0] == w[1])
+        .map(|w| w[0])
+        .collect();
+    duplicates.dedup();
+    present.dedup();
+    let is_present = |id: &i64| present.binary_search(id).is_ok();
+
+    let read_began = read.invoke.time;
+    let mut lost = Vec::new();
+    let mut failed_but_present = Vec::new();
+    for (id, add) in adds {
+        match (add.outcome(), is_present(id)) {
+            (Some(OpType::Ok), false) => {
+                // Acknowledged while the read was in flight: the storage may have served the
+                // read first, so absence proves nothing.
+                if add.completion.is_some_and(|ok| ok.time < read_began) {
+                    lost.push(*id);
+                } else {
+                    result.acknowledged_after_final_read += 1;
+                }
+            }
+            (Some(OpType::Fail), true) => failed_but_present.push(*id),
+            (None | Some(OpType::Info), true) => result.recovered += 1,
+            _ => {}
+        }
+    }
+    let attempted: HashSet<i64> = adds.iter().map(|(id, _)| *id).collect();
+    let unexpected = present
+        .iter()
+        .copied()
+        .filter(|id| !attempted.contains(id))
+        .collect();
+
+    (result.lost_count, result.lost) = capped(lost);
+    (result.failed_but_present_count, result.failed_but_present) = capped(failed_but_present);
+    (result.unexpected_count, result.unexpected) = capped(unexpected);
+    (result.duplicate_count, result.duplicates) = capped(duplicates);
+    let wrong = result.lost_count
+        + result.failed_but_present_count
+        + result.unexpected_count
+        + result.duplicate_count;
+    if wrong > 0 {
+        result.valid = Valid::False;
+    }
+    result
+}
+
+/// The exact count of `ids` and the first [`REPORTED_VIOLATIONS`] of them in ascending order.
+fn capped(mut ids: Vec<i64>) -> (usize, Vec<i64>) {
+    ids.sort_unstable();
+    let count = ids.len();
+    ids.truncate(REPORTED_VIOLATIONS);
+    (count, ids)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Process;
+
+    /// Builds histories in order, times in milliseconds; every add and read is one op long.
+    #[derive(Default)]
+    struct Script(Vec<Op>);
+
+    impl Script {
+        fn push(&mut self, ms: u64, op: Op) -> &mut Self {
+            let index = self.0.len() as u64;
+            self.0.push(op.at(index, ms * 1_000_000));
+            self
+        }
+        /// Process `p` adds `id` to `key` from `ms` to `ms + 1`, ending with `outcome`.
+        fn add_to(&mut self, key: &str, ms: u64, p: u64, id: i64, outcome: OpType) -> &mut Self {
+            let add = |kind| Op::new(Process::Client(p), kind, "add").key(key).value(id);
+            self.push(ms, add(OpType::Invoke))
+                .push(ms + 1, add(outcome))
+        }
+        fn add(&mut self, ms: u64, p: u64, id: i64, outcome: OpType) -> &mut Self {
+            self.add_to("doc", ms, p, id, outcome)
+        }
+        fn read_of(&mut self, key: &str, ms: u64, outcome: OpType, ids: &[i64]) -> &mut Self {
+            let read = |kind| Op::new(Process::Client(99), kind, "read").key(key);
+            self.push(ms, read(OpType::Invoke))
+                .push(ms + 1, read(outcome).value(ids.to_vec()))
+        }
+        fn read(&mut self, ms: u64, ids: &[i64]) -> &mut Self {
+            self.read_of("doc", ms, OpType::Ok, ids)
+        }
+        fn check(&self) -> LostWrites {
+            check(&self.0)
+        }
+    }
+
+    #[test]
+    fn every_acknowledged_id_read_back_is_valid() {
+        let r = Script::default()
+            .add(0, 1, 1, OpType::Ok)
+            .add(0, 2, 2, OpType::Ok)
+            .add(5, 1, 3, OpType::Ok)
+            .read(100, &[3, 1, 2])
+            .check();
+        assert_eq!(r.valid, Valid::True);
+        assert_eq!((r.attempted, r.acknowledged, r.lost_count), (3, 3, 0));
+        assert_eq!(r.keys.len(), 1);
+        assert_eq!(r.keys[0].final_read_index, Some(7));
+    }
+
+    #[test]
+    fn rule_1_the_final_read_is_the_last_ok_read() {
+        let mut s = Script::default();
+        s.add(0, 1, 1, OpType::Ok)
+            .read(10, &[])
+            .read(20, &[1])
+            .read_of("doc", 30, OpType::Fail, &[]);
+        assert_eq!(s.check().valid, Valid::True);
+        s.read(40, &[]);
+        assert_eq!(s.check().lost_count, 1);
+    }
+
+    #[test]
+    fn rule_1_keys_are_checked_apart_and_sorted() {
+        let r = Script::default()
+            .add_to("b", 0, 1, 1, OpType::Ok)
+            .add_to("a", 0, 2, 2, OpType::Ok)
+            .read_of("a", 10, OpType::Ok, &[2])
+            .read_of("b", 10, OpType::Ok, &[2])
+            .check();
+        let keys: Vec<_> = r.keys.iter().map(|k| (k.key.as_str(), k.valid)).collect();
+        assert_eq!(keys, [("a", Valid::True), ("b", Valid::False)]);
+        assert_eq!(
+            (r.keys[1].lost.as_slice(), r.keys[1].unexpected.as_slice()),
+            (&[1][..], &[2][..])
+        );
+        assert_eq!(r.valid, Valid::False);
+    }
+
+    #[test]
+    fn rule_2_an_acknowledged_id_missing_from_the_final_read_is_lost() {
+        let r = Script::default()
+            .add(0, 1, 7, OpType::Ok)
+            .add(0, 2, 3, OpType::Ok)
+            .add(0, 3, 5, OpType::Ok)
+            .read(10, &[5])
+            .check();
+        assert_eq!(r.valid, Valid::False);
+        assert_eq!(r.lost_count, 2);
+        assert_eq!(r.keys[0].lost, [3, 7]);
+    }
+
+    #[test]
+    fn rule_2_an_add_acknowledged_during_the_final_read_is_not_lost() {
+        let mut s = Script::default();
+        let add = |kind| Op::new(Process::Client(1), kind, "add").key("doc").value(1);
+        s.push(0, add(OpType::Invoke));
+        s.read(10, &[]);
+        s.push(20, add(OpType::Ok));
+        let r = s.check();
+        assert_eq!(r.valid, Valid::True);
+        assert_eq!((r.lost_count, r.acknowledged_after_final_read), (0, 1));
+    }
+
+    #[test]
+    fn rule_3_a_failed_add_that_applied_anyway_is_invalid() {
+        let r = Script::default()
+            .add(0, 1, 1, OpType::Fail)
+            .add(0, 2, 2, OpType::Fail)
+            .read(10, &[2])
+            .check();
+        assert_eq!(r.valid, Valid::False);
+        assert_eq!(r.rejected, 2);
+        assert_eq!(r.keys[0].failed_but_present, [2]);
+        assert_eq!(r.failed_but_present_count, 1);
+    }
+
+    #[test]
+    fn rule_4_an_add_of_unknown_outcome_may_be_present_or_absent() {
+        let mut s = Script::default();
+        s.add(0, 1, 1, OpType::Info)
+            .add(0, 2, 2, OpType::Info)
+            .push(
+                0,
+                Op::new(Process::Client(3), OpType::Invoke, "add")
+                    .key("doc")
+                    .value(3),
+            )
+            .read(10, &[1, 3]);
+        let r = s.check();
+        assert_eq!(r.valid, Valid::True);
+        assert_eq!((r.unknown, r.recovered), (3, 2));
+    }
+
+    #[test]
+    fn rule_5_an_id_never_added_is_unexpected() {
+        let r = Script::default()
+            .add(0, 1, 1, OpType::Ok)
+            .read(10, &[1, 42])
+            .check();
+        assert_eq!(r.valid, Valid::False);
+        assert_eq!(r.keys[0].unexpected, [42]);
+    }
+
+    #[test]
+    fn rule_5_an_id_read_twice_is_a_duplicate() {
+        let r = Script::default()
+            .add(0, 1, 1, OpType::Ok)
+            .add(0, 2, 2, OpType::Ok)
+            .read(10, &[1, 2, 1, 1])
+            .check();
+        assert_eq!(r.valid, Valid::False);
+        assert_eq!(r.duplicate_count, 1);
+        assert_eq!(r.keys[0].duplicates, [1]);
+        assert_eq!(r.lost_count, 0);
+    }
+
+    #[test]
+    fn rule_6_adds_without_a_read_are_unknown() {
+        let r = Script::default().add(0, 1, 1, OpType::Ok).check();
+        assert_eq!(r.valid, Valid::Unknown);
+        assert_eq!(r.keys[0].final_read_index, None);
+        assert_eq!(r.acknowledged, 1);
+    }
+
+    #[test]
+    fn rule_6_a_violation_elsewhere_beats_an_unread_key() {
+        let r = Script::default()
+            .add_to("unread", 0, 1, 1, OpType::Ok)
+            .add(0, 2, 2, OpType::Ok)
+            .read(10, &[])
+            .check();
+        assert_eq!(r.valid, Valid::False);
+    }
+
+    #[test]
+    fn rule_7_a_history_without_adds_is_valid_and_empty() {
+        let r = Script::default()
+            .read(0, &[1, 1])
+            .push(
+                5,
+                Op::new(Process::Client(1), OpType::Invoke, "acquire").key("lock"),
+            )
+            .check();
+        assert_eq!(r.valid, Valid::True);
+        assert!(r.keys.is_empty());
+        assert_eq!(
+            (r.attempted, r.unexpected_count, r.duplicate_count),
+            (0, 0, 0)
+        );
+    }
+
+    #[test]
+    fn an_add_without_an_integer_id_is_ignored() {
+        let mut s = Script::default();
+        let add = |kind| {
+            Op::new(Process::Client(1), kind, "add")
+                .key("doc")
+                .value("x")
+        };
+        s.push(0, add(OpType::Invoke)).push(1, add(OpType::Ok));
+        s.add(0, 2, 1, OpType::Ok).read(10, &[1]);
+        let r = s.check();
+        assert_eq!((r.valid, r.attempted), (Valid::True, 1));
+    }
+
+    #[test]
+    fn lists_are_capped_and_counts_exact() {
+        let mut s = Script::default();
+        let n = REPORTED_VIOLATIONS as i64 + 10;
+        for id in 0..n {
+            s.add(id as u64, id as u64, id, OpType::Ok);
+        }
+        s.read(1_000, &[]);
+        let r = s.check();
+        assert_eq!(r.lost_count, n as usize);
+        assert_eq!(r.keys[0].lost.len(), REPORTED_VIOLATIONS);
+        assert_eq!(r.keys[0].lost[..3], [0, 1, 2]);
+    }
+
+    #[test]
+    fn round_trips_through_json() {
+        let r = Script::default()
+            .add(0, 1, 1, OpType::Ok)
+            .read(10, &[])
+            .check();
+        let json = serde_json::to_string(&r).unwrap();
+        let back: LostWrites = serde_json::from_str(&json).unwrap();
+        assert_eq!(
+            (back.valid, back.keys[0].lost.clone()),
+            (Valid::False, vec![1])
+        );
+    }
+}

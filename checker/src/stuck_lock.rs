@@ -1,0 +1,456 @@
+//! The `stuck-lock` checker, for liveness: a lock key that outlives every lease that could
+//! explain it, refusing everyone (the `SETNX` + `EXPIRE` deadlock: a client that dies between
+//! the two leaves a key that never expires).
+//!
+//! Rules, each with a unit test below, per lock key:
+//!
+//! 1. The key may legitimately exist until **`held_until`**: the latest end of every lease that
+//!    may have set or extended it so far. A lease runs from an op's invoke for the `ttl_ms` its
+//!    invoke asked for (the key's lifetime in Redis, not the client's shorter validity). It
+//!    comes from every `acquire` that returned `ok`, or whose outcome is unknown (`info`, or
+//!    never completed: it may have set the key), and likewise from every `renew` that did not
+//!    fail. An op without `ttl_ms` may have set a key that never expires: its lease never ends.
+//!    A `fail`ed acquire or renew set nothing.
+//! 2. An acquire refused for contention ([`Cause::is_contention`]: `held` or `split vote`) is
+//!    **stuck** when it was invoked after `held_until` and refused more than `bound` after it.
+//!    Leases are counted up to the refusal, so an acquire running concurrently with the refused
+//!    one explains it. Refusals for unavailability say nothing about the key.
+//! 3. A **stuck period** begins with the first stuck refusal and lasts until the next acquire
+//!    on the key returns `ok` (recovered) or the history ends (not recovered). It is reported
+//!    from `free_from`, the `held_until` of its first refusal: for `stuck_ms` the key kept out
+//!    everyone though nobody should have held it. Its later stuck refusals are counted in it.
+//!
+//! Each key is one sweep over its events in time order: O(n log n) for n ops.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::acquisition::Cause;
+use crate::lock_safety::REPORTED_VIOLATIONS;
+use crate::operation::{ms, operations};
+use crate::{Op, OpType, Valid};
+
+/// The result of the stuck-lock check.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct StuckLock {
+    pub valid: Valid,
+    /// How long past `held_until` a refusal must come to be stuck.
+    pub bound_ms: f64,
+    /// Acquires refused for contention, all of which were checked.
+    pub contention_refusals: usize,
+    /// Refusals that came inside a stuck period.
+    pub stuck_refusals: usize,
+    pub stuck_period_count: usize,
+    /// Stuck periods the history ended in.
+    pub unrecovered_count: usize,
+    /// The first [`REPORTED_VIOLATIONS`] stuck periods, in order of their first refusal.
+    pub stuck_periods: Vec<StuckPeriod>,
+}
+
+/// A time during which a lock key refused everyone though no lease could explain it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StuckPeriod {
+    pub key: String,
+    /// When the last lease that could explain the key ran out.
+    pub free_from_ms: f64,
+    /// When the first stuck refusal came back.
+    pub first_refused_ms: f64,
+    /// When an acquire next succeeded, or the end of the history.
+    pub until_ms: f64,
+    /// `until_ms - free_from_ms`.
+    pub stuck_ms: f64,
+    pub refused_attempts: usize,
+    pub recovered: bool,
+}
+
+/// Checks a history for lock keys that outlived every holder by more than `bound`.
+pub fn check(history: &[Op], bound: Duration) -> StuckLock {
+    let bound_ns = u64::try_from(bound.as_nanos()).unwrap_or(u64::MAX);
+    let end_of_history = history.iter().map(|op| op.time).max().unwrap_or(0);
+
+    let mut events: HashMap<&str, Vec<Event>> = HashMap::new();
+    let mut contention_refusals = 0;
+    for operation in operations(history) {
+        let invoke = operation.invoke;
+        let is_acquire = match invoke.f.as_str() {
+            "acquire" => true,
+            "renew" => false,
+            _ => continue,
+        };
+        let on_key = events.entry(operation.key()).or_default();
+        if operation.outcome() != Some(OpType::Fail) {
+            let ends = invoke.ttl_ms.map_or(u64::MAX, |ttl| {
+                invoke.time.saturating_add(ttl.saturating_mul(1_000_000))
+            });
+            on_key.push(Event::Lease {
+                at: invoke.time,
+                ends,
+            });
+        }
+        let Some(completion) = operation.completion.filter(|_| is_acquire) else {
+            continue;
+        };
+        match completion.kind {
+            OpType::Ok => on_key.push(Event::Grant {
+                at: completion.time,
+            }),
+            OpType::Fail if Cause::of(completion.error.as_deref()).is_contention() => {
+                contention_refusals += 1;
+                on_key.push(Event::Refusal {
+                    at: completion.time,
+                    invoked: invoke.time,
+                });
+            }
+            _ => {}
+        }
+    }
+
+    let mut periods: Vec<StuckPeriod> = Vec::new();
+    for (key, mut on_key) in events {
+        on_key.sort_unstable_by_key(|event| event.order());
+        periods.extend(stuck_periods(key, &on_key, bound_ns, end_of_history));
+    }
+    periods.sort_by(|a, b| {
+        (a.first_refused_ms, &a.key)
+            .partial_cmp(&(b.first_refused_ms, &b.key))
+            .expect("times are finite")
+    });
+
+    let stuck_period_count = periods.len();
+    let unrecovered_count = periods.iter().filter(|p| !p.recovered).count();
+    let stuck_refusals = periods.iter().map(|p| p.refused_attempts).sum();
+    periods.truncate(REPORTED_VIOLATIONS);
+    StuckLock {
+        valid: if stuck_period_count > 0 {
+            Valid::False
+        } else {
+            Valid::True
+        },
+        bound_ms: ms(bound_ns),
+        contention_refusals,
+        stuck_refusals,
+        stuck_period_count,
+        unrecovered_count,
+        stuck_periods: periods,
+    }
+}
+
+/// What happened to one key, in nanoseconds.
+#[derive(Debug, Clone, Copy)]
+enum Event {
+    /// An op that may have set or extended the key, from its invoke until `ends`.
+    Lease { at: u64, ends: u64 },
+    /// An acquire returned `ok`.
+    Grant { at: u64 },
+    /// An acquire invoked at `invoked` was refused for contention.
+    Refusal { at: u64, invoked: u64 },
+}
+
+impl Event {
+    /// Time order; at one instant a lease counts first and a refusal last, so a tie never
+    /// makes a refusal look stuck nor keeps a period open past a grant.
+    fn order(&self) -> (u64, u8) {
+        match *self {
+            Event::Lease { at, .. } => (at, 0),
+            Event::Grant { at } => (at, 1),
+            Event::Refusal { at, .. } => (at, 2),
+        }
+    }
+}
+
+/// A stuck period still open, in nanoseconds.
+struct Open {
+    free_from: u64,
+    first_refused: u64,
+    refused_attempts: usize,
+}
+
+/// One key's stuck periods, from its events in time order.
+fn stuck_periods(key: &str, events: &[Event], bound: u64, end: u64) -> Vec<StuckPeriod> {
+    let mut periods = Vec::new();
+    let mut close = |open: Open, until: u64, recovered: bool| {
+        periods.push(StuckPeriod {
+            key: key.to_string(),
+            free_from_ms: ms(open.free_from),
+            first_refused_ms: ms(open.first_refused),
+            until_ms: ms(until),
+            stuck_ms: ms(until - open.free_from),
+            refused_attempts: open.refused_attempts,
+            recovered,
+        });
+    };
+    let mut held_until = 0;
+    let mut open: Option<Open> = None;
+    for event in events {
+        match *event {
+            Event::Lease { ends, .. } => held_until = held_until.max(ends),
+            Event::Grant { at } => {
+                if let Some(period) = open.take() {
+                    close(period, at, true);
+                }
+            }
+            Event::Refusal { at, invoked } => {
+                if invoked > held_until && at > held_until.saturating_add(bound) {
+                    let period = open.get_or_insert(Open {
+                        free_from: held_until,
+                        first_refused: at,
+                        refused_attempts: 0,
+                    });
+                    period.refused_attempts += 1;
+                }
+            }
+        }
+    }
+    if let Some(period) = open {
+        close(period, end, false);
+    }
+    periods
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Process;
+
+    const BOUND: Duration = Duration::from_millis(100);
+
+    /// Builds histories, times in milliseconds, every lease 1000 ms; `in_time_order` sorts.
+    #[derive(Default)]
+    struct Script(Vec<Op>);
+
+    impl Script {
+        fn push(&mut self, ms: u64, op: Op) -> &mut Self {
+            self.0.push(op.at(0, ms * 1_000_000));
+            self
+        }
+        /// Process `p` runs `f` on "lock" from `from` to `to`, completing with `outcome`.
+        fn op(
+            &mut self,
+            f: &str,
+            (from, to): (u64, u64),
+            p: u64,
+            outcome: Option<(OpType, &str)>,
+        ) -> &mut Self {
+            let op = |kind| Op::new(Process::Client(p), kind, f).key("lock");
+            let mut invoke = op(OpType::Invoke);
+            invoke.ttl_ms = Some(1_000);
+            self.push(from, invoke);
+            if let Some((kind, error)) = outcome {
+                let mut completion = op(kind);
+                completion.error = (!error.is_empty()).then(|| error.to_string());
+                self.push(to, completion);
+            }
+            self
+        }
+        fn acquire(&mut self, from: u64, to: u64, p: u64, outcome: OpType) -> &mut Self {
+            self.op("acquire", (from, to), p, Some((outcome, "")))
+        }
+        fn refused(&mut self, from: u64, to: u64, p: u64) -> &mut Self {
+            self.op(
+                "acquire",
+                (from, to),
+                p,
+                Some((OpType::Fail, "held: by another client")),
+            )
+        }
+        fn check(&mut self) -> StuckLock {
+            self.0.sort_by_key(|op| op.time);
+            for (index, op) in self.0.iter_mut().enumerate() {
+                op.index = index as u64;
+            }
+            check(&self.0, BOUND)
+        }
+    }
+
+    #[test]
+    fn refusals_while_a_lease_may_be_live_are_fine() {
+        let r = Script::default()
+            .acquire(0, 1, 1, OpType::Ok)
+            .refused(500, 501, 2)
+            // Within the bound of the lease's end at 1000 ms.
+            .refused(1_050, 1_060, 3)
+            .check();
+        assert_eq!(r.valid, Valid::True);
+        assert_eq!((r.contention_refusals, r.stuck_period_count), (2, 0));
+        assert_eq!(r.bound_ms, 100.0);
+    }
+
+    #[test]
+    fn rule_1_an_unknown_acquire_may_have_set_the_key() {
+        for outcome in [Some((OpType::Info, "timeout")), None] {
+            let r = Script::default()
+                .op("acquire", (0, 1), 1, outcome)
+                .refused(900, 901, 2)
+                .refused(1_500, 1_501, 3)
+                .check();
+            assert_eq!(r.stuck_period_count, 1, "{outcome:?}");
+            assert_eq!(r.stuck_periods[0].free_from_ms, 1_000.0);
+        }
+    }
+
+    #[test]
+    fn rule_1_a_failed_acquire_sets_nothing() {
+        let r = Script::default()
+            .acquire(0, 1, 1, OpType::Fail)
+            .refused(200, 201, 2)
+            .check();
+        assert_eq!(r.valid, Valid::False);
+        assert_eq!(r.stuck_periods[0].free_from_ms, 0.0);
+    }
+
+    #[test]
+    fn rule_1_a_renewal_extends_the_lease_unless_it_failed() {
+        let mut renewed = Script::default();
+        renewed
+            .acquire(0, 1, 1, OpType::Ok)
+            .op("renew", (800, 801), 1, Some((OpType::Ok, "")))
+            .refused(1_500, 1_501, 2);
+        assert_eq!(renewed.check().valid, Valid::True);
+
+        let mut refused = Script::default();
+        refused
+            .acquire(0, 1, 1, OpType::Ok)
+            .op(
+                "renew",
+                (800, 801),
+                1,
+                Some((OpType::Fail, "not the holder")),
+            )
+            .refused(1_500, 1_501, 2);
+        assert_eq!(refused.check().valid, Valid::False);
+    }
+
+    #[test]
+    fn rule_1_an_acquire_without_a_ttl_may_hold_forever() {
+        let mut s = Script::default();
+        s.push(
+            0,
+            Op::new(Process::Client(1), OpType::Invoke, "acquire").key("lock"),
+        )
+        .push(
+            1,
+            Op::new(Process::Client(1), OpType::Ok, "acquire").key("lock"),
+        )
+        .refused(100_000, 100_001, 2);
+        assert_eq!(s.check().valid, Valid::True);
+    }
+
+    #[test]
+    fn rule_2_a_refusal_long_after_every_lease_is_stuck() {
+        let r = Script::default()
+            .acquire(0, 1, 1, OpType::Ok)
+            .refused(1_200, 1_201, 2)
+            .check();
+        assert_eq!(r.valid, Valid::False);
+        assert_eq!(r.stuck_periods[0].first_refused_ms, 1_201.0);
+    }
+
+    #[test]
+    fn rule_2_a_split_vote_is_contention_and_unavailability_is_not() {
+        let mut split = Script::default();
+        split.acquire(0, 1, 1, OpType::Ok).op(
+            "acquire",
+            (1_200, 1_201),
+            2,
+            Some((OpType::Fail, "split vote: 2/5")),
+        );
+        assert_eq!(split.check().valid, Valid::False);
+
+        let mut down = Script::default();
+        down.acquire(0, 1, 1, OpType::Ok).op(
+            "acquire",
+            (1_200, 1_201),
+            2,
+            Some((OpType::Fail, "n1: not connected")),
+        );
+        let r = down.check();
+        assert_eq!((r.valid, r.contention_refusals), (Valid::True, 0));
+    }
+
+    #[test]
+    fn rule_2_a_refusal_invoked_before_the_lease_ended_is_not_stuck() {
+        // Invoked at 990 ms while the lease was live; it came back late, at 1500 ms.
+        let r = Script::default()
+            .acquire(0, 1, 1, OpType::Ok)
+            .refused(990, 1_500, 2)
+            .check();
+        assert_eq!(r.valid, Valid::True);
+    }
+
+    #[test]
+    fn rule_2_a_concurrent_acquire_explains_a_refusal() {
+        // Process 3's acquire, invoked after process 2's, may have set the key first.
+        let r = Script::default()
+            .acquire(0, 1, 1, OpType::Ok)
+            .refused(1_200, 1_300, 2)
+            .acquire(1_250, 1_400, 3, OpType::Info)
+            .check();
+        assert_eq!(r.valid, Valid::True);
+    }
+
+    #[test]
+    fn rule_3_a_period_ends_at_the_next_grant() {
+        let r = Script::default()
+            .acquire(0, 1, 1, OpType::Ok)
+            .refused(1_200, 1_201, 2)
+            .refused(1_300, 1_301, 3)
+            .acquire(2_000, 2_001, 4, OpType::Ok)
+            .refused(2_050, 2_051, 5)
+            .check();
+        assert_eq!(r.stuck_period_count, 1);
+        let period = &r.stuck_periods[0];
+        assert_eq!(period.key, "lock");
+        assert_eq!(
+            (
+                period.free_from_ms,
+                period.first_refused_ms,
+                period.until_ms
+            ),
+            (1_000.0, 1_201.0, 2_001.0)
+        );
+        assert_eq!((period.stuck_ms, period.refused_attempts), (1_001.0, 2));
+        assert!(period.recovered);
+        assert_eq!((r.stuck_refusals, r.unrecovered_count), (2, 0));
+    }
+
+    #[test]
+    fn rule_3_a_period_the_history_ends_in_is_not_recovered() {
+        let r = Script::default()
+            .acquire(0, 1, 1, OpType::Ok)
+            .refused(1_200, 1_201, 2)
+            .push(5_000, Op::new(Process::NEMESIS, OpType::Info, "stop"))
+            .check();
+        let period = &r.stuck_periods[0];
+        assert!(!period.recovered);
+        assert_eq!((period.until_ms, period.stuck_ms), (5_000.0, 4_000.0));
+        assert_eq!(r.unrecovered_count, 1);
+    }
+
+    #[test]
+    fn rule_3_each_stuck_spell_is_its_own_period() {
+        let r = Script::default()
+            .refused(200, 201, 1)
+            .acquire(300, 301, 2, OpType::Ok)
+            .refused(1_500, 1_501, 3)
+            .check();
+        let spells: Vec<_> = r
+            .stuck_periods
+            .iter()
+            .map(|p| (p.free_from_ms, p.until_ms, p.recovered))
+            .collect();
+        assert_eq!(spells, [(0.0, 301.0, true), (1_300.0, 1_501.0, false)]);
+    }
+
+    #[test]
+    fn keys_are_separate() {
+        let mut s = Script::default();
+        s.acquire(0, 1, 1, OpType::Ok);
+        let other = |kind| Op::new(Process::Client(2), kind, "acquire").key("other");
+        s.push(500, other(OpType::Invoke))
+            .push(501, other(OpType::Fail).error("held: by another client"));
+        let r = s.check();
+        assert_eq!(r.stuck_periods[0].key, "other");
+    }
+}

@@ -1,0 +1,355 @@
+//! Bring your own client: `--client exec:<command>` runs `<command>` (through `sh -c`) once
+//! per client process and drives it over JSON lines on its stdin and stdout, so that a lock
+//! library in any language can be put under test. The README documents the protocol with a
+//! worked exchange; in short, one request per line, one reply per line, in order:
+//!
+//! ```text
+//! -> {"op":"hello","protocol":1,"nodes":[{"name":"n1","host":"10.98.0.11","port":6379}],"ttl_ms":2000}
+//! <- {"type":"ok"}
+//! -> {"op":"acquire","resource":"lock","ttl_ms":2000}
+//! <- {"type":"ok","token":"c0ffee","validity_ms":1990,"fence":7}
+//! -> {"op":"release","resource":"lock","token":"c0ffee"}
+//! <- {"type":"ok"}
+//! ```
+//!
+//! Replies are `ok`, `fail` (it certainly did not happen; an `error` starting with `held`
+//! says someone else holds the lock) or `unknown` (it may have happened). A program that does
+//! not reply within the reply timeout is killed, the op is unknown, and a fresh program takes
+//! its place. A program that exits or replies with something that is not a protocol reply
+//! stops the run: the client under test is broken, not the lock.
+
+use std::collections::VecDeque;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde::Deserialize;
+use serde_json::json;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
+use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+
+use super::set_nx_px::spin_delay;
+use super::{ClientConfig, ClientKind, Fences, Grant, LockClient, Outcome};
+
+/// How users name this client: `exec:` and the command.
+pub const EXEC_PREFIX: &str = "exec:";
+
+/// The protocol version the `hello` request announces.
+const PROTOCOL: u32 = 1;
+
+/// Stderr lines kept to explain a program's death.
+const STDERR_KEPT: usize = 20;
+
+pub(super) const KIND: ClientKind = ClientKind {
+    name: "exec:<command>",
+    summary: "any lock library: runs <command> per client, JSON lines on stdin/stdout",
+    fences: Fences::IfProgramSays,
+    build,
+};
+
+/// The client program broke the protocol; the run stops with this.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("the exec client `{command}` {problem}")]
+pub struct ExecError {
+    pub command: String,
+    pub problem: String,
+}
+
+fn build(config: &ClientConfig) -> Result<Box<dyn LockClient>, String> {
+    let command = config
+        .options
+        .command
+        .clone()
+        .filter(|c| !c.trim().is_empty())
+        .ok_or("--client exec: needs a command after the colon, like exec:python3 adapter.py")?;
+    let program = command.split_whitespace().next().unwrap_or_default();
+    if !is_runnable(program) {
+        return Err(format!(
+            "the exec client's program `{program}` is neither an executable file nor on PATH"
+        ));
+    }
+    let nodes: Vec<serde_json::Value> = config
+        .nodes
+        .iter()
+        .map(|(name, addr)| json!({"name": name, "host": addr.ip().to_string(), "port": addr.port()}))
+        .collect();
+    Ok(Box::new(Exec {
+        hello: json!({"op": "hello", "protocol": PROTOCOL, "nodes": nodes, "ttl_ms": config.ttl.as_millis() as u64}),
+        reply_timeout: (config.ttl * 2).max(Duration::from_secs(5)),
+        command,
+        program: None,
+        broken: None,
+    }))
+}
+
+fn is_runnable(program: &str) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    let executable = |path: &std::path::Path| {
+        path.metadata()
+            .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    if program.contains('/') {
+        return executable(std::path::Path::new(program));
+    }
+    std::env::var_os("PATH")
+        .is_some_and(|path| std::env::split_paths(&path).any(|dir| executable(&dir.join(program))))
+}
+
+struct Exec {
+    command: String,
+    hello: serde_json::Value,
+    reply_timeout: Duration,
+    program: Option<Program>,
+    broken: Option<ExecError>,
+}
+
+/// One running instance of the client program.
+struct Program {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: Lines<BufReader<ChildStdout>>,
+    stderr: Arc<Mutex<VecDeque<String>>>,
+}
+
+/// One reply line.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Reply {
+    #[serde(rename = "type")]
+    kind: ReplyKind,
+    #[serde(default)]
+    token: Option<String>,
+    #[serde(default)]
+    validity_ms: Option<u64>,
+    #[serde(default)]
+    fence: Option<u64>,
+    #[serde(default)]
+    error: Option<String>,
+}
+
+#[derive(Debug, Deserialize, PartialEq)]
+#[serde(rename_all = "lowercase")]
+enum ReplyKind {
+    Ok,
+    Fail,
+    #[serde(alias = "info")]
+    Unknown,
+}
+
+/// Why a request got no protocol reply.
+enum NoReply {
+    /// The program took too long; it has been killed, and the op's outcome is unknown.
+    TimedOut,
+    /// The program broke the protocol.
+    Broken(ExecError),
+}
+
+impl Exec {
+    fn broken(&self, problem: String, stderr: Option<&Mutex<VecDeque<String>>>) -> ExecError {
+        let said = stderr
+            .map(|s| {
+                s.lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .iter()
+                    .cloned()
+                    .collect::<Vec<_>>()
+            })
+            .filter(|lines| !lines.is_empty())
+            .map(|lines| format!("; its stderr ended with:\n  {}", lines.join("\n  ")))
+            .unwrap_or_default();
+        ExecError {
+            command: self.command.clone(),
+            problem: problem + &said,
+        }
+    }
+
+    async fn start(&mut self) -> Result<Program, ExecError> {
+        let mut child = Command::new("sh")
+            .arg("-c")
+            .arg(&self.command)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(|e| self.broken(format!("could not be started: {e}"), None))?;
+        let (Some(stdin), Some(stdout), Some(stderr)) =
+            (child.stdin.take(), child.stdout.take(), child.stderr.take())
+        else {
+            return Err(self.broken("started without pipes".into(), None));
+        };
+        let kept = Arc::new(Mutex::new(VecDeque::new()));
+        let pid = child.id().unwrap_or_default();
+        tokio::spawn(forward_stderr(stderr, pid, kept.clone()));
+        let mut program = Program {
+            child,
+            stdin,
+            stdout: BufReader::new(stdout).lines(),
+            stderr: kept,
+        };
+        let hello = self.hello.clone();
+        match self.exchange(&mut program, &hello).await {
+            Ok(reply) if reply.kind == ReplyKind::Ok => Ok(program),
+            Ok(reply) => Err(self.broken(
+                format!("refused the hello: {}", reply.error.unwrap_or_default()),
+                Some(&program.stderr),
+            )),
+            Err(NoReply::TimedOut) => Err(self.broken(
+                format!(
+                    "did not answer the hello within {} s",
+                    self.reply_timeout.as_secs()
+                ),
+                Some(&program.stderr),
+            )),
+            Err(NoReply::Broken(e)) => Err(e),
+        }
+    }
+
+    /// Sends one request and reads its reply.
+    async fn exchange(
+        &self,
+        program: &mut Program,
+        request: &serde_json::Value,
+    ) -> Result<Reply, NoReply> {
+        let op = request["op"].as_str().unwrap_or_default().to_string();
+        let mut line = request.to_string();
+        line.push('\n');
+        let sent = async {
+            program.stdin.write_all(line.as_bytes()).await?;
+            program.stdin.flush().await?;
+            program.stdout.next_line().await
+        };
+        let read = match tokio::time::timeout(self.reply_timeout, sent).await {
+            Err(_) => {
+                let _ = program.child.start_kill();
+                return Err(NoReply::TimedOut);
+            }
+            Ok(read) => read,
+        };
+        let stderr = Some(program.stderr.as_ref());
+        let line = match read {
+            Ok(Some(line)) => line,
+            Ok(None) | Err(_) => {
+                // Give the exit status a moment to arrive, for the message.
+                let status = tokio::time::timeout(Duration::from_secs(1), program.child.wait())
+                    .await
+                    .ok()
+                    .and_then(Result::ok)
+                    .map_or("without a status".to_string(), |s| s.to_string());
+                return Err(NoReply::Broken(self.broken(
+                    format!("exited ({status}) before replying to {op}"),
+                    stderr,
+                )));
+            }
+        };
+        serde_json::from_str::<Reply>(&line).map_err(|e| {
+            NoReply::Broken(self.broken(
+                format!(
+                    "replied to {op} with `{}`, which is not a protocol reply ({e}); expected \
+                     {{\"type\":\"ok\"|\"fail\"|\"unknown\", ...}}",
+                    line.chars().take(200).collect::<String>()
+                ),
+                stderr,
+            ))
+        })
+    }
+
+    /// Sends a request to the running program (starting one if none runs) and turns the reply
+    /// into an outcome; a broken program is remembered for [`LockClient::broken`].
+    async fn request(&mut self, request: serde_json::Value) -> Result<Reply, String> {
+        if self.broken.is_some() {
+            return Err("the client program is broken".into());
+        }
+        let mut program = match self.program.take() {
+            Some(program) => program,
+            None => match self.start().await {
+                Ok(program) => program,
+                Err(e) => {
+                    let message = e.to_string();
+                    self.broken = Some(e);
+                    return Err(message);
+                }
+            },
+        };
+        match self.exchange(&mut program, &request).await {
+            Ok(reply) => {
+                self.program = Some(program);
+                Ok(reply)
+            }
+            // The killed program is dropped; the next request starts a fresh one.
+            Err(NoReply::TimedOut) => Err(format!(
+                "no reply within {} s; the program was killed",
+                self.reply_timeout.as_secs()
+            )),
+            Err(NoReply::Broken(e)) => {
+                let message = e.to_string();
+                self.broken = Some(e);
+                Err(message)
+            }
+        }
+    }
+}
+
+async fn forward_stderr(
+    stderr: tokio::process::ChildStderr,
+    pid: u32,
+    kept: Arc<Mutex<VecDeque<String>>>,
+) {
+    let mut lines = BufReader::new(stderr).lines();
+    while let Ok(Some(line)) = lines.next_line().await {
+        tracing::info!(target: "exec", "[{pid}] {line}");
+        let mut kept = kept.lock().unwrap_or_else(|e| e.into_inner());
+        if kept.len() == STDERR_KEPT {
+            kept.pop_front();
+        }
+        kept.push_back(line);
+    }
+}
+
+#[async_trait]
+impl LockClient for Exec {
+    async fn acquire(&mut self, resource: &str, ttl: Duration) -> Outcome<Grant> {
+        let ttl_ms = ttl.as_millis() as u64;
+        let reply = match self
+            .request(json!({"op": "acquire", "resource": resource, "ttl_ms": ttl_ms}))
+            .await
+        {
+            Ok(reply) => reply,
+            Err(e) => return Outcome::Info(e),
+        };
+        match reply.kind {
+            ReplyKind::Ok => Outcome::Ok(Grant {
+                token: reply.token.unwrap_or_default(),
+                validity: Duration::from_millis(reply.validity_ms.unwrap_or(ttl_ms)),
+                nodes: Vec::new(),
+                fence: reply.fence,
+            }),
+            ReplyKind::Fail => Outcome::Fail(reply.error.unwrap_or_default()),
+            ReplyKind::Unknown => Outcome::Info(reply.error.unwrap_or_default()),
+        }
+    }
+
+    async fn release(&mut self, resource: &str, grant: &Grant) -> Outcome<()> {
+        let reply = match self
+            .request(json!({"op": "release", "resource": resource, "token": grant.token}))
+            .await
+        {
+            Ok(reply) => reply,
+            Err(e) => return Outcome::Info(e),
+        };
+        match reply.kind {
+            ReplyKind::Ok => Outcome::Ok(()),
+            ReplyKind::Fail => Outcome::Fail(reply.error.unwrap_or_default()),
+            ReplyKind::Unknown => Outcome::Info(reply.error.unwrap_or_default()),
+        }
+    }
+
+    fn retry_delay(&mut self, _failures: u32) -> Duration {
+        spin_delay()
+    }
+
+    fn broken(&self) -> Option<String> {
+        self.broken.as_ref().map(ToString::to_string)
+    }
+}
