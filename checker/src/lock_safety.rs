@@ -23,6 +23,11 @@
 //!    kept its promise, the client did not, and only fencing stops the damage. Both make the
 //!    history invalid. Each is reported with both acquires, the overlap, and the faults active
 //!    from the first grant to the end of the overlap.
+//! 6. Fencing stops it: a stale double grant is **fenced** (reported, but harmless to the
+//!    verdict) when every zombie in it held a grant with a fencing token, made storage accesses
+//!    (`read`, `add`) in the run, and had every one it began after its lease ended refused
+//!    (`fail`) by the storage. A `lease` double grant is never excused: two live leases are the
+//!    lock's own failure.
 //!
 //! The check is a sweep over holds sorted by start, so it runs in O(n log n) for a history of
 //! n ops when holds rarely overlap.
@@ -49,6 +54,9 @@ pub struct LockSafety {
     pub stale_double_grant_count: usize,
     /// The first [`REPORTED_VIOLATIONS`] double grants, in time order.
     pub double_grants: Vec<DoubleGrant>,
+    /// Stale double grants whose zombie the storage fenced off (rule 6); not violations.
+    pub fenced_double_grant_count: usize,
+    pub fenced_double_grants: Vec<DoubleGrant>,
     pub possible_double_grant_count: usize,
     pub possible_double_grants: Vec<DoubleGrant>,
 }
@@ -76,7 +84,8 @@ pub struct Hold {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct DoubleGrant {
     pub key: String,
-    /// `lease` (both leases live) or `stale` (a holder had outlived its lease).
+    /// `lease` (both leases live), `stale` (a holder had outlived its lease), or `fenced` (a
+    /// stale one whose zombie the storage refused).
     pub kind: String,
     /// The hold that began first.
     pub first: Hold,
@@ -99,6 +108,7 @@ pub struct FaultWindow {
 pub fn check(history: &[Op]) -> LockSafety {
     let end_of_history = history.iter().map(|op| op.time).max().unwrap_or(0);
     let (holds, unknown_acquires) = derive_holds(history, end_of_history);
+    let accesses = storage_accesses(history);
     let faults = fault_windows(history);
 
     let mut by_key: HashMap<&str, Vec<&Candidate>> = HashMap::new();
@@ -110,6 +120,7 @@ pub fn check(history: &[Op]) -> LockSafety {
 
     let mut definite = Vec::new();
     let mut possible = Vec::new();
+    let mut fenced = Vec::new();
     for key in keys {
         let mut on_key = by_key.remove(key).unwrap_or_default();
         on_key.sort_by_key(|h| (h.start, h.end));
@@ -128,8 +139,19 @@ pub fn check(history: &[Op]) -> LockSafety {
                     (0, stale) => ("stale", stale),
                     (live, _) => ("lease", live),
                 };
+                let zombies = [*earlier, hold]
+                    .into_iter()
+                    .filter(|c| c.end.min(c.lease_end) <= hold.start);
+                let kind = if kind == "stale" && zombies.into_iter().all(|z| z.fenced_off(&accesses))
+                {
+                    "fenced"
+                } else {
+                    kind
+                };
                 let pair = (*earlier, hold, kind, overlap);
-                if earlier.certain && hold.certain {
+                if kind == "fenced" {
+                    fenced.push(pair);
+                } else if earlier.certain && hold.certain {
                     definite.push(pair);
                 } else {
                     possible.push(pair);
@@ -142,6 +164,7 @@ pub fn check(history: &[Op]) -> LockSafety {
     let by_time = |a: &Pair, b: &Pair| (a.1.start, a.0.start).cmp(&(b.1.start, b.0.start));
     definite.sort_by(by_time);
     possible.sort_by(by_time);
+    fenced.sort_by(by_time);
     let report = |pairs: &[Pair]| -> Vec<DoubleGrant> {
         pairs
             .iter()
@@ -177,7 +200,29 @@ pub fn check(history: &[Op]) -> LockSafety {
         double_grants: report(&definite),
         possible_double_grant_count: possible.len(),
         possible_double_grants: report(&possible),
+        fenced_double_grant_count: fenced.len(),
+        fenced_double_grants: report(&fenced),
     }
+}
+
+/// Each process's storage accesses (`read` and `add`): invoke time and how each ended.
+type Accesses = HashMap<Process, Vec<(u64, OpType)>>;
+
+fn storage_accesses(history: &[Op]) -> Accesses {
+    let mut pending: HashMap<Process, u64> = HashMap::new();
+    let mut accesses: Accesses = HashMap::new();
+    let is_access = |op: &Op| !op.process.is_nemesis() && (op.f == "read" || op.f == "add");
+    for op in history.iter().filter(|op| is_access(op)) {
+        if op.kind == OpType::Invoke {
+            pending.insert(op.process, op.time);
+        } else if let Some(invoked) = pending.remove(&op.process) {
+            accesses
+                .entry(op.process)
+                .or_default()
+                .push((invoked, op.kind));
+        }
+    }
+    accesses
 }
 
 /// Two overlapping holds, the earlier first, with the kind and length of their overlap.
@@ -195,9 +240,21 @@ struct Candidate {
     lease_end: u64,
     ended_by: &'static str,
     certain: bool,
+    fence: Option<u64>,
 }
 
 impl Candidate {
+    /// Rule 6: this zombie's grant was fenced, and the storage refused everything it tried
+    /// once its lease had ended.
+    fn fenced_off(&self, accesses: &Accesses) -> bool {
+        self.fence.is_some()
+            && accesses.get(&self.process).is_some_and(|list| {
+                list.iter()
+                    .filter(|(invoked, _)| (self.lease_end..=self.end).contains(invoked))
+                    .all(|(_, outcome)| *outcome == OpType::Fail)
+            })
+    }
+
     fn to_hold(&self) -> Hold {
         Hold {
             process: self.process,
@@ -241,6 +298,7 @@ fn derive_holds(history: &[Op], end_of_history: u64) -> (Vec<Candidate>, usize) 
             lease_end,
             ended_by: "unknown-outcome",
             certain: false,
+            fence: None,
         }
     };
 
@@ -299,6 +357,7 @@ fn derive_holds(history: &[Op], end_of_history: u64) -> (Vec<Candidate>, usize) 
                     lease_end,
                     ended_by: "validity",
                     certain: true,
+                    fence: op.fence.or(invoke.fence),
                     key,
                 });
                 let key = invoke.key.as_deref().unwrap_or_default();
@@ -476,6 +535,56 @@ mod tests {
         assert_eq!(g.overlap_ms, 399.0);
         assert_eq!(g.first.lease_end_ms, 1000.0);
         assert_eq!(g.first.end_ms, 1500.0);
+    }
+
+    #[test]
+    fn rule_6_a_zombie_the_storage_refused_is_fenced_not_invalid() {
+        // Process 1 (fence 7) is paused past its lease (1000 ms); process 2 (fence 8) takes the
+        // lock at 1100; process 1 wakes and writes at 1400, and the storage refuses it.
+        let zombie = |write: OpType| {
+            let mut s = Script::default();
+            s.invoke(0, 1, "acquire").push(
+                1,
+                Op::new(Process::Client(1), OpType::Ok, "acquire")
+                    .key("lock")
+                    .fence(Some(7)),
+            );
+            s.invoke(1_100, 2, "acquire").push(
+                1_101,
+                Op::new(Process::Client(2), OpType::Ok, "acquire")
+                    .key("lock")
+                    .fence(Some(8)),
+            );
+            s.push(1_400, Op::new(Process::Client(1), OpType::Invoke, "add").key("doc"))
+                .push(1_401, Op::new(Process::Client(1), write, "add").key("doc"))
+                .invoke(1_500, 1, "release")
+                .complete(1_501, 1, OpType::Fail, "release");
+            s.check()
+        };
+        let refused = zombie(OpType::Fail);
+        assert_eq!(refused.valid, Valid::True);
+        assert_eq!(refused.double_grant_count, 0);
+        assert_eq!(refused.fenced_double_grant_count, 1);
+        assert_eq!(refused.fenced_double_grants[0].kind, "fenced");
+
+        let accepted = zombie(OpType::Ok);
+        assert_eq!(accepted.valid, Valid::False, "the zombie's write got through");
+        assert_eq!(accepted.stale_double_grant_count, 1);
+        assert_eq!(accepted.fenced_double_grant_count, 0);
+    }
+
+    #[test]
+    fn rule_6_never_excuses_two_live_leases_or_an_unfenced_zombie() {
+        let r = Script::default().hold(0, 500, 1).hold(100, 200, 2).check();
+        assert_eq!(r.fenced_double_grant_count, 0);
+        // A zombie without a fence, even with no storage access at all, stays stale.
+        let mut s = Script::default();
+        s.invoke(0, 1, "acquire")
+            .complete(1, 1, OpType::Ok, "acquire")
+            .hold(1_100, 1_200, 2)
+            .invoke(1_500, 1, "release")
+            .complete(1_501, 1, OpType::Fail, "release");
+        assert_eq!(s.check().stale_double_grant_count, 1);
     }
 
     #[test]

@@ -87,8 +87,9 @@ pub struct RunArgs {
     /// Lease each acquire asks for.
     #[arg(long, default_value = "2s", value_parser = duration, allow_hyphen_values = true)]
     pub ttl: Duration,
-    /// Hold a granted lock this long (default: a random time ending before 90% of its
-    /// validity, or within two TTLs for a client with a lease watchdog).
+    /// Hold a granted lock this long, at most 90% of its validity (default: a random time
+    /// within that); a client with a lease watchdog holds for all of it (default: within two
+    /// TTLs).
     #[arg(long, value_parser = duration, allow_hyphen_values = true)]
     pub hold: Option<Duration>,
     /// Number of lock keys the clients spread over (1: all contend for one).

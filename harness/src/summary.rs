@@ -49,9 +49,13 @@ pub fn render(title: &str, results: &Results) -> String {
         );
     }
     let safety = &results.lock_safety;
+    let fenced = match safety.fenced_double_grant_count {
+        0 => String::new(),
+        n => format!("; {n} zombie overlap{} fenced off by the storage", plural(n)),
+    };
     let _ = writeln!(
         out,
-        "  holds    {} grants checked, {} acquires with unknown outcome",
+        "  holds    {} grants checked, {} acquires with unknown outcome{fenced}",
         safety.holds, safety.unknown_acquires
     );
     let writes = &results.lost_writes;
@@ -182,7 +186,12 @@ fn verdict(results: &Results) -> String {
     }
     match results.valid {
         Valid::True => {
-            let mut line = "valid: no two processes held a lock at once".to_string();
+            let mut line = if safety.fenced_double_grant_count > 0 {
+                "valid: every holder that outlived its lease was fenced off by the storage"
+            } else {
+                "valid: no two processes held a lock at once"
+            }
+            .to_string();
             if writes.attempted > 0 {
                 line += ", no acknowledged write lost";
             }
@@ -246,6 +255,7 @@ pub fn describe(grant: &DoubleGrant) -> String {
         .collect();
     let nodes = |n: &Option<Vec<String>>| {
         n.as_ref()
+            .filter(|n| !n.is_empty())
             .map(|n| format!(" on {}", n.join(",")))
             .unwrap_or_default()
     };

@@ -66,7 +66,7 @@ fn build(config: &ClientConfig) -> Result<Box<dyn LockClient>, String> {
     let program = command.split_whitespace().next().unwrap_or_default();
     if !is_runnable(program) {
         return Err(format!(
-            "the exec client's program `{program}` is neither an executable file nor on PATH"
+            "the exec client's program `{program}` is not a command sh can run (not on PATH?)"
         ));
     }
     let nodes: Vec<serde_json::Value> = config
@@ -83,17 +83,15 @@ fn build(config: &ClientConfig) -> Result<Box<dyn LockClient>, String> {
     }))
 }
 
+/// Whether `sh` can run `program`: a builtin, or an executable on PATH or at a path.
 fn is_runnable(program: &str) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    let executable = |path: &std::path::Path| {
-        path.metadata()
-            .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-    };
-    if program.contains('/') {
-        return executable(std::path::Path::new(program));
-    }
-    std::env::var_os("PATH")
-        .is_some_and(|path| std::env::split_paths(&path).any(|dir| executable(&dir.join(program))))
+    std::process::Command::new("sh")
+        .arg("-c")
+        .arg("command -v \"$1\" >/dev/null")
+        .arg("sh")
+        .arg(program)
+        .status()
+        .is_ok_and(|status| status.success())
 }
 
 struct Exec {
@@ -216,8 +214,12 @@ impl Exec {
         let mut line = request.to_string();
         line.push('\n');
         let sent = async {
-            program.stdin.write_all(line.as_bytes()).await?;
-            program.stdin.flush().await?;
+            // A program that already exited cannot take the request, but what it printed
+            // before it went still explains more than the broken pipe.
+            let written = program.stdin.write_all(line.as_bytes()).await;
+            if written.is_ok() {
+                let _ = program.stdin.flush().await;
+            }
             program.stdout.next_line().await
         };
         let read = match tokio::time::timeout(self.reply_timeout, sent).await {

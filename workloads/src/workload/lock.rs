@@ -227,10 +227,11 @@ impl Worker {
 
             // Release with a tenth of the validity to spare: a client that releases at the
             // last instant races its own lease, and that race is the harness's, not the lock's.
-            // A client with a lease watchdog renews as it goes, and may hold for up to two TTLs.
+            // A client with a lease watchdog renews as it goes: it holds for `--hold` however
+            // long, or else for up to two TTLs.
             let renew_every = client.renewal_interval(ttl);
             let budget = match renew_every {
-                Some(_) => ttl * 2,
+                Some(_) => self.workload.hold.unwrap_or(ttl * 2),
                 None => grant.validity.mul_f64(0.9),
             };
             let read = self.read(process, &grant).await;
