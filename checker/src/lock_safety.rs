@@ -142,12 +142,12 @@ pub fn check(history: &[Op]) -> LockSafety {
                 let zombies = [*earlier, hold]
                     .into_iter()
                     .filter(|c| c.end.min(c.lease_end) <= hold.start);
-                let kind = if kind == "stale" && zombies.into_iter().all(|z| z.fenced_off(&accesses))
-                {
-                    "fenced"
-                } else {
-                    kind
-                };
+                let kind =
+                    if kind == "stale" && zombies.into_iter().all(|z| z.fenced_off(&accesses)) {
+                        "fenced"
+                    } else {
+                        kind
+                    };
                 let pair = (*earlier, hold, kind, overlap);
                 if kind == "fenced" {
                     fenced.push(pair);
@@ -555,10 +555,13 @@ mod tests {
                     .key("lock")
                     .fence(Some(8)),
             );
-            s.push(1_400, Op::new(Process::Client(1), OpType::Invoke, "add").key("doc"))
-                .push(1_401, Op::new(Process::Client(1), write, "add").key("doc"))
-                .invoke(1_500, 1, "release")
-                .complete(1_501, 1, OpType::Fail, "release");
+            s.push(
+                1_400,
+                Op::new(Process::Client(1), OpType::Invoke, "add").key("doc"),
+            )
+            .push(1_401, Op::new(Process::Client(1), write, "add").key("doc"))
+            .invoke(1_500, 1, "release")
+            .complete(1_501, 1, OpType::Fail, "release");
             s.check()
         };
         let refused = zombie(OpType::Fail);
@@ -568,7 +571,11 @@ mod tests {
         assert_eq!(refused.fenced_double_grants[0].kind, "fenced");
 
         let accepted = zombie(OpType::Ok);
-        assert_eq!(accepted.valid, Valid::False, "the zombie's write got through");
+        assert_eq!(
+            accepted.valid,
+            Valid::False,
+            "the zombie's write got through"
+        );
         assert_eq!(accepted.stale_double_grant_count, 1);
         assert_eq!(accepted.fenced_double_grant_count, 0);
     }

@@ -51,7 +51,10 @@ pub fn render(title: &str, results: &Results) -> String {
     let safety = &results.lock_safety;
     let fenced = match safety.fenced_double_grant_count {
         0 => String::new(),
-        n => format!("; {n} zombie overlap{} fenced off by the storage", plural(n)),
+        n => format!(
+            "; {n} zombie overlap{} fenced off by the storage",
+            plural(n)
+        ),
     };
     let _ = writeln!(
         out,

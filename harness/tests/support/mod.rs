@@ -118,15 +118,24 @@ impl Fixture {
 
     /// A lock client of the given algorithm on this deployment's nodes.
     pub fn client(&self, name: &str, ttl: Duration) -> Box<dyn LockClient> {
-        let config = ClientConfig::new(
+        self.client_with(name, self.client_config(ttl))
+    }
+
+    /// A lock client built from `config`.
+    pub fn client_with(&self, name: &str, config: ClientConfig) -> Box<dyn LockClient> {
+        (find_client(name).expect("known client").build)(&config).expect("client fits")
+    }
+
+    /// The config every client of this deployment starts from.
+    pub fn client_config(&self, ttl: Duration) -> ClientConfig {
+        ClientConfig::new(
             self.deployment
                 .nodes()
                 .iter()
                 .map(|n| (n.name.clone(), n.addr))
                 .collect(),
             ttl,
-        );
-        (find_client(name).expect("known client").build)(&config).expect("client fits")
+        )
     }
 
     /// Records a nemesis start or stop.

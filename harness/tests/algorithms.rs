@@ -1,0 +1,354 @@
+//! The article's lock algorithms against real Redis, each failing the way the article says
+//! (and the fix not failing under the same timing): SETNX+EXPIRE stuck by a crash, a DEL
+//! release hijacking the next holder's lock, lost writes from a zombie stopped by fencing, a
+//! lease watchdog holding safely for many TTLs, and any lock library through `exec:`.
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use splitbrain_checker::{lock_safety, stuck_lock, Op, OpType, Process};
+use splitbrain_workloads::{ClientConfig, ClientCrashes, Outcome};
+use support::{docker_skipped, results_dir, run_splitbrain, Fixture};
+
+fn results_json(results: &std::path::Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(results.join("latest/results.json")).expect("results.json");
+    serde_json::from_str(&text).unwrap()
+}
+
+fn output(out: &std::process::Output) -> String {
+    format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// A client that crashes at its first crash point takes the lock and dies; another client
+/// then tries for three TTLs. Returns the history and how long the other waited.
+async fn crash_then_contend(fx: &Fixture, client: &str, ttl: Duration) -> (Vec<Op>, Duration) {
+    let crashes = ClientCrashes::new(1);
+    crashes.arm(0);
+    let mut doomed = fx.client_with(
+        client,
+        ClientConfig {
+            crash: crashes.point(0),
+            ..fx.client_config(ttl)
+        },
+    );
+    let mut invoke = Op::new(Process::Client(0), OpType::Invoke, "acquire").key("lock");
+    invoke.ttl_ms = Some(ttl.as_millis() as u64);
+    fx.recorder.record(invoke);
+    let Outcome::Info(crash) = doomed.acquire("lock", ttl).await else {
+        panic!("{client} should have crashed inside its acquire");
+    };
+    assert!(crash.contains("crashed"), "{crash}");
+    let info = Op::new(Process::Client(0), OpType::Info, "acquire").key("lock");
+    fx.recorder.record(info.error(crash));
+
+    let crashed_at = Instant::now();
+    let mut other = fx.client(client, ttl);
+    while crashed_at.elapsed() < ttl * 3 {
+        if let Some(grant) = fx.acquire(1, &mut other, "lock", ttl).await {
+            let waited = crashed_at.elapsed();
+            fx.release(1, &mut other, "lock", &grant).await;
+            return (fx.history(), waited);
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    (fx.history(), crashed_at.elapsed())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_crash_between_setnx_and_expire_leaves_the_lock_stuck_and_set_nx_px_recovers() {
+    if docker_skipped() {
+        return;
+    }
+    let ttl = Duration::from_secs(1);
+
+    let fx = Fixture::up("single", None).await;
+    let (history, _) = crash_then_contend(&fx, "setnx-expire", ttl).await;
+    let stuck = stuck_lock::check(&history, ttl);
+    assert_eq!(stuck.stuck_period_count, 1, "{stuck:?}");
+    let period = &stuck.stuck_periods[0];
+    assert!(!period.recovered && period.stuck_ms >= 900.0, "{period:?}");
+    // Redis agrees: the key is there with no expiry at all.
+    let pttl = fx
+        .deployment
+        .exec_ok("n1", &["redis-cli", "PTTL", "lock"])
+        .await
+        .unwrap();
+    assert_eq!(pttl.trim(), "-1", "the crashed client's key never expires");
+    drop(fx);
+
+    let fx = Fixture::up("single", None).await;
+    let (history, waited) = crash_then_contend(&fx, "set-nx-px", ttl).await;
+    let stuck = stuck_lock::check(&history, ttl);
+    assert_eq!(stuck.stuck_period_count, 0, "{stuck:?}");
+    assert!(
+        waited < ttl + Duration::from_millis(500),
+        "the lock came free with its TTL, {waited:?} after the crash"
+    );
+}
+
+#[test]
+fn the_client_crash_fault_sticks_setnx_expire_in_a_whole_run() {
+    if docker_skipped() {
+        return;
+    }
+    support::node_image();
+    let (_keep, results) = results_dir();
+    let out = run_splitbrain(&[
+        "run",
+        "--deployment",
+        "single",
+        "--client",
+        "setnx-expire",
+        "--nemesis",
+        "client-crash",
+        "--concurrency",
+        "2",
+        "--hold",
+        "0s",
+        "--ttl",
+        "500ms",
+        "--time-limit",
+        "6s",
+        "--seed",
+        "1",
+        "--results",
+        results.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", output(&out));
+    assert!(output(&out).contains("lock stuck"), "{}", output(&out));
+    let results = results_json(&results);
+    assert!(
+        results["stuck-lock"]["stuck_period_count"]
+            .as_u64()
+            .unwrap()
+            >= 1
+    );
+    assert_eq!(results["lock-safety"]["double_grant_count"], 0);
+}
+
+/// A takes the lock and overruns its TTL; B takes it; A releases; C tries. Returns the
+/// lock-safety result and whether C got the lock.
+async fn overrun_then_release(client: &str) -> (lock_safety::LockSafety, bool) {
+    let fx = Fixture::up("single", None).await;
+    let ttl = Duration::from_millis(500);
+    let (mut a, mut b, mut c) = (
+        fx.client(client, ttl),
+        fx.client(client, ttl),
+        fx.client(client, ttl),
+    );
+    let a_grant = fx
+        .acquire(0, &mut a, "lock", ttl)
+        .await
+        .expect("A takes it");
+    tokio::time::sleep(ttl + Duration::from_millis(200)).await;
+    let b_grant = fx
+        .acquire(1, &mut b, "lock", ttl)
+        .await
+        .expect("B after A's TTL");
+    fx.release(0, &mut a, "lock", &a_grant).await;
+    let c_grant = fx.acquire(2, &mut c, "lock", ttl).await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    if let Some(grant) = &c_grant {
+        fx.release(2, &mut c, "lock", grant).await;
+    }
+    fx.release(1, &mut b, "lock", &b_grant).await;
+    (lock_safety::check(&fx.history()), c_grant.is_some())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_del_release_past_the_ttl_hijacks_the_next_lock_and_compare_and_delete_does_not() {
+    if docker_skipped() {
+        return;
+    }
+    let (hijacked, c_got_it) = overrun_then_release("del-release").await;
+    assert!(c_got_it, "A's DEL removed B's key, so C walked in");
+    let lease =
+        |r: &lock_safety::LockSafety| r.double_grants.iter().filter(|g| g.kind == "lease").count();
+    assert_eq!(lease(&hijacked), 1, "{:?}", hijacked.double_grants);
+    let pair = &hijacked
+        .double_grants
+        .iter()
+        .find(|g| g.kind == "lease")
+        .unwrap();
+    assert_eq!(
+        (pair.first.process, pair.second.process),
+        (Process::Client(1), Process::Client(2)),
+        "B and C held live leases at once"
+    );
+
+    let (canonical, c_got_it) = overrun_then_release("set-nx-px").await;
+    assert!(!c_got_it, "A's compare-and-delete left B's key alone");
+    assert_eq!(lease(&canonical), 0, "{:?}", canonical.double_grants);
+}
+
+/// Runs lock-set under client pauses (zombies) and returns the run's results.
+fn lock_set_with_zombies(extra: &[&str]) -> (std::process::Output, serde_json::Value) {
+    support::storage_image();
+    let (_keep, results) = results_dir();
+    let mut args = vec![
+        "run",
+        "--deployment",
+        "single",
+        "--workload",
+        "lock-set",
+        "--nemesis",
+        "client-pause",
+        "--client-pause",
+        "2s",
+        "--ttl",
+        "1s",
+        "--concurrency",
+        "3",
+        "--time-limit",
+        "15s",
+        "--seed",
+        "3",
+        "--results",
+        results.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    let out = run_splitbrain(&args);
+    let json = results_json(&results);
+    assert!(
+        results.join("latest/nodes/storage/postgres.log").is_file(),
+        "the storage's log is kept"
+    );
+    (out, json)
+}
+
+#[test]
+fn a_zombie_loses_writes_under_lock_set_and_fencing_stops_it() {
+    if docker_skipped() {
+        return;
+    }
+    let (out, unfenced) = lock_set_with_zombies(&["--client", "set-nx-px"]);
+    assert_eq!(out.status.code(), Some(1), "{}", output(&out));
+    let writes = &unfenced["lost-writes"];
+    assert!(writes["lost_count"].as_u64().unwrap() >= 1, "{writes}");
+    assert!(
+        output(&out).contains("acknowledged write"),
+        "{}",
+        output(&out)
+    );
+
+    let (out, fenced) = lock_set_with_zombies(&["--client", "fenced", "--fencing"]);
+    assert_eq!(out.status.code(), Some(0), "{}", output(&out));
+    let writes = &fenced["lost-writes"];
+    assert_eq!(writes["lost_count"], 0, "{writes}");
+    assert!(writes["acknowledged"].as_u64().unwrap() >= 5, "{writes}");
+    let rejected = fenced["fencing"]["rejected_storage_accesses"]
+        .as_u64()
+        .unwrap();
+    assert!(
+        rejected >= 1,
+        "the zombie's stale access was refused: {fenced}"
+    );
+    assert!(
+        fenced["lock-safety"]["fenced_double_grant_count"]
+            .as_u64()
+            .unwrap()
+            >= 1,
+        "{}",
+        fenced["lock-safety"]
+    );
+    assert_eq!(fenced["fencing"]["valid"], true);
+}
+
+#[test]
+fn a_lease_watchdog_holds_safely_for_several_ttls() {
+    if docker_skipped() {
+        return;
+    }
+    support::node_image();
+    let (_keep, results) = results_dir();
+    let out = run_splitbrain(&[
+        "run",
+        "--deployment",
+        "single",
+        "--client",
+        "watchdog",
+        "--nemesis",
+        "none",
+        "--ttl",
+        "500ms",
+        "--hold",
+        "2s",
+        "--concurrency",
+        "3",
+        "--time-limit",
+        "7s",
+        "--results",
+        results.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", output(&out));
+    let results = results_json(&results);
+    let holds = results["lock-safety"]["holds"].as_u64().unwrap();
+    let renewals = results["ops"]["by_f"]["renew"]["ok"].as_u64().unwrap();
+    assert!(holds >= 2, "{results}");
+    // A 2 s hold renewed every TTL/3 (167 ms) renews about eleven times.
+    assert!(renewals >= holds * 8, "{holds} holds, {renewals} renewals");
+}
+
+/// redis-py's Lock through the exec protocol: the adapter shipped in `adapters/`.
+fn redis_py(extra: &[&str]) -> (std::process::Output, serde_json::Value) {
+    let has_redis_py = std::process::Command::new("python3")
+        .args(["-c", "import redis"])
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(
+        has_redis_py,
+        "this test needs redis-py: python3 -m pip install redis (.ci/run does)"
+    );
+    support::node_image();
+    let adapter = concat!(env!("CARGO_MANIFEST_DIR"), "/../adapters/redis_py_lock.py");
+    let client = format!("exec:python3 {adapter}");
+    let (_keep, results) = results_dir();
+    let mut args = vec![
+        "run",
+        "--deployment",
+        "single",
+        "--client",
+        &client,
+        "--time-limit",
+        "8s",
+        "--ttl",
+        "1s",
+        "--results",
+        results.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    let out = run_splitbrain(&args);
+    let json = results_json(&results);
+    (out, json)
+}
+
+#[test]
+fn redis_py_lock_runs_through_exec_and_is_checked_like_any_client() {
+    if docker_skipped() {
+        return;
+    }
+    let (out, quiet) = redis_py(&["--nemesis", "none"]);
+    assert_eq!(out.status.code(), Some(0), "{}", output(&out));
+    assert!(
+        quiet["lock-safety"]["holds"].as_u64().unwrap() >= 3,
+        "{quiet}"
+    );
+
+    let (out, killed) = redis_py(&["--nemesis", "kill", "--seed", "2"]);
+    assert!(
+        matches!(out.status.code(), Some(0..=2)),
+        "a verdict, not an error: {}",
+        output(&out)
+    );
+    assert!(killed["error"].is_null(), "{killed}");
+    assert!(killed["faults"].as_array().unwrap().len() >= 2, "{killed}");
+    assert!(
+        killed["lock-safety"]["holds"].as_u64().unwrap() >= 1,
+        "{killed}"
+    );
+}
