@@ -111,7 +111,7 @@ pub async fn run(spec: TestSpec, interrupt: CancellationToken) -> Result<Exit, H
     print!("{}", summary::render(&title, &results));
     if let Some(why) = broken_client {
         return Err(HarnessError::BadInput(format!(
-            "{why}\nthe history so far is in {}",
+            "{why}; the history so far is in {}",
             dir.history().display()
         )));
     }

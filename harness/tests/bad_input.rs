@@ -127,3 +127,101 @@ fn an_unreachable_docker_says_what_to_do() {
         "no results folder for a run that never started"
     );
 }
+
+#[test]
+fn a_client_the_deployment_cannot_serve_is_refused() {
+    let line = refused(&["run", "--deployment", "single", "--client", "wait"]);
+    assert!(
+        line.contains("--client wait") && line.contains("replicas"),
+        "{line}"
+    );
+    let line = refused(&["run", "--client", "redlock", "--acquire", "diagonal"]);
+    assert!(line.contains("parallel or sequential"), "{line}");
+}
+
+#[test]
+fn fencing_needs_a_client_that_issues_tokens_and_a_storage_to_check_them() {
+    let line = refused(&[
+        "run",
+        "--deployment",
+        "single",
+        "--client",
+        "set-nx-px",
+        "--workload",
+        "lock-set",
+        "--fencing",
+    ]);
+    assert!(line.contains("--client fenced"), "{line}");
+    let line = refused(&[
+        "run",
+        "--deployment",
+        "single",
+        "--client",
+        "fenced",
+        "--fencing",
+    ]);
+    assert!(line.contains("lock-set"), "{line}");
+}
+
+#[test]
+fn an_exec_client_whose_program_does_not_exist_is_refused() {
+    let line = refused(&[
+        "run",
+        "--deployment",
+        "single",
+        "--client",
+        "exec:/nonexistent/lock-adapter --fast",
+    ]);
+    assert!(line.contains("/nonexistent/lock-adapter"), "{line}");
+}
+
+/// An exec client that breaks the protocol mid-run: one line naming the client, exit 254,
+/// the history kept, and nothing left running.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_exec_client_that_breaks_the_protocol_stops_the_run_cleanly() {
+    if support::docker_skipped() {
+        return;
+    }
+    let (docker, _) = support::docker().await;
+    // One that answers the hello and then exits; one that answers with something else.
+    for (program, says) in [
+        (
+            r#"read x; echo '{"type":"ok"}'; exit 3"#,
+            "exited (exit status: 3)",
+        ),
+        (
+            r#"read x; echo '{"type":"ok"}'; read y; echo 'OK!'"#,
+            "`OK!`",
+        ),
+    ] {
+        let (_keep, results) = results_dir();
+        let client = format!("exec:{program}");
+        let out = run_splitbrain(&[
+            "run",
+            "--deployment",
+            "single",
+            "--client",
+            &client,
+            "--nemesis",
+            "none",
+            "--time-limit",
+            "10s",
+            "--results",
+            results.to_str().unwrap(),
+        ]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(254), "{stderr}");
+        let line = stderr.trim_end().lines().last().unwrap_or_default();
+        assert!(
+            line.contains(program) && line.contains(says) && line.contains("history.jsonl"),
+            "{line}"
+        );
+        let run = results.join("latest");
+        let history = std::fs::read_to_string(run.join("history.jsonl")).unwrap();
+        assert!(history.contains("\"acquire\""), "{history}");
+        let test: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(run.join("test.json")).unwrap()).unwrap();
+        let run_id = test["run_id"].as_str().unwrap();
+        assert_eq!(support::leftovers(&docker, run_id).await, 0);
+    }
+}

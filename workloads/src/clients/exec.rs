@@ -154,7 +154,7 @@ impl Exec {
                     .collect::<Vec<_>>()
             })
             .filter(|lines| !lines.is_empty())
-            .map(|lines| format!("; its stderr ended with:\n  {}", lines.join("\n  ")))
+            .map(|lines| format!("; its stderr ended with: {}", lines.join(" | ")))
             .unwrap_or_default();
         ExecError {
             command: self.command.clone(),
