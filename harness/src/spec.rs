@@ -501,9 +501,35 @@ mod tests {
     #[test]
     fn bad_names_say_what_would_be_right() {
         assert!(message(&["--deployment", "sentinal"]).contains("single, redlock"));
-        assert!(message(&["--client", "zookeeper"]).contains("set-nx-px, watchdog, redlock"));
+        let client = message(&["--client", "zookeeper"]);
+        for name in ["setnx-expire", "del-release", "fenced", "wait", "exec:<command>"] {
+            assert!(client.contains(name), "{client}");
+        }
         assert!(message(&["--nemesis", "kill,meteor"]).contains("`meteor`"));
-        assert!(message(&["--workload", "bank"]).contains("lock"));
+        assert!(message(&["--workload", "bank"]).contains("lock-set"));
+    }
+
+    #[test]
+    fn an_exec_client_keeps_its_command_and_reads_back_from_the_command_line() {
+        let s = spec(&[
+            "--deployment",
+            "single",
+            "--client",
+            "exec:sh -c 'exit 0'",
+            "--workload",
+            "lock-set",
+        ])
+        .unwrap();
+        assert_eq!(s.client, "exec:sh -c 'exit 0'");
+        assert_eq!(s.client_options().command.as_deref(), Some("sh -c 'exit 0'"));
+        assert!(s.name.starts_with("single-exec-sh-lock-set"), "{}", s.name);
+        let quoted = r#"--client 'exec:sh -c '\''exit 0'\''' "#;
+        assert!(s.command_line().contains(quoted), "{}", s.command_line());
+        let redlock = spec(&["--no-jitter", "--acquire", "sequential"]).unwrap();
+        assert!(!redlock.jitter && redlock.sequential);
+        assert!(redlock
+            .command_line()
+            .ends_with("--no-jitter --acquire sequential"));
     }
 
     #[test]
