@@ -118,6 +118,10 @@ pub struct RunArgs {
     /// is 8474), so toxiproxy clients and scripts can drive them during the run.
     #[arg(long)]
     pub toxiproxy_port: Option<u16>,
+    /// Delay every chunk on every client link by a random 0 to this, for the whole run: the
+    /// uneven network under which Redlock's votes split (0: clients connect straight).
+    #[arg(long, default_value = "0s", value_parser = duration, allow_hyphen_values = true)]
+    pub link_jitter: Duration,
     /// How long link-latency delays traffic (give or take a half).
     #[arg(long, default_value = "1s", value_parser = duration, allow_hyphen_values = true)]
     pub link_latency: Duration,

@@ -13,7 +13,7 @@ use splitbrain_checker::{
     acquisition_stats, fencing, lock_safety, lost_writes, read_history, stuck_lock, Op, Valid,
 };
 use splitbrain_compose::{image, topology, Deployment};
-use splitbrain_nemesis::links::{toxiproxy, Links};
+use splitbrain_nemesis::links::{toxiproxy, LinkState, Links, Toxics};
 use splitbrain_nemesis::{Nemesis, Target};
 use splitbrain_workloads::workload::lock::{Shared, WorkloadError};
 use splitbrain_workloads::{find_client, ClientConfig, ClientCrashes, ClientPauses, Recorder};
@@ -272,6 +272,17 @@ async fn exercise(
     } else {
         Links::default()
     };
+    if !spec.link_jitter.is_zero() {
+        let jitter = Toxics {
+            jitter: spec.link_jitter,
+            ..Toxics::default()
+        };
+        links.set_baseline(LinkState {
+            upstream: jitter.clone(),
+            downstream: jitter,
+            reset: false,
+        });
+    }
     let api = match spec.toxiproxy_port {
         Some(port) => {
             let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))

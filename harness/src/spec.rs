@@ -64,6 +64,8 @@ pub struct TestSpec {
     pub toxiproxy_port: Option<u16>,
     #[serde(with = "millis")]
     pub link_latency: Duration,
+    #[serde(default, with = "millis")]
+    pub link_jitter: Duration,
     pub seed: u64,
     pub results: PathBuf,
 }
@@ -153,7 +155,8 @@ impl TestSpec {
             .iter()
             .filter_map(|name| find_fault(name))
             .any(|f| f.family() == "link");
-        let client_groups = if links || args.toxiproxy_port.is_some() {
+        let client_groups = if links || args.toxiproxy_port.is_some() || !args.link_jitter.is_zero()
+        {
             args.client_groups
         } else {
             0
@@ -231,6 +234,7 @@ impl TestSpec {
             client_groups,
             toxiproxy_port: args.toxiproxy_port,
             link_latency: args.link_latency,
+            link_jitter: args.link_jitter,
             seed: args.seed.unwrap_or_else(rand::random),
             results: args.results.clone(),
         })
@@ -319,6 +323,12 @@ impl TestSpec {
                 " --client-groups {} --link-latency {}",
                 self.client_groups,
                 humantime::format_duration(self.link_latency)
+            );
+        }
+        if !self.link_jitter.is_zero() {
+            line += &format!(
+                " --link-jitter {}",
+                humantime::format_duration(self.link_jitter)
             );
         }
         if let Some(port) = self.toxiproxy_port {

@@ -73,6 +73,37 @@ async fn latency_delays_one_group_only() {
 }
 
 #[tokio::test]
+async fn a_baseline_stays_beneath_faults_and_through_heals() {
+    let links = links().await;
+    let jittery = Toxics {
+        jitter: Duration::from_millis(300),
+        ..Toxics::default()
+    };
+    links.set_baseline(LinkState {
+        downstream: jittery,
+        ..LinkState::default()
+    });
+    assert!(links.toxic().is_empty(), "a baseline is not a fault");
+    let addr = links.address(0, "n1").unwrap();
+    let mut slowest = Duration::ZERO;
+    for _ in 0..5 {
+        slowest = slowest.max(round_trip(addr).await.unwrap());
+    }
+    assert!(slowest >= Duration::from_millis(50), "jitter applies: {slowest:?}");
+    links.set(
+        "g0->n1",
+        LinkState {
+            reset: true,
+            ..LinkState::default()
+        },
+    );
+    assert_eq!(links.toxic(), ["g0->n1"]);
+    links.heal();
+    assert!(links.toxic().is_empty(), "healed back to the baseline");
+    round_trip(addr).await.unwrap();
+}
+
+#[tokio::test]
 async fn a_blackhole_keeps_the_connection_and_loses_the_data() {
     let links = links().await;
     let hole = LinkState {

@@ -56,6 +56,9 @@ struct Link {
 /// Who asked for which toxics on a link.
 #[derive(Default)]
 struct Layers {
+    /// The run's network conditions (`--link-jitter`): what the link does when nothing else
+    /// is asked of it. A fault's toxics replace it while they last; a heal returns to it.
+    baseline: LinkState,
     nemesis: LinkState,
     api: Vec<toxiproxy::ApiToxic>,
     disabled: bool,
@@ -65,7 +68,11 @@ impl Link {
     fn update(&self, change: impl FnOnce(&mut Layers)) {
         let mut layers = self.layers.lock().unwrap_or_else(|e| e.into_inner());
         change(&mut layers);
-        let mut state = layers.nemesis.clone();
+        let mut state = if layers.nemesis == LinkState::default() {
+            layers.baseline.clone()
+        } else {
+            layers.nemesis.clone()
+        };
         for toxic in &layers.api {
             // Toxics are checked when they are added; a bad one cannot be here.
             let _ = toxic.apply(&mut state);
@@ -187,19 +194,39 @@ impl Links {
         true
     }
 
-    /// Links that still carry a toxic or are disabled.
+    /// Sets the run's network conditions on every link, beneath any fault's toxics.
+    pub fn set_baseline(&self, state: LinkState) {
+        for link in self.map().values() {
+            link.update(|layers| layers.baseline = state.clone());
+        }
+    }
+
+    /// Links that still carry a toxic beyond their baseline, or are disabled.
     pub fn toxic(&self) -> Vec<String> {
         self.map()
             .iter()
-            .filter(|(_, l)| *l.state.borrow() != LinkState::default())
+            .filter(|(_, l)| {
+                let baseline = l
+                    .layers
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .baseline
+                    .clone();
+                *l.state.borrow() != baseline
+            })
             .map(|(name, _)| name.clone())
             .collect()
     }
 
-    /// Clears every toxic on every link, and enables every link.
+    /// Clears every toxic on every link, and enables every link; baselines stay.
     pub fn heal(&self) {
         for link in self.map().values() {
-            link.update(|layers| *layers = Layers::default());
+            link.update(|layers| {
+                *layers = Layers {
+                    baseline: std::mem::take(&mut layers.baseline),
+                    ..Layers::default()
+                }
+            });
         }
     }
 
