@@ -27,11 +27,6 @@ impl Cause {
             _ => Cause::Unavailable,
         }
     }
-
-    /// Whether the attempt failed because the lock was taken, in whole or in part.
-    pub fn is_contention(self) -> bool {
-        matches!(self, Cause::Held | Cause::SplitVote)
-    }
 }
 
 #[cfg(test)]

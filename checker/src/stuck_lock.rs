@@ -11,10 +11,11 @@
 //!    never completed: it may have set the key), and likewise from every `renew` that did not
 //!    fail. An op without `ttl_ms` may have set a key that never expires: its lease never ends.
 //!    A `fail`ed acquire or renew set nothing.
-//! 2. An acquire refused for contention ([`Cause::is_contention`]: `held` or `split vote`) is
-//!    **stuck** when it was invoked after `held_until` and refused more than `bound` after it.
-//!    Leases are counted up to the refusal, so an acquire running concurrently with the refused
-//!    one explains it. Refusals for unavailability say nothing about the key.
+//! 2. An acquire refused because the lock is held ([`Cause::Held`]) is **stuck** when it was
+//!    invoked after `held_until` and refused more than `bound` after it. Leases are counted up
+//!    to the refusal, so an acquire running concurrently with the refused one explains it. A
+//!    split vote says only that contenders collided (their failed attempts set keys too, then
+//!    removed them), and unavailability says nothing about the key: neither counts.
 //! 3. A **stuck period** begins with the first stuck refusal and lasts until the next acquire
 //!    on the key returns `ok` (recovered) or the history ends (not recovered). It is reported
 //!    from `free_from`, the `held_until` of its first refusal: for `stuck_ms` the key kept out
@@ -38,8 +39,8 @@ pub struct StuckLock {
     pub valid: Valid,
     /// How long past `held_until` a refusal must come to be stuck.
     pub bound_ms: f64,
-    /// Acquires refused for contention, all of which were checked.
-    pub contention_refusals: usize,
+    /// Acquires refused because the lock was held, all of which were checked.
+    pub held_refusals: usize,
     /// Refusals that came inside a stuck period.
     pub stuck_refusals: usize,
     pub stuck_period_count: usize,
@@ -71,7 +72,7 @@ pub fn check(history: &[Op], bound: Duration) -> StuckLock {
     let end_of_history = history.iter().map(|op| op.time).max().unwrap_or(0);
 
     let mut events: HashMap<&str, Vec<Event>> = HashMap::new();
-    let mut contention_refusals = 0;
+    let mut held_refusals = 0;
     for operation in operations(history) {
         let invoke = operation.invoke;
         let is_acquire = match invoke.f.as_str() {
@@ -96,8 +97,8 @@ pub fn check(history: &[Op], bound: Duration) -> StuckLock {
             OpType::Ok => on_key.push(Event::Grant {
                 at: completion.time,
             }),
-            OpType::Fail if Cause::of(completion.error.as_deref()).is_contention() => {
-                contention_refusals += 1;
+            OpType::Fail if Cause::of(completion.error.as_deref()) == Cause::Held => {
+                held_refusals += 1;
                 on_key.push(Event::Refusal {
                     at: completion.time,
                     invoked: invoke.time,
@@ -129,7 +130,7 @@ pub fn check(history: &[Op], bound: Duration) -> StuckLock {
             Valid::True
         },
         bound_ms: ms(bound_ns),
-        contention_refusals,
+        held_refusals,
         stuck_refusals,
         stuck_period_count,
         unrecovered_count,
@@ -144,7 +145,7 @@ enum Event {
     Lease { at: u64, ends: u64 },
     /// An acquire returned `ok`.
     Grant { at: u64 },
-    /// An acquire invoked at `invoked` was refused for contention.
+    /// An acquire invoked at `invoked` was refused because the lock was held.
     Refusal { at: u64, invoked: u64 },
 }
 
@@ -273,7 +274,7 @@ mod tests {
             .refused(1_050, 1_060, 3)
             .check();
         assert_eq!(r.valid, Valid::True);
-        assert_eq!((r.contention_refusals, r.stuck_period_count), (2, 0));
+        assert_eq!((r.held_refusals, r.stuck_period_count), (2, 0));
         assert_eq!(r.bound_ms, 100.0);
     }
 
@@ -348,7 +349,7 @@ mod tests {
     }
 
     #[test]
-    fn rule_2_a_split_vote_is_contention_and_unavailability_is_not() {
+    fn rule_2_only_a_held_refusal_counts_not_a_split_vote_or_unavailability() {
         let mut split = Script::default();
         split.acquire(0, 1, 1, OpType::Ok).op(
             "acquire",
@@ -356,7 +357,8 @@ mod tests {
             2,
             Some((OpType::Fail, "split vote: 2/5")),
         );
-        assert_eq!(split.check().valid, Valid::False);
+        let r = split.check();
+        assert_eq!((r.valid, r.held_refusals), (Valid::True, 0));
 
         let mut down = Script::default();
         down.acquire(0, 1, 1, OpType::Ok).op(
@@ -366,7 +368,7 @@ mod tests {
             Some((OpType::Fail, "n1: not connected")),
         );
         let r = down.check();
-        assert_eq!((r.valid, r.contention_refusals), (Valid::True, 0));
+        assert_eq!((r.valid, r.held_refusals), (Valid::True, 0));
     }
 
     #[test]

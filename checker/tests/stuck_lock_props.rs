@@ -129,7 +129,7 @@ proptest! {
         let (timed, _) = correct_lock(&leases, &refusals);
         let result = check(&common::render(timed), BOUND);
         prop_assert_eq!(result.valid, Valid::True, "{:#?}", result);
-        prop_assert_eq!(result.contention_refusals, refusals.len());
+        prop_assert_eq!(result.held_refusals, refusals.len());
     }
 
     #[test]

@@ -9,6 +9,7 @@
 //! and sequential acquisition (`--acquire sequential`), one node after another as some
 //! libraries do, which spends more of the validity on the way.
 
+use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
@@ -79,16 +80,25 @@ impl Redlock {
 
     /// Why an attempt that `granted` nodes granted missed the quorum: the lock is held
     /// elsewhere, the vote split between contenders, or too few nodes answered.
+    ///
+    /// `replies` are `SET ... NX GET` replies: `None` granted, `Some(token)` refused by the
+    /// holder of `token` on that node.
     fn no_quorum(&self, granted: usize, replies: &[Result<Option<String>, NodeError>]) -> String {
-        let refused = replies.iter().filter(|r| matches!(r, Ok(None))).count();
+        let mut holders: HashMap<&str, usize> = HashMap::new();
+        for holder in replies.iter().filter_map(|r| r.as_ref().ok()?.as_deref()) {
+            *holders.entry(holder).or_default() += 1;
+        }
+        let strongest = holders.values().copied().max().unwrap_or(0);
         let unanswered = replies.iter().filter(|r| r.is_err()).count();
         let n = self.nodes.len();
-        if refused >= self.quorum() {
-            format!("{} on {refused}/{n} nodes", held_by_another())
+        if strongest >= self.quorum() {
+            format!("{} on {strongest}/{n} nodes", held_by_another())
         } else if unanswered == 0 {
             format!(
-                "{}: {granted}/{n} granted, {refused} held by other contenders",
-                acquisition::SPLIT_VOTE
+                "{}: {granted}/{n} granted, the rest split between {} other contender{}",
+                acquisition::SPLIT_VOTE,
+                holders.len(),
+                if holders.len() == 1 { "" } else { "s" }
             )
         } else {
             format!("no quorum: {granted}/{n} granted, {unanswered} unreachable or timed out")
@@ -116,7 +126,9 @@ impl LockClient for Redlock {
     async fn acquire(&mut self, resource: &str, ttl: Duration) -> Outcome<Grant> {
         let token = new_token();
         let started = Instant::now();
-        let set = set_if_absent(resource, &token, ttl);
+        // With GET, a refusal names the holder's token, so that a miss can tell a lock held
+        // by one client on a majority from a vote split between contenders.
+        let set = set_if_absent(resource, &token, ttl).arg("GET").clone();
         let replies = if self.sequential {
             let mut replies = Vec::with_capacity(self.nodes.len());
             for node in &mut self.nodes {
@@ -136,7 +148,7 @@ impl LockClient for Redlock {
             .nodes
             .iter()
             .zip(&replies)
-            .filter(|(_, reply)| matches!(reply, Ok(Some(_))))
+            .filter(|(_, reply)| matches!(reply, Ok(None)))
             .map(|(node, _)| node.name().to_string())
             .collect();
         let remaining = ttl.checked_sub(elapsed + drift(ttl));
