@@ -512,7 +512,13 @@ mod tests {
     fn bad_names_say_what_would_be_right() {
         assert!(message(&["--deployment", "sentinal"]).contains("single, redlock"));
         let client = message(&["--client", "zookeeper"]);
-        for name in ["setnx-expire", "del-release", "fenced", "wait", "exec:<command>"] {
+        for name in [
+            "setnx-expire",
+            "del-release",
+            "fenced",
+            "wait",
+            "exec:<command>",
+        ] {
             assert!(client.contains(name), "{client}");
         }
         assert!(message(&["--nemesis", "kill,meteor"]).contains("`meteor`"));
@@ -531,7 +537,10 @@ mod tests {
         ])
         .unwrap();
         assert_eq!(s.client, "exec:sh -c 'exit 0'");
-        assert_eq!(s.client_options().command.as_deref(), Some("sh -c 'exit 0'"));
+        assert_eq!(
+            s.client_options().command.as_deref(),
+            Some("sh -c 'exit 0'")
+        );
         assert!(s.name.starts_with("single-exec-sh-lock-set"), "{}", s.name);
         let quoted = r#"--client 'exec:sh -c '\''exit 0'\''' "#;
         assert!(s.command_line().contains(quoted), "{}", s.command_line());

@@ -89,7 +89,10 @@ async fn a_baseline_stays_beneath_faults_and_through_heals() {
     for _ in 0..5 {
         slowest = slowest.max(round_trip(addr).await.unwrap());
     }
-    assert!(slowest >= Duration::from_millis(50), "jitter applies: {slowest:?}");
+    assert!(
+        slowest >= Duration::from_millis(50),
+        "jitter applies: {slowest:?}"
+    );
     links.set(
         "g0->n1",
         LinkState {
