@@ -144,7 +144,8 @@ enum NoReply {
 }
 
 impl Exec {
-    fn broken(&self, problem: String, stderr: Option<&Mutex<VecDeque<String>>>) -> ExecError {
+    /// The error for a program that broke the protocol, with the last of its stderr.
+    fn failure(&self, problem: String, stderr: Option<&Mutex<VecDeque<String>>>) -> ExecError {
         let said = stderr
             .map(|s| {
                 s.lock()
@@ -171,11 +172,11 @@ impl Exec {
             .stderr(Stdio::piped())
             .kill_on_drop(true)
             .spawn()
-            .map_err(|e| self.broken(format!("could not be started: {e}"), None))?;
+            .map_err(|e| self.failure(format!("could not be started: {e}"), None))?;
         let (Some(stdin), Some(stdout), Some(stderr)) =
             (child.stdin.take(), child.stdout.take(), child.stderr.take())
         else {
-            return Err(self.broken("started without pipes".into(), None));
+            return Err(self.failure("started without pipes".into(), None));
         };
         let kept = Arc::new(Mutex::new(VecDeque::new()));
         let pid = child.id().unwrap_or_default();
@@ -189,11 +190,11 @@ impl Exec {
         let hello = self.hello.clone();
         match self.exchange(&mut program, &hello).await {
             Ok(reply) if reply.kind == ReplyKind::Ok => Ok(program),
-            Ok(reply) => Err(self.broken(
+            Ok(reply) => Err(self.failure(
                 format!("refused the hello: {}", reply.error.unwrap_or_default()),
                 Some(&program.stderr),
             )),
-            Err(NoReply::TimedOut) => Err(self.broken(
+            Err(NoReply::TimedOut) => Err(self.failure(
                 format!(
                     "did not answer the hello within {} s",
                     self.reply_timeout.as_secs()
@@ -239,14 +240,14 @@ impl Exec {
                     .ok()
                     .and_then(Result::ok)
                     .map_or("without a status".to_string(), |s| s.to_string());
-                return Err(NoReply::Broken(self.broken(
+                return Err(NoReply::Broken(self.failure(
                     format!("exited ({status}) before replying to {op}"),
                     stderr,
                 )));
             }
         };
         serde_json::from_str::<Reply>(&line).map_err(|e| {
-            NoReply::Broken(self.broken(
+            NoReply::Broken(self.failure(
                 format!(
                     "replied to {op} with `{}`, which is not a protocol reply ({e}); expected \
                      {{\"type\":\"ok\"|\"fail\"|\"unknown\", ...}}",

@@ -162,6 +162,14 @@ pub enum WorkloadError {
     Crashed(String),
 }
 
+/// How one acquire attempt ended, once recorded.
+enum Attempt {
+    Granted(Grant),
+    Refused,
+    /// The process may hold the lock or not; it retires.
+    Unknown,
+}
+
 /// One client worker: its lock client, its storage connection, and where it records.
 struct Worker {
     workload: LockWorkload,
@@ -175,55 +183,32 @@ struct Worker {
 impl Worker {
     async fn run(&self, mut client: Box<dyn LockClient>) -> Result<(), WorkloadError> {
         let (worker, stop) = (self.worker, &self.stop);
-        let recorder = &self.shared.recorder;
         let pauses = &self.shared.pauses;
         let resource = self.workload.resource(worker);
         let concurrency = self.workload.concurrency as u64;
         let ttl = self.workload.ttl;
         let mut process = worker as u64;
         let mut failures = 0u32;
-        let ttl_ms = ttl.as_millis() as u64;
-        let broken = |client: &dyn LockClient| client.broken().map(WorkloadError::Broken);
         while !stop.is_cancelled() {
-            let mut invoke =
-                Op::new(Process::Client(process), OpType::Invoke, "acquire").key(&resource);
-            invoke.ttl_ms = Some(ttl_ms);
-            recorder.record(invoke);
             let started = Instant::now();
-            let grant = match client.acquire(&resource, ttl).await {
-                Outcome::Ok(grant) => grant,
-                Outcome::Fail(error) => {
-                    recorder.record(
-                        Op::new(Process::Client(process), OpType::Fail, "acquire")
-                            .key(&resource)
-                            .error(error),
-                    );
+            let acquired = self.acquire(client.as_mut(), process, &resource).await;
+            if let Some(broken) = client.broken() {
+                return Err(WorkloadError::Broken(broken));
+            }
+            let grant = match acquired {
+                Attempt::Granted(grant) => grant,
+                Attempt::Refused => {
                     let delay = client.retry_delay(failures);
                     failures = failures.saturating_add(1);
                     sleep_unless_stopped(delay, stop).await;
                     continue;
                 }
-                Outcome::Info(error) => {
-                    recorder.record(
-                        Op::new(Process::Client(process), OpType::Info, "acquire")
-                            .key(&resource)
-                            .error(error),
-                    );
-                    if let Some(e) = broken(client.as_ref()) {
-                        return Err(e);
-                    }
+                Attempt::Unknown => {
                     process += concurrency;
                     continue;
                 }
             };
             failures = 0;
-            let mut ok = Op::new(Process::Client(process), OpType::Ok, "acquire")
-                .key(&resource)
-                .token(&grant.token)
-                .fence(grant.fence)
-                .nodes(grant.nodes.clone());
-            ok.validity_ms = Some(grant.validity.as_millis() as u64);
-            recorder.record(ok);
 
             // Release with a tenth of the validity to spare: a client that releases at the
             // last instant races its own lease, and that race is the harness's, not the lock's.
@@ -254,6 +239,7 @@ impl Worker {
                         every,
                         ttl,
                     };
+                    let recorder = &self.shared.recorder;
                     watchdog
                         .hold(hold, client.as_mut(), &grant, recorder, pauses, stop)
                         .await
@@ -263,29 +249,71 @@ impl Worker {
                 self.append(process, &grant, doc).await;
             }
 
-            recorder.record(
-                Op::new(Process::Client(process), OpType::Invoke, "release")
-                    .key(&resource)
-                    .token(&grant.token),
-            );
-            let (kind, error) = match client.release(&resource, &grant).await {
-                Outcome::Ok(()) => (OpType::Ok, None),
-                Outcome::Fail(e) => (OpType::Fail, Some(e)),
-                Outcome::Info(e) => (OpType::Info, Some(e)),
-            };
-            let mut done = Op::new(Process::Client(process), kind, "release")
-                .key(&resource)
-                .token(&grant.token);
-            done.error = error;
-            recorder.record(done);
-            if let Some(e) = broken(client.as_ref()) {
-                return Err(e);
+            let released = self
+                .release(client.as_mut(), process, &resource, &grant)
+                .await;
+            if let Some(broken) = client.broken() {
+                return Err(WorkloadError::Broken(broken));
             }
-            if kind == OpType::Info {
+            if released == OpType::Info {
                 process += concurrency;
             }
         }
         Ok(())
+    }
+
+    /// One recorded acquire attempt.
+    async fn acquire(&self, client: &mut dyn LockClient, process: u64, resource: &str) -> Attempt {
+        let recorder = &self.shared.recorder;
+        let op = |kind| Op::new(Process::Client(process), kind, "acquire").key(resource);
+        let mut invoke = op(OpType::Invoke);
+        invoke.ttl_ms = Some(self.workload.ttl.as_millis() as u64);
+        recorder.record(invoke);
+        match client.acquire(resource, self.workload.ttl).await {
+            Outcome::Ok(grant) => {
+                let mut ok = op(OpType::Ok)
+                    .token(&grant.token)
+                    .fence(grant.fence)
+                    .nodes(grant.nodes.clone());
+                ok.validity_ms = Some(grant.validity.as_millis() as u64);
+                recorder.record(ok);
+                Attempt::Granted(grant)
+            }
+            Outcome::Fail(error) => {
+                recorder.record(op(OpType::Fail).error(error));
+                Attempt::Refused
+            }
+            Outcome::Info(error) => {
+                recorder.record(op(OpType::Info).error(error));
+                Attempt::Unknown
+            }
+        }
+    }
+
+    /// One recorded release; returns how it completed.
+    async fn release(
+        &self,
+        client: &mut dyn LockClient,
+        process: u64,
+        resource: &str,
+        grant: &Grant,
+    ) -> OpType {
+        let recorder = &self.shared.recorder;
+        let op = |kind| {
+            Op::new(Process::Client(process), kind, "release")
+                .key(resource)
+                .token(&grant.token)
+        };
+        recorder.record(op(OpType::Invoke));
+        let (kind, error) = match client.release(resource, grant).await {
+            Outcome::Ok(()) => (OpType::Ok, None),
+            Outcome::Fail(e) => (OpType::Fail, Some(e)),
+            Outcome::Info(e) => (OpType::Info, Some(e)),
+        };
+        let mut done = op(kind);
+        done.error = error;
+        recorder.record(done);
+        kind
     }
 
     /// `lock-set`: reads the document under the grant; `None` when there is no storage or
