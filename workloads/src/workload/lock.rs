@@ -305,11 +305,7 @@ impl Worker {
                 .token(&grant.token)
         };
         recorder.record(op(OpType::Invoke));
-        let (kind, error) = match client.release(resource, grant).await {
-            Outcome::Ok(()) => (OpType::Ok, None),
-            Outcome::Fail(e) => (OpType::Fail, Some(e)),
-            Outcome::Info(e) => (OpType::Info, Some(e)),
-        };
+        let (kind, error) = completion(client.release(resource, grant).await);
         let mut done = op(kind);
         done.error = error;
         recorder.record(done);
@@ -358,11 +354,9 @@ impl Worker {
         };
         self.shared.recorder.record(op(OpType::Invoke));
         doc.push(id);
-        let done = match storage.write(&doc, grant.fence).await {
-            Outcome::Ok(()) => op(OpType::Ok),
-            Outcome::Fail(e) => op(OpType::Fail).error(e),
-            Outcome::Info(e) => op(OpType::Info).error(e),
-        };
+        let (kind, error) = completion(storage.write(&doc, grant.fence).await);
+        let mut done = op(kind);
+        done.error = error;
         self.shared.recorder.record(done);
     }
 }
@@ -408,15 +402,20 @@ impl Watchdog<'_> {
             let mut invoke = op(OpType::Invoke);
             invoke.ttl_ms = Some(self.ttl.as_millis() as u64);
             recorder.record(invoke);
-            let (kind, error) = match client.renew(self.resource, grant, self.ttl).await {
-                Outcome::Ok(()) => (OpType::Ok, None),
-                Outcome::Fail(e) => (OpType::Fail, Some(e)),
-                Outcome::Info(e) => (OpType::Info, Some(e)),
-            };
+            let (kind, error) = completion(client.renew(self.resource, grant, self.ttl).await);
             let mut done = op(kind);
             done.error = error;
             recorder.record(done);
         }
+    }
+}
+
+/// How an op that returns nothing completed, and its error.
+fn completion(outcome: Outcome<()>) -> (OpType, Option<String>) {
+    match outcome {
+        Outcome::Ok(()) => (OpType::Ok, None),
+        Outcome::Fail(e) => (OpType::Fail, Some(e)),
+        Outcome::Info(e) => (OpType::Info, Some(e)),
     }
 }
 
