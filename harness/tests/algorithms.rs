@@ -236,6 +236,18 @@ fn a_zombie_loses_writes_under_lock_set_and_fencing_stops_it() {
         output(&out)
     );
 
+    // A plain DEL turns one zombie into a chain: each release deletes the next holder's key.
+    let (out, hijacked) = lock_set_with_zombies(&["--client", "del-release"]);
+    assert_eq!(out.status.code(), Some(1), "{}", output(&out));
+    let live_leases_at_once = hijacked["lock-safety"]["double_grants"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|g| g["kind"] == "lease")
+        .count();
+    assert!(live_leases_at_once >= 1, "{}", hijacked["lock-safety"]);
+    assert!(hijacked["lost-writes"]["lost_count"].as_u64().unwrap() >= 1);
+
     let (out, fenced) = lock_set_with_zombies(&["--client", "fenced", "--fencing"]);
     assert_eq!(out.status.code(), Some(0), "{}", output(&out));
     let writes = &fenced["lost-writes"];
