@@ -14,11 +14,13 @@ use bollard::Docker;
 use futures_util::StreamExt;
 
 use crate::docker::{remove_run, Leftovers, RUN_LABEL};
-use crate::topology::{NodeSpec, Topology, TopologyOptions};
+use crate::topology::{NodeSpec, Topology, TopologyOptions, MASTER_NAME, SENTINEL_PORT};
 use crate::ComposeError;
 
 /// The port every node's Redis listens on, inside its own address.
 pub const REDIS_PORT: u16 = 6379;
+/// The variable the node image's entry point writes a Sentinel's configuration from.
+const SENTINEL_CONF_ENV: &str = "SPLITBRAIN_SENTINEL_CONF";
 /// How long a node may take to answer PING after it is started.
 const READY_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -31,6 +33,8 @@ pub struct Node {
     pub container: String,
     /// Where the harness reaches this node's Redis. Fixed for the run, across restarts.
     pub addr: SocketAddr,
+    /// Where the Sentinel beside it listens, if one does.
+    pub sentinel: Option<SocketAddr>,
 }
 
 /// A deployment's containers on the run's own internal network. Cloning is cheap and every
@@ -100,9 +104,21 @@ impl Deployment {
         image: &str,
     ) -> Result<Deployment, ComposeError> {
         let (network, prefix) = create_network(docker, run_id).await?;
+        let ip_of = |i: usize| Ipv4Addr::new(prefix[0], prefix[1], prefix[2], 11 + i as u8);
+        // `{n1}` in a node's arguments or Sentinel configuration is n1's address.
+        let addresses: Vec<(String, String)> = specs
+            .iter()
+            .enumerate()
+            .map(|(i, spec)| (format!("{{{}}}", spec.name), ip_of(i).to_string()))
+            .collect();
+        let resolve = |text: &str| {
+            addresses
+                .iter()
+                .fold(text.to_string(), |text, (name, ip)| text.replace(name, ip))
+        };
         let mut nodes = Vec::with_capacity(specs.len());
         for (i, spec) in specs.iter().enumerate() {
-            let ip = Ipv4Addr::new(prefix[0], prefix[1], prefix[2], 11 + i as u8);
+            let ip = ip_of(i);
             let container = format!("splitbrain-{run_id}-{}", spec.name);
             let mut cmd: Vec<String> = [
                 "redis-server",
@@ -117,7 +133,8 @@ impl Deployment {
             .to_vec();
             cmd.push("--port".into());
             cmd.push(REDIS_PORT.to_string());
-            cmd.extend(spec.args.iter().cloned());
+            cmd.extend(spec.args.iter().map(|arg| resolve(arg)));
+            let sentinel_conf = spec.sentinel.as_deref().map(resolve);
             let container_spec = ContainerSpec {
                 run_id,
                 network: &network,
@@ -128,12 +145,19 @@ impl Deployment {
                 ip,
                 // Partition faults write iptables rules inside the node's namespace.
                 cap_add: vec!["NET_ADMIN".into()],
+                env: sentinel_conf
+                    .iter()
+                    .map(|conf| format!("{SENTINEL_CONF_ENV}={conf}"))
+                    .collect(),
             };
             start_container(docker, &container_spec).await?;
             nodes.push(Node {
                 name: spec.name.clone(),
                 container,
                 addr: SocketAddr::new(ip.into(), REDIS_PORT),
+                sentinel: sentinel_conf
+                    .is_some()
+                    .then(|| SocketAddr::new(ip.into(), SENTINEL_PORT)),
             });
         }
         let deployment = Deployment {
@@ -146,6 +170,9 @@ impl Deployment {
         };
         for node in &deployment.nodes {
             wait_ready(node).await?;
+        }
+        if deployment.nodes.iter().any(|n| n.sentinel.is_some()) {
+            deployment.wait_sentinels_agree().await?;
         }
         Ok(deployment)
     }
@@ -164,6 +191,7 @@ impl Deployment {
             cmd: None,
             ip,
             cap_add: Vec::new(),
+            env: Vec::new(),
         };
         start_container(&self.docker, &spec).await?;
         let storage = Storage {
@@ -173,6 +201,74 @@ impl Deployment {
         wait_listening("storage", storage.addr).await?;
         self.storage = Some(storage.clone());
         Ok(storage)
+    }
+
+    /// Waits until every Sentinel names the first node as master and sees every replica and
+    /// every other Sentinel: the deployment is what the test means it to be.
+    async fn wait_sentinels_agree(&self) -> Result<(), ComposeError> {
+        let started = Instant::now();
+        let master = self.nodes[0].addr.ip().to_string();
+        let others = self.nodes.len() - 1;
+        let mut last = String::from("no Sentinel answered");
+        while started.elapsed() < READY_TIMEOUT {
+            let mut agreed = 0;
+            for node in &self.nodes {
+                let Some(addr) = node.sentinel else { continue };
+                match sentinel_view(addr).await {
+                    Ok(view)
+                        if view.master_ip == master
+                            && view.replicas == others
+                            && view.other_sentinels == others =>
+                    {
+                        agreed += 1
+                    }
+                    Ok(view) => last = format!("{}'s Sentinel sees {view:?}", node.name),
+                    Err(e) => last = format!("{}'s Sentinel: {e}", node.name),
+                }
+            }
+            if agreed == self.nodes.iter().filter(|n| n.sentinel.is_some()).count() {
+                return Ok(());
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        Err(ComposeError::NodeNotReady {
+            node: "sentinel".into(),
+            seconds: READY_TIMEOUT.as_secs(),
+            last_error: last,
+        })
+    }
+
+    /// The node every reachable Sentinel names as master, if they agree; `None` if none
+    /// answers or they disagree.
+    pub async fn sentinel_master(&self) -> Option<String> {
+        let mut named = None;
+        for node in &self.nodes {
+            let Some(addr) = node.sentinel else { continue };
+            let Ok(view) = sentinel_view(addr).await else {
+                continue;
+            };
+            let master = self
+                .nodes
+                .iter()
+                .find(|n| n.addr.ip().to_string() == view.master_ip)?
+                .name
+                .clone();
+            match &named {
+                Some(earlier) if *earlier != master => return None,
+                _ => named = Some(master),
+            }
+        }
+        named
+    }
+
+    /// How many replicas the master has: every node but the first, where Sentinels watch
+    /// the nodes; none where the nodes stand alone.
+    pub fn replicas(&self) -> usize {
+        if self.nodes.iter().any(|n| n.sentinel.is_some()) {
+            self.nodes.len() - 1
+        } else {
+            0
+        }
     }
 
     pub fn network(&self) -> &str {
@@ -419,6 +515,8 @@ struct ContainerSpec<'a> {
     cmd: Option<Vec<String>>,
     ip: Ipv4Addr,
     cap_add: Vec<String>,
+    /// `NAME=value` pairs.
+    env: Vec<String>,
 }
 
 async fn start_container(docker: &Docker, spec: &ContainerSpec<'_>) -> Result<(), ComposeError> {
@@ -426,6 +524,7 @@ async fn start_container(docker: &Docker, spec: &ContainerSpec<'_>) -> Result<()
         image: Some(spec.image.to_string()),
         hostname: Some(spec.hostname.to_string()),
         cmd: spec.cmd.clone(),
+        env: Some(spec.env.clone()),
         labels: Some(HashMap::from([
             (RUN_LABEL.to_string(), spec.run_id.to_string()),
             ("splitbrain.node".to_string(), spec.hostname.to_string()),
@@ -475,6 +574,45 @@ async fn wait_listening(name: &str, addr: SocketAddr) -> Result<(), ComposeError
         node: name.to_string(),
         seconds: READY_TIMEOUT.as_secs(),
         last_error,
+    })
+}
+
+/// What one Sentinel believes about the monitored master.
+#[derive(Debug)]
+struct SentinelView {
+    master_ip: String,
+    replicas: usize,
+    other_sentinels: usize,
+}
+
+async fn sentinel_view(addr: SocketAddr) -> Result<SentinelView, String> {
+    let client = redis::Client::open(format!("redis://{addr}/")).map_err(|e| e.to_string())?;
+    let ask = async {
+        let mut conn = client.get_multiplexed_async_connection().await?;
+        let fields: Vec<String> = redis::cmd("SENTINEL")
+            .arg("master")
+            .arg(MASTER_NAME)
+            .query_async(&mut conn)
+            .await?;
+        redis::RedisResult::Ok(fields)
+    };
+    let fields = match tokio::time::timeout(Duration::from_secs(1), ask).await {
+        Ok(Ok(fields)) => fields,
+        Ok(Err(e)) => return Err(e.to_string()),
+        Err(_) => return Err("timed out".into()),
+    };
+    let field = |name: &str| {
+        fields
+            .chunks(2)
+            .find(|pair| pair[0] == name)
+            .and_then(|pair| pair.get(1))
+            .cloned()
+            .unwrap_or_default()
+    };
+    Ok(SentinelView {
+        master_ip: field("ip"),
+        replicas: field("num-slaves").parse().unwrap_or(0),
+        other_sentinels: field("num-other-sentinels").parse().unwrap_or(0),
     })
 }
 

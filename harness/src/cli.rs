@@ -46,12 +46,24 @@ pub enum ImagesCommand {
 
 #[derive(Debug, Clone, Args)]
 pub struct RunArgs {
-    /// Deployment: single | redlock.
+    /// Deployment: single | redlock | sentinel.
     #[arg(long, default_value = "redlock")]
     pub deployment: String,
     /// Number of Redis nodes, for deployments where it can vary (redlock: 5).
     #[arg(long)]
     pub nodes: Option<usize>,
+    /// Sentinel: how many Sentinels must agree that the master is down.
+    #[arg(long, default_value_t = 2, allow_hyphen_values = true, value_parser = count)]
+    pub sentinel_quorum: usize,
+    /// Sentinel: how long the master must be unreachable before a Sentinel thinks it down.
+    #[arg(long, default_value = "2s", value_parser = duration, allow_hyphen_values = true)]
+    pub down_after: Duration,
+    /// Sentinel: the failover timeout.
+    #[arg(long, default_value = "6s", value_parser = duration, allow_hyphen_values = true)]
+    pub failover_timeout: Duration,
+    /// Sentinel: the master refuses writes with fewer replicas than this connected.
+    #[arg(long, default_value_t = 0)]
+    pub min_replicas_to_write: usize,
     /// Lock algorithm: setnx-expire | del-release | set-nx-px | watchdog | wait | fenced |
     /// redlock | exec:<command> (your own client, over the JSON-lines protocol).
     #[arg(long, default_value = "redlock")]

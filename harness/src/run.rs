@@ -12,11 +12,14 @@ use anyhow::Context;
 use splitbrain_checker::{
     acquisition_stats, fencing, lock_safety, lost_writes, read_history, stuck_lock, Op, Valid,
 };
+use splitbrain_compose::topology::MASTER_NAME;
 use splitbrain_compose::{image, topology, Deployment};
 use splitbrain_nemesis::links::{toxiproxy, LinkState, Links, Toxics};
 use splitbrain_nemesis::{Nemesis, Target};
 use splitbrain_workloads::workload::lock::{Shared, WorkloadError};
-use splitbrain_workloads::{find_client, ClientConfig, ClientCrashes, ClientPauses, Recorder};
+use splitbrain_workloads::{
+    find_client, ClientConfig, ClientCrashes, ClientPauses, Recorder, Sentinels,
+};
 use tokio_util::sync::CancellationToken;
 
 use crate::error::{Exit, HarnessError};
@@ -296,9 +299,26 @@ async fn exercise(
         }
         None => None,
     };
-    let config = |nodes| ClientConfig {
-        options: spec.client_options(),
-        ..ClientConfig::new(nodes, spec.ttl)
+    let sentinels: Vec<(String, std::net::SocketAddr)> = deployment
+        .nodes()
+        .iter()
+        .filter_map(|n| Some((n.name.clone(), n.sentinel?)))
+        .collect();
+    let replicas = deployment.replicas();
+    let config = |nodes| {
+        let config = ClientConfig {
+            options: spec.client_options(),
+            ..ClientConfig::new(nodes, spec.ttl)
+        };
+        if sentinels.is_empty() {
+            config
+        } else {
+            let sentinels = Sentinels {
+                master: MASTER_NAME.into(),
+                addrs: sentinels.clone(),
+            };
+            config.watched_by_sentinel(sentinels, replicas)
+        }
     };
     let configs: Vec<ClientConfig> = if spec.client_groups > 0 {
         (0..spec.client_groups)
@@ -380,7 +400,13 @@ async fn exercise(
             progress::step("time limit reached: stopping clients, healing faults");
         }
     };
-    let (clients, faults, ()) = tokio::join!(clients, faults, timer);
+    let roles = async {
+        if deployment.replicas() > 0 {
+            let watching = stop.clone();
+            splitbrain_nemesis::roles::watch_master(deployment.clone(), &recorder, watching).await;
+        }
+    };
+    let (clients, faults, (), ()) = tokio::join!(clients, faults, timer, roles);
     // The faults are healed by now: what the storage holds is what stays.
     let final_read = workload.final_read(&recorder).await;
     links.shutdown();

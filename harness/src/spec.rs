@@ -4,13 +4,15 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-use splitbrain_compose::topology::{self, Persistence, TopologyOptions};
+use splitbrain_compose::topology::{
+    self, Persistence, SentinelOptions, TopologyOptions, MASTER_NAME,
+};
 use splitbrain_nemesis::{all_faults, find_fault, Fault, Layout, NemesisOptions, FAULTS};
 use splitbrain_workloads::storage::StorageConfig;
 use splitbrain_workloads::workload::lock::LockWorkload;
 use splitbrain_workloads::workload::WORKLOADS;
 use splitbrain_workloads::{
-    find_client, ClientConfig, ClientOptions, Fences, CLIENTS, EXEC_PREFIX,
+    find_client, ClientConfig, ClientOptions, Fences, Sentinels, CLIENTS, EXEC_PREFIX,
 };
 
 use crate::cli::RunArgs;
@@ -40,6 +42,15 @@ pub struct TestSpec {
     /// `--nemesis all`: faults this machine cannot inject are skipped, not refused.
     pub skip_unsupported: bool,
     pub persistence: String,
+    /// Sentinel deployments: the quorum, timings and `min-replicas-to-write`.
+    #[serde(default)]
+    pub sentinel_quorum: usize,
+    #[serde(default, with = "millis")]
+    pub down_after: Duration,
+    #[serde(default, with = "millis")]
+    pub failover_timeout: Duration,
+    #[serde(default)]
+    pub min_replicas_to_write: usize,
     #[serde(with = "millis")]
     pub time_limit: Duration,
     pub concurrency: usize,
@@ -89,12 +100,23 @@ impl TestSpec {
                 Persistence::NAMES
             ))
         })?;
+        let sentinel = SentinelOptions {
+            quorum: args.sentinel_quorum,
+            down_after: args.down_after,
+            failover_timeout: args.failover_timeout,
+            min_replicas_to_write: args.min_replicas_to_write,
+        };
         let nodes = topology
             .nodes(&TopologyOptions {
                 nodes: args.nodes,
                 persistence,
+                sentinel: sentinel.clone(),
             })
-            .map_err(|e| bad(format!("--nodes: {e}")))?;
+            .map_err(|e| bad(format!("--deployment {}: {e}", topology.name())))?;
+        let replicas = nodes
+            .iter()
+            .filter(|n| n.args.iter().any(|a| a == "--replicaof"))
+            .count();
         let client = find_client(&args.client).ok_or_else(|| {
             bad(format!(
                 "unknown client `{}`; choose one of: {}",
@@ -126,6 +148,15 @@ impl TestSpec {
                     .collect(),
                 args.ttl,
             )
+        };
+        let placeholder = if nodes.iter().any(|n| n.sentinel.is_some()) {
+            let sentinels = Sentinels {
+                master: MASTER_NAME.into(),
+                addrs: placeholder.nodes.clone(),
+            };
+            placeholder.watched_by_sentinel(sentinels, replicas)
+        } else {
+            placeholder
         };
         (client.build)(&placeholder).map_err(|e| {
             bad(format!(
@@ -165,11 +196,17 @@ impl TestSpec {
             nodes: nodes.iter().map(|n| n.name.clone()).collect(),
             clients: args.concurrency,
             groups: client_groups,
+            sentinels: nodes.iter().any(|n| n.sentinel.is_some()),
         };
-        for fault in nemesis.iter().filter_map(|name| find_fault(name)) {
-            fault
-                .fits(&layout)
-                .map_err(|e| bad(format!("--nemesis {}: {e}", fault.name())))?;
+        let everything = args.nemesis.trim() == "all";
+        let mut nemesis = nemesis;
+        for fault in nemesis.clone().iter().filter_map(|name| find_fault(name)) {
+            match fault.fits(&layout) {
+                Ok(()) => {}
+                // `all` means every fault that fits this deployment.
+                Err(_) if everything => nemesis.retain(|name| name != fault.name()),
+                Err(e) => return Err(bad(format!("--nemesis {}: {e}", fault.name()))),
+            }
         }
         if !(args.clock_drift > 0.0 && args.clock_drift.is_finite()) || args.clock_drift == 1.0 {
             return Err(bad(format!(
@@ -221,6 +258,10 @@ impl TestSpec {
             skip_unsupported: args.nemesis.trim() == "all",
             nemesis,
             persistence: persistence.name().to_string(),
+            sentinel_quorum: sentinel.quorum,
+            down_after: sentinel.down_after,
+            failover_timeout: sentinel.failover_timeout,
+            min_replicas_to_write: sentinel.min_replicas_to_write,
             time_limit: args.time_limit,
             concurrency: args.concurrency,
             ttl: args.ttl,
@@ -244,6 +285,12 @@ impl TestSpec {
         TopologyOptions {
             nodes: self.nodes,
             persistence: Persistence::parse(&self.persistence).unwrap_or_default(),
+            sentinel: SentinelOptions {
+                quorum: self.sentinel_quorum,
+                down_after: self.down_after,
+                failover_timeout: self.failover_timeout,
+                min_replicas_to_write: self.min_replicas_to_write,
+            },
         }
     }
 
@@ -336,6 +383,16 @@ impl TestSpec {
         }
         if self.resources != 1 {
             line += &format!(" --resources {}", self.resources);
+        }
+        if self.deployment == "sentinel" {
+            line += &format!(
+                " --sentinel-quorum {} --down-after {} --failover-timeout {} \
+                 --min-replicas-to-write {}",
+                self.sentinel_quorum,
+                humantime::format_duration(self.down_after),
+                humantime::format_duration(self.failover_timeout),
+                self.min_replicas_to_write
+            );
         }
         if !self.jitter {
             line += " --no-jitter";
@@ -510,7 +567,9 @@ mod tests {
 
     #[test]
     fn bad_names_say_what_would_be_right() {
-        assert!(message(&["--deployment", "sentinal"]).contains("single, redlock"));
+        assert!(message(&["--deployment", "sentinal"]).contains("single, redlock, sentinel"));
+        let quorum = message(&["--deployment", "sentinel", "--sentinel-quorum", "4"]);
+        assert!(quorum.contains("quorum of 4"), "{quorum}");
         let client = message(&["--client", "zookeeper"]);
         for name in [
             "setnx-expire",
@@ -553,7 +612,7 @@ mod tests {
 
     #[test]
     fn a_client_must_suit_its_deployment() {
-        assert!(message(&["--deployment", "single", "--nodes", "3"]).contains("--nodes"));
+        assert!(message(&["--deployment", "single", "--nodes", "3"]).contains("exactly 1 node"));
         let s = spec(&[
             "--deployment",
             "single",

@@ -247,13 +247,12 @@ pub fn describe(grant: &DoubleGrant) -> String {
         .iter()
         .map(|f| {
             let stop = f.stop_ms.map_or("end".to_string(), seconds);
-            format!(
-                "{} {} {}-{}",
-                f.fault,
-                f.nodes.join(","),
-                seconds(f.start_ms),
-                stop
-            )
+            let on = if f.nodes.is_empty() {
+                String::new()
+            } else {
+                format!(" {}", f.nodes.join(","))
+            };
+            format!("{}{on} {}-{}", f.fault, seconds(f.start_ms), stop)
         })
         .collect();
     let nodes = |n: &Option<Vec<String>>| {

@@ -160,8 +160,8 @@ async fn a_kill_keeps_what_the_persistence_policy_promises() {
     for (persistence, survives) in [(Persistence::None, false), (Persistence::AofEverysec, true)] {
         let run_id = format!("test-aof-{:08x}", rand::random::<u32>());
         let options = TopologyOptions {
-            nodes: None,
             persistence,
+            ..TopologyOptions::default()
         };
         let single = topology::find("single").unwrap();
         let deployment = Deployment::up(&docker, &run_id, single, &options, &image)

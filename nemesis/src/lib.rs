@@ -4,6 +4,7 @@
 
 pub mod faults;
 pub mod links;
+pub mod roles;
 mod runner;
 pub mod schedule;
 

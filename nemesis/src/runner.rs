@@ -90,6 +90,7 @@ impl Nemesis {
                 .collect(),
             clients: target.clients.workers(),
             groups: target.links.groups(),
+            sentinels: target.deployment.replicas() > 0,
         };
         let schedule = Schedule::new(self.seed, self.faults.clone(), layout, self.options.clone());
         let mut ran = Vec::new();

@@ -97,6 +97,7 @@ mod tests {
             nodes: (1..=5).map(|i| format!("n{i}")).collect(),
             clients: 5,
             groups: 2,
+            sentinels: false,
         }
     }
 

@@ -3,6 +3,7 @@
 
 pub mod clients;
 mod crashes;
+mod master;
 mod node;
 mod pauses;
 mod recorder;
@@ -11,9 +12,10 @@ pub mod workload;
 
 pub use clients::{
     find_client, ClientConfig, ClientKind, ClientOptions, Fences, Grant, LockClient, Outcome,
-    CLIENTS, EXEC_PREFIX,
+    Sentinels, CLIENTS, EXEC_PREFIX,
 };
 pub use crashes::{ClientCrashes, CrashPoint};
+pub use master::{MasterConn, Server};
 pub use node::{NodeConn, NodeError};
 pub use pauses::ClientPauses;
 pub use recorder::Recorder;

@@ -3,7 +3,10 @@
 //! [`TOPOLOGIES`].
 
 mod redlock;
+mod sentinel;
 mod single;
+
+pub use sentinel::{SentinelOptions, MASTER_NAME, SENTINEL_PORT};
 
 /// Options every topology understands.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -11,6 +14,8 @@ pub struct TopologyOptions {
     /// Number of Redis nodes, where the topology lets it vary.
     pub nodes: Option<usize>,
     pub persistence: Persistence,
+    /// For deployments watched by Sentinel.
+    pub sentinel: SentinelOptions,
 }
 
 /// What a node keeps across a kill: nothing, or an append-only file synced every second or
@@ -69,11 +74,26 @@ impl Persistence {
     }
 }
 
-/// One container to start: its node name and the `redis-server` arguments.
+/// One container to start: its node name, the `redis-server` arguments, and the Sentinel
+/// that runs beside it, if any. In arguments and Sentinel configuration, `{n1}`, `{n2}`, …
+/// stand for those nodes' addresses, known only once the run's network exists.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NodeSpec {
     pub name: String,
     pub args: Vec<String>,
+    /// The `sentinel.conf` of a Sentinel on this node (port [`SENTINEL_PORT`]).
+    pub sentinel: Option<String>,
+}
+
+impl NodeSpec {
+    /// A Redis node with no Sentinel.
+    pub fn redis(name: String, args: Vec<String>) -> NodeSpec {
+        NodeSpec {
+            name,
+            args,
+            sentinel: None,
+        }
+    }
 }
 
 /// A deployment shape.
@@ -87,7 +107,8 @@ pub trait Topology: Sync {
 }
 
 /// Every deployment, by name.
-pub static TOPOLOGIES: &[&dyn Topology] = &[&single::Single, &redlock::Redlock];
+pub static TOPOLOGIES: &[&dyn Topology] =
+    &[&single::Single, &redlock::Redlock, &sentinel::Sentinel];
 
 /// Looks a topology up by name.
 pub fn find(name: &str) -> Option<&'static dyn Topology> {

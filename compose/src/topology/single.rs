@@ -14,10 +14,10 @@ impl Topology for Single {
 
     fn nodes(&self, options: &TopologyOptions) -> Result<Vec<NodeSpec>, String> {
         match options.nodes {
-            None | Some(1) => Ok(vec![NodeSpec {
-                name: node_name(0),
-                args: options.persistence.redis_args(),
-            }]),
+            None | Some(1) => Ok(vec![NodeSpec::redis(
+                node_name(0),
+                options.persistence.redis_args(),
+            )]),
             Some(n) => Err(format!(
                 "the single deployment has exactly 1 node, not {n}; use --deployment redlock for more"
             )),

@@ -14,6 +14,7 @@ use splitbrain_nemesis::links::Links;
 use splitbrain_nemesis::{nemesis_op, Action, Target};
 use splitbrain_workloads::{
     find_client, ClientConfig, ClientCrashes, ClientPauses, Grant, LockClient, Outcome, Recorder,
+    Sentinels,
 };
 
 /// Whether Docker tests were switched off on purpose. Without it, a missing Docker fails.
@@ -126,16 +127,26 @@ impl Fixture {
         (find_client(name).expect("known client").build)(&config).expect("client fits")
     }
 
-    /// The config every client of this deployment starts from.
+    /// The config every client of this deployment starts from: its nodes, and its Sentinels
+    /// if it has any.
     pub fn client_config(&self, ttl: Duration) -> ClientConfig {
-        ClientConfig::new(
-            self.deployment
-                .nodes()
-                .iter()
-                .map(|n| (n.name.clone(), n.addr))
-                .collect(),
+        let nodes = self.deployment.nodes();
+        let config = ClientConfig::new(
+            nodes.iter().map(|n| (n.name.clone(), n.addr)).collect(),
             ttl,
-        )
+        );
+        let sentinels: Vec<_> = nodes
+            .iter()
+            .filter_map(|n| Some((n.name.clone(), n.sentinel?)))
+            .collect();
+        if sentinels.is_empty() {
+            return config;
+        }
+        let sentinels = Sentinels {
+            master: splitbrain_compose::topology::MASTER_NAME.into(),
+            addrs: sentinels,
+        };
+        config.watched_by_sentinel(sentinels, self.deployment.replicas())
     }
 
     /// Records a nemesis start or stop.

@@ -4,6 +4,7 @@
 mod client_crash;
 mod client_pause;
 mod clock;
+mod failover;
 mod kill;
 mod link;
 mod packet;
@@ -41,6 +42,8 @@ pub struct Layout {
     pub nodes: Vec<String>,
     pub clients: usize,
     pub groups: usize,
+    /// Whether Sentinels watch the nodes (a master and its replicas).
+    pub sentinels: bool,
 }
 
 /// One step's plan for a fault: whom it hits and with what, fixed by the seeded schedule.
@@ -120,6 +123,7 @@ pub static FAULTS: &[&dyn Fault] = &[
     &clock::Clock(clock::ClockKind::Drift),
     &client_pause::ClientPause,
     &client_crash::ClientCrash,
+    &failover::Failover,
     &link::Link(link::LinkKind::Latency),
     &link::Link(link::LinkKind::Blackhole),
     &link::Link(link::LinkKind::Reset),

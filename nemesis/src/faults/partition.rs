@@ -213,6 +213,7 @@ mod tests {
             nodes: nodes(n),
             clients: 1,
             groups: 0,
+            sentinels: false,
         }
     }
 

@@ -76,6 +76,8 @@ pub struct ClientConfig {
     pub nodes: Vec<(String, SocketAddr)>,
     /// How many replicas each master has (0 where masters stand alone).
     pub replicas: usize,
+    /// The Sentinels that name the master, where Sentinels watch the nodes.
+    pub sentinels: Option<Sentinels>,
     /// The lease each acquire asks for.
     pub ttl: Duration,
     pub options: ClientOptions,
@@ -89,11 +91,31 @@ impl ClientConfig {
         ClientConfig {
             nodes,
             replicas: 0,
+            sentinels: None,
             ttl,
             options: ClientOptions::default(),
             crash: CrashPoint::default(),
         }
     }
+}
+
+impl ClientConfig {
+    /// The same nodes as a master with `replicas` replicas, watched by these Sentinels.
+    pub fn watched_by_sentinel(self, sentinels: Sentinels, replicas: usize) -> ClientConfig {
+        ClientConfig {
+            sentinels: Some(sentinels),
+            replicas,
+            ..self
+        }
+    }
+}
+
+/// The Sentinels of a deployment, and the name they know the master by.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sentinels {
+    pub master: String,
+    /// Each Sentinel by the node it runs on, sharing that node's address.
+    pub addrs: Vec<(String, SocketAddr)>,
 }
 
 /// Variants that some algorithms offer.

@@ -43,6 +43,13 @@ fn build(config: &ClientConfig) -> Result<Box<dyn LockClient>, String> {
     if config.nodes.is_empty() {
         return Err("redlock needs at least one node".into());
     }
+    if config.replicas > 0 {
+        return Err(
+            "redlock needs independent masters, and this deployment's nodes replicate \
+             one master; use --deployment redlock"
+                .into(),
+        );
+    }
     let timeout = node_timeout(config.ttl);
     Ok(Box::new(Redlock {
         nodes: config

@@ -11,7 +11,7 @@ use super::{
     Outcome, COMPARE_AND_DELETE,
 };
 use crate::node::{NodeConn, NodeError};
-use crate::CrashPoint;
+use crate::{CrashPoint, MasterConn, Server};
 
 pub(super) const KIND: ClientKind = ClientKind {
     name: "set-nx-px",
@@ -29,23 +29,30 @@ fn build(config: &ClientConfig) -> Result<Box<dyn LockClient>, String> {
 
 /// The canonical client; the watchdog client is this one plus lease renewal.
 pub(super) struct SetNxPx {
-    pub(super) node: NodeConn,
+    pub(super) node: Server,
     pub(super) crash: CrashPoint,
     release: redis::Script,
 }
 
 impl SetNxPx {
-    /// A client of the deployment's one node, or why the deployment does not fit `name`.
+    /// A client of the deployment's one node, or of its master as Sentinel names it, or why
+    /// the deployment does not fit `name`.
     pub(super) fn on_one_node(config: &ClientConfig, name: &str) -> Result<SetNxPx, String> {
-        let [(node, addr)] = config.nodes.as_slice() else {
-            return Err(format!(
-                "{name} locks on one Redis server, and this deployment has {} nodes; \
-                 use --deployment single",
-                config.nodes.len()
-            ));
+        let node = match (config.nodes.as_slice(), &config.sentinels) {
+            (nodes, Some(sentinels)) => {
+                Server::Master(MasterConn::new(sentinels, nodes, OP_TIMEOUT))
+            }
+            ([(node, addr)], None) => Server::Node(NodeConn::new(node.clone(), *addr, OP_TIMEOUT)),
+            (nodes, None) => {
+                return Err(format!(
+                    "{name} locks on one Redis server, and this deployment has {} independent \
+                     nodes; use --deployment single or sentinel",
+                    nodes.len()
+                ))
+            }
         };
         Ok(SetNxPx {
-            node: NodeConn::new(node.clone(), *addr, OP_TIMEOUT),
+            node,
             crash: config.crash.clone(),
             release: redis::Script::new(COMPARE_AND_DELETE),
         })

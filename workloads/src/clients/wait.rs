@@ -25,16 +25,8 @@ fn build(config: &ClientConfig) -> Result<Box<dyn LockClient>, String> {
                 .into(),
         );
     }
-    let Some((name, addr)) = config.nodes.first() else {
-        return Err("wait needs the master's address".into());
-    };
-    // The master is the first node; WAIT runs on the same connection as the SET.
-    let master = ClientConfig {
-        nodes: vec![(name.clone(), *addr)],
-        ..config.clone()
-    };
     Ok(Box::new(Wait {
-        lock: SetNxPx::on_one_node(&master, KIND.name)?,
+        lock: SetNxPx::on_one_node(config, KIND.name)?,
         replicas: config.replicas,
         timeout: wait_timeout(config.ttl),
     }))

@@ -1,0 +1,146 @@
+use std::time::Duration;
+
+use super::{node_name, NodeSpec, Topology, TopologyOptions};
+
+/// The name Sentinel knows the monitored master by.
+pub const MASTER_NAME: &str = "mymaster";
+/// The port every Sentinel listens on, on its node's address.
+pub const SENTINEL_PORT: u16 = 26379;
+/// One master and two replicas, as in Jepsen's 2013 test and most production setups.
+const DEFAULT_NODES: usize = 3;
+
+/// How Sentinel watches the master.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SentinelOptions {
+    /// How many Sentinels must agree that the master is down.
+    pub quorum: usize,
+    /// How long the master must be unreachable before a Sentinel thinks it down.
+    pub down_after: Duration,
+    pub failover_timeout: Duration,
+    /// The master refuses writes with fewer replicas than this connected (0: never refuses).
+    pub min_replicas_to_write: usize,
+}
+
+impl Default for SentinelOptions {
+    fn default() -> SentinelOptions {
+        SentinelOptions {
+            quorum: 2,
+            down_after: Duration::from_secs(2),
+            failover_timeout: Duration::from_secs(6),
+            min_replicas_to_write: 0,
+        }
+    }
+}
+
+/// One master (`n1` at the start) with replicas, and a Sentinel on every node, as Jepsen ran
+/// it in 2013: a partition or a crash takes a node's Sentinel with it.
+pub struct Sentinel;
+
+impl Topology for Sentinel {
+    fn name(&self) -> &'static str {
+        "sentinel"
+    }
+
+    fn summary(&self) -> &'static str {
+        "one master, replicas (default 2), a Sentinel on every node (quorum 2)"
+    }
+
+    fn nodes(&self, options: &TopologyOptions) -> Result<Vec<NodeSpec>, String> {
+        let n = options.nodes.unwrap_or(DEFAULT_NODES);
+        if !(2..=9).contains(&n) {
+            return Err(format!(
+                "sentinel needs between 2 and 9 nodes (a master and its replicas), not {n}"
+            ));
+        }
+        let sentinel = &options.sentinel;
+        if sentinel.quorum == 0 || sentinel.quorum > n {
+            return Err(format!(
+                "a Sentinel quorum of {} cannot be reached by {n} Sentinels (one per node); \
+                 use --sentinel-quorum between 1 and {n}",
+                sentinel.quorum
+            ));
+        }
+        if sentinel.min_replicas_to_write >= n {
+            return Err(format!(
+                "--min-replicas-to-write {} is more replicas than the {} this deployment has",
+                sentinel.min_replicas_to_write,
+                n - 1
+            ));
+        }
+        let config = sentinel_conf(sentinel);
+        Ok((0..n)
+            .map(|i| {
+                let mut args = options.persistence.redis_args();
+                if i > 0 {
+                    args.extend(["--replicaof".into(), "{n1}".into(), "6379".into()]);
+                }
+                if sentinel.min_replicas_to_write > 0 {
+                    args.extend([
+                        "--min-replicas-to-write".into(),
+                        sentinel.min_replicas_to_write.to_string(),
+                        "--min-replicas-max-lag".into(),
+                        "10".into(),
+                    ]);
+                }
+                NodeSpec {
+                    name: node_name(i),
+                    args,
+                    sentinel: Some(config.clone()),
+                }
+            })
+            .collect())
+    }
+}
+
+fn sentinel_conf(options: &SentinelOptions) -> String {
+    format!(
+        "port {SENTINEL_PORT}\n\
+         bind 0.0.0.0\n\
+         protected-mode no\n\
+         sentinel monitor {MASTER_NAME} {{n1}} 6379 {quorum}\n\
+         sentinel down-after-milliseconds {MASTER_NAME} {down}\n\
+         sentinel failover-timeout {MASTER_NAME} {failover}\n\
+         sentinel parallel-syncs {MASTER_NAME} 1\n",
+        quorum = options.quorum,
+        down = options.down_after.as_millis(),
+        failover = options.failover_timeout.as_millis(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_master_two_replicas_and_a_sentinel_on_each() {
+        let nodes = Sentinel.nodes(&TopologyOptions::default()).unwrap();
+        assert_eq!(nodes.len(), 3);
+        assert!(!nodes[0].args.contains(&"--replicaof".to_string()));
+        assert!(nodes[2].args.join(" ").contains("--replicaof {n1} 6379"));
+        let conf = nodes[1].sentinel.as_deref().unwrap();
+        assert!(
+            conf.contains("sentinel monitor mymaster {n1} 6379 2"),
+            "{conf}"
+        );
+        assert!(
+            conf.contains("down-after-milliseconds mymaster 2000"),
+            "{conf}"
+        );
+    }
+
+    #[test]
+    fn a_quorum_the_sentinels_cannot_reach_is_refused() {
+        let options = |quorum, nodes| TopologyOptions {
+            nodes,
+            sentinel: SentinelOptions {
+                quorum,
+                ..SentinelOptions::default()
+            },
+            ..TopologyOptions::default()
+        };
+        let refused = Sentinel.nodes(&options(4, None)).unwrap_err();
+        assert!(refused.contains("quorum of 4"), "{refused}");
+        assert!(Sentinel.nodes(&options(4, Some(5))).is_ok());
+        assert!(Sentinel.nodes(&options(2, Some(1))).is_err());
+    }
+}

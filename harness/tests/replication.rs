@@ -1,0 +1,162 @@
+//! Sentinel deployments against real containers: they come up with the Sentinels agreeing,
+//! and asynchronous replication loses a lock on failover, with WAIT unable to prevent it.
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use splitbrain_checker::{lock_safety, Op, OpType, Process};
+use splitbrain_workloads::Outcome;
+use support::{docker_skipped, results_dir, run_splitbrain, Fixture};
+
+/// A lease long enough to outlive the whole failover.
+const TTL: Duration = Duration::from_secs(60);
+
+/// Cuts the master n1 off from its replicas (not from the harness), so that what it takes
+/// from now on never reaches them.
+async fn cut_replication(fx: &Fixture) {
+    let ip = |name: &str| fx.deployment.node(name).unwrap().addr.ip().to_string();
+    let drop_from = |peers: &[&str]| {
+        peers
+            .iter()
+            .map(|p| format!("iptables -A INPUT -s {} -j DROP", ip(p)))
+            .collect::<Vec<_>>()
+            .join(" && ")
+    };
+    fx.deployment
+        .exec_ok("n1", &["sh", "-c", &drop_from(&["n2", "n3"])])
+        .await
+        .unwrap();
+    for replica in ["n2", "n3"] {
+        fx.deployment
+            .exec_ok(replica, &["sh", "-c", &drop_from(&["n1"])])
+            .await
+            .unwrap();
+    }
+}
+
+/// Kills n1 and waits until the Sentinels agree on a new master; returns it.
+async fn fail_over(fx: &Fixture) -> String {
+    fx.deployment.kill("n1").await.unwrap();
+    fx.fault("start", "kill", &["n1"]);
+    let started = Instant::now();
+    loop {
+        if let Some(master) = fx.deployment.sentinel_master().await {
+            if master != "n1" {
+                return master;
+            }
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(40),
+            "no failover within 40 s"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_lock_taken_on_the_master_is_lost_when_a_replica_is_promoted() {
+    if docker_skipped() {
+        return;
+    }
+    let fx = Fixture::up("sentinel", None).await;
+    assert_eq!(fx.deployment.sentinel_master().await.as_deref(), Some("n1"));
+    cut_replication(&fx).await;
+    let mut a = fx.client("set-nx-px", TTL);
+    let grant = fx
+        .acquire(0, &mut a, "lock", TTL)
+        .await
+        .expect("A takes the lock on n1");
+    assert_eq!(grant.nodes, ["n1"]);
+
+    let promoted = fail_over(&fx).await;
+    let mut b = fx.client("set-nx-px", TTL);
+    let grant = fx
+        .acquire(1, &mut b, "lock", TTL)
+        .await
+        .expect("B takes the lock the new master never heard of");
+    assert_eq!(grant.nodes, std::slice::from_ref(&promoted));
+
+    let result = lock_safety::check(&fx.history());
+    assert_eq!(result.double_grant_count, 1, "{:?}", result.double_grants);
+    let pair = &result.double_grants[0];
+    assert_eq!(pair.kind, "lease", "both leases were live");
+    assert_eq!(pair.first.nodes.as_deref(), Some(&["n1".to_string()][..]));
+    assert_eq!(pair.second.nodes.as_deref(), Some(&[promoted][..]));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn wait_reports_the_missing_replicas_but_cannot_keep_the_lock() {
+    if docker_skipped() {
+        return;
+    }
+    let fx = Fixture::up("sentinel", None).await;
+    cut_replication(&fx).await;
+    let mut a = fx.client("wait", TTL);
+    let mut invoke = Op::new(Process::Client(0), OpType::Invoke, "acquire").key("lock");
+    invoke.ttl_ms = Some(TTL.as_millis() as u64);
+    fx.recorder.record(invoke);
+    let Outcome::Info(why) = a.acquire("lock", TTL).await else {
+        panic!("WAIT should have found no replica to confirm the lock");
+    };
+    assert!(why.contains("0 of 2 replicas"), "{why}");
+    let info = Op::new(Process::Client(0), OpType::Info, "acquire").key("lock");
+    fx.recorder.record(info.error(why));
+
+    fail_over(&fx).await;
+    let mut b = fx.client("set-nx-px", TTL);
+    fx.acquire(1, &mut b, "lock", TTL)
+        .await
+        .expect("B takes the lock on the new master");
+    let result = lock_safety::check(&fx.history());
+    assert_eq!(result.double_grant_count, 0);
+    assert_eq!(
+        result.possible_double_grant_count, 1,
+        "the grant A could not judge overlaps B's"
+    );
+}
+
+#[test]
+fn sentinel_comes_up_agreeing_and_failovers_are_recorded() {
+    if docker_skipped() {
+        return;
+    }
+    support::node_image();
+    let (_keep, results) = results_dir();
+    let out = run_splitbrain(&[
+        "run",
+        "--deployment",
+        "sentinel",
+        "--client",
+        "set-nx-px",
+        "--nemesis",
+        "failover",
+        "--nemesis-interval",
+        "3s",
+        "--ttl",
+        "5s",
+        "--time-limit",
+        "20s",
+        "--seed",
+        "1",
+        "--results",
+        results.to_str().unwrap(),
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        matches!(out.status.code(), Some(0..=2)),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let history = std::fs::read_to_string(results.join("latest/history.jsonl")).unwrap();
+    let masters: Vec<&str> = history
+        .lines()
+        .filter(|l| l.contains(r#""f":"master""#))
+        .collect();
+    assert!(masters[0].contains(r#""node":["n1"]"#), "{masters:?}");
+    assert!(
+        masters.len() >= 2,
+        "a failover moved the master: {masters:?}"
+    );
+    assert!(history.contains(r#""fault":"failover""#));
+}
