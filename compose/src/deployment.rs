@@ -203,8 +203,9 @@ impl Deployment {
         Ok(storage)
     }
 
-    /// Waits until every Sentinel names the first node as master and sees every replica and
-    /// every other Sentinel: the deployment is what the test means it to be.
+    /// Waits until every Sentinel names the first node as master and knows every replica and
+    /// every other Sentinel, and every replica is online: the deployment is what the test
+    /// means it to be.
     async fn wait_sentinels_agree(&self) -> Result<(), ComposeError> {
         let started = Instant::now();
         let master = self.nodes[0].addr.ip().to_string();
@@ -226,8 +227,15 @@ impl Deployment {
                     Err(e) => last = format!("{}'s Sentinel: {e}", node.name),
                 }
             }
-            if agreed == self.nodes.iter().filter(|n| n.sentinel.is_some()).count() {
-                return Ok(());
+            let sentinels = self.nodes.iter().filter(|n| n.sentinel.is_some()).count();
+            if agreed == sentinels {
+                match connected_replicas(self.nodes[0].addr).await {
+                    Ok(connected) if connected == others => return Ok(()),
+                    Ok(connected) => {
+                        last = format!("{connected} of {others} replicas connected to the master")
+                    }
+                    Err(e) => last = format!("the master's INFO: {e}"),
+                }
             }
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
@@ -575,6 +583,28 @@ async fn wait_listening(name: &str, addr: SocketAddr) -> Result<(), ComposeError
         seconds: READY_TIMEOUT.as_secs(),
         last_error,
     })
+}
+
+/// How many replicas a master has connected and in sync (`INFO replication`).
+async fn connected_replicas(addr: SocketAddr) -> Result<usize, String> {
+    let client = redis::Client::open(format!("redis://{addr}/")).map_err(|e| e.to_string())?;
+    let ask = async {
+        let mut conn = client.get_multiplexed_async_connection().await?;
+        redis::cmd("INFO")
+            .arg("replication")
+            .query_async::<String>(&mut conn)
+            .await
+    };
+    let info = match tokio::time::timeout(Duration::from_secs(1), ask).await {
+        Ok(Ok(info)) => info,
+        Ok(Err(e)) => return Err(e.to_string()),
+        Err(_) => return Err("timed out".into()),
+    };
+    // One `slaveN:ip=...,state=online,...` line per replica.
+    Ok(info
+        .lines()
+        .filter(|l| l.starts_with("slave") && l.contains("state=online"))
+        .count())
 }
 
 /// What one Sentinel believes about the monitored master.

@@ -225,3 +225,16 @@ async fn an_exec_client_that_breaks_the_protocol_stops_the_run_cleanly() {
         assert_eq!(support::leftovers(&docker, run_id).await, 0);
     }
 }
+
+#[test]
+fn a_sentinel_quorum_larger_than_the_sentinels_is_refused() {
+    let line = refused(&["run", "--deployment", "sentinel", "--sentinel-quorum", "4"]);
+    assert!(
+        line.contains("quorum of 4") && line.contains("3 Sentinels"),
+        "{line}"
+    );
+    let line = refused(&["run", "--deployment", "sentinel", "--client", "redlock"]);
+    assert!(line.contains("independent masters"), "{line}");
+    let line = refused(&["run", "--deployment", "redlock", "--nemesis", "failover"]);
+    assert!(line.contains("--deployment sentinel"), "{line}");
+}

@@ -67,10 +67,12 @@ impl Topology for Sentinel {
                 n - 1
             ));
         }
-        let config = sentinel_conf(sentinel);
         Ok((0..n)
             .map(|i| {
                 let mut args = options.persistence.redis_args();
+                // A replica's first sync starts at once rather than after Redis's default five
+                // seconds of waiting for more replicas to share it.
+                args.extend(["--repl-diskless-sync-delay".into(), "0".into()]);
                 if i > 0 {
                     args.extend(["--replicaof".into(), "{n1}".into(), "6379".into()]);
                 }
@@ -85,26 +87,47 @@ impl Topology for Sentinel {
                 NodeSpec {
                     name: node_name(i),
                     args,
-                    sentinel: Some(config.clone()),
+                    sentinel: Some(sentinel_conf(sentinel, i, n)),
                 }
             })
             .collect())
     }
 }
 
-fn sentinel_conf(options: &SentinelOptions) -> String {
-    format!(
+/// The configuration of the Sentinel on node `i` of `n`. It names the replicas and the other
+/// Sentinels (by fixed ids) as a Sentinel's own rewritten configuration would after discovery:
+/// otherwise each would take up to ten seconds to learn them, and the run would start with
+/// Sentinels that cannot yet agree on anything.
+fn sentinel_conf(options: &SentinelOptions, i: usize, n: usize) -> String {
+    let id = |i: usize| format!("{:0>40x}", i + 1);
+    let mut conf = format!(
         "port {SENTINEL_PORT}\n\
          bind 0.0.0.0\n\
          protected-mode no\n\
+         sentinel myid {myid}\n\
          sentinel monitor {MASTER_NAME} {{n1}} 6379 {quorum}\n\
          sentinel down-after-milliseconds {MASTER_NAME} {down}\n\
          sentinel failover-timeout {MASTER_NAME} {failover}\n\
          sentinel parallel-syncs {MASTER_NAME} 1\n",
+        myid = id(i),
         quorum = options.quorum,
         down = options.down_after.as_millis(),
         failover = options.failover_timeout.as_millis(),
-    )
+    );
+    for replica in 1..n {
+        conf += &format!(
+            "sentinel known-replica {MASTER_NAME} {{{}}} 6379\n",
+            node_name(replica)
+        );
+    }
+    for other in (0..n).filter(|&j| j != i) {
+        conf += &format!(
+            "sentinel known-sentinel {MASTER_NAME} {{{}}} {SENTINEL_PORT} {}\n",
+            node_name(other),
+            id(other)
+        );
+    }
+    conf
 }
 
 #[cfg(test)]
