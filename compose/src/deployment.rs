@@ -249,23 +249,31 @@ impl Deployment {
     /// The node every reachable Sentinel names as master, if they agree; `None` if none
     /// answers or they disagree.
     pub async fn sentinel_master(&self) -> Option<String> {
-        let mut named = None;
+        match self.sentinel_masters().await.as_slice() {
+            [master] => Some(master.clone()),
+            _ => None,
+        }
+    }
+
+    /// Every node that some reachable Sentinel names as master, sorted: one in a healthy
+    /// deployment, two in a split brain, none when no Sentinel answers.
+    pub async fn sentinel_masters(&self) -> Vec<String> {
+        let mut named = Vec::new();
         for node in &self.nodes {
             let Some(addr) = node.sentinel else { continue };
             let Ok(view) = sentinel_view(addr).await else {
                 continue;
             };
-            let master = self
+            if let Some(master) = self
                 .nodes
                 .iter()
-                .find(|n| n.addr.ip().to_string() == view.master_ip)?
-                .name
-                .clone();
-            match &named {
-                Some(earlier) if *earlier != master => return None,
-                _ => named = Some(master),
+                .find(|n| n.addr.ip().to_string() == view.master_ip)
+            {
+                named.push(master.name.clone());
             }
         }
+        named.sort();
+        named.dedup();
         named
     }
 

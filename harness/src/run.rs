@@ -373,8 +373,12 @@ async fn exercise(
             spec.nemesis.join(", ")
         }
     ));
+    let set = spec.set_workload();
     let clients = async {
-        let result = workload.run(client, &configs, &shared, stop.clone()).await;
+        let result = match &set {
+            Some(set) => set.run(&configs, &shared, stop.clone()).await,
+            None => workload.run(client, &configs, &shared, stop.clone()).await,
+        };
         stop.cancel();
         result.map_err(anyhow::Error::from)
     };
@@ -408,7 +412,10 @@ async fn exercise(
     };
     let (clients, faults, (), ()) = tokio::join!(clients, faults, timer, roles);
     // The faults are healed by now: what the storage holds is what stays.
-    let final_read = workload.final_read(&recorder).await;
+    let final_read = match &set {
+        Some(set) => set.final_read(&configs[0], &recorder).await,
+        None => workload.final_read(&recorder).await,
+    };
     links.shutdown();
     if let Some(api) = api {
         api.abort();

@@ -10,6 +10,7 @@ use splitbrain_compose::topology::{
 use splitbrain_nemesis::{all_faults, find_fault, Fault, Layout, NemesisOptions, FAULTS};
 use splitbrain_workloads::storage::StorageConfig;
 use splitbrain_workloads::workload::lock::LockWorkload;
+use splitbrain_workloads::workload::set::SetWorkload;
 use splitbrain_workloads::workload::WORKLOADS;
 use splitbrain_workloads::{
     find_client, ClientConfig, ClientOptions, Fences, Sentinels, CLIENTS, EXEC_PREFIX,
@@ -158,18 +159,29 @@ impl TestSpec {
         } else {
             placeholder
         };
-        (client.build)(&placeholder).map_err(|e| {
-            bad(format!(
-                "--client {client_name} does not fit --deployment {}: {e}",
-                topology.name()
-            ))
-        })?;
         if !WORKLOADS.iter().any(|(name, _)| *name == args.workload) {
             return Err(bad(format!(
                 "unknown workload `{}`; choose one of: {}",
                 args.workload,
                 names(WORKLOADS.iter().map(|(name, _)| *name))
             )));
+        }
+        // The set workload adds to a Redis set itself; it takes no lock client.
+        let takes_a_lock = args.workload != "set";
+        if takes_a_lock {
+            (client.build)(&placeholder).map_err(|e| {
+                bad(format!(
+                    "--client {client_name} does not fit --deployment {}: {e}",
+                    topology.name()
+                ))
+            })?;
+        } else {
+            SetWorkload::fits(&placeholder).map_err(|e| {
+                bad(format!(
+                    "--workload set on --deployment {}: {e}",
+                    topology.name()
+                ))
+            })?;
         }
         if args.fencing && args.workload != "lock-set" {
             return Err(bad(
@@ -231,12 +243,13 @@ impl TestSpec {
             )));
         }
         let name = format!(
-            "{}-{}-{}{}-{}",
+            "{}-{}{}{}-{}",
             topology.name(),
             // A command line makes a poor folder name; its program's file name will do.
-            match client_name.strip_prefix(EXEC_PREFIX) {
-                Some(command) => format!("exec-{}", program_name(command)),
-                None => client_name.clone(),
+            match (takes_a_lock, client_name.strip_prefix(EXEC_PREFIX)) {
+                (false, _) => String::new(),
+                (true, Some(command)) => format!("exec-{}-", program_name(command)),
+                (true, None) => format!("{client_name}-"),
             },
             args.workload,
             if args.fencing { "-fencing" } else { "" },
@@ -321,6 +334,13 @@ impl TestSpec {
                 fencing: self.fencing,
             }),
         }
+    }
+
+    /// The `set` workload, when that is the one asked for.
+    pub fn set_workload(&self) -> Option<SetWorkload> {
+        (self.workload == "set").then_some(SetWorkload {
+            concurrency: self.concurrency,
+        })
     }
 
     /// Whether the workload needs the storage service.

@@ -65,7 +65,7 @@ pub fn render(title: &str, results: &Results) -> String {
     if writes.attempted > 0 {
         let _ = writeln!(
             out,
-            "  storage  {} appends: {} acknowledged, {} rejected, {} unknown ({} of those landed); \
+            "  writes   {} attempted: {} acknowledged, {} rejected, {} unknown ({} of those landed); \
              {} lost, {} unexpected",
             writes.attempted,
             writes.acknowledged,
@@ -105,7 +105,7 @@ pub fn render(title: &str, results: &Results) -> String {
             out,
             "    lost from {}: ids {}",
             key.key,
-            list(&key.lost, SHOWN * 4)
+            list(&key.lost, key.lost_count, SHOWN * 4)
         );
     }
     for pair in fencing
@@ -215,9 +215,10 @@ fn verdict(results: &Results) -> String {
     }
 }
 
-fn list(ids: &[i64], at_most: usize) -> String {
+/// The first `at_most` of `count` ids (of which `ids` holds the first few).
+fn list(ids: &[i64], count: usize, at_most: usize) -> String {
     let shown: Vec<String> = ids.iter().take(at_most).map(i64::to_string).collect();
-    let more = ids.len().saturating_sub(at_most);
+    let more = count.saturating_sub(shown.len());
     if more > 0 {
         format!("{} and {more} more", shown.join(", "))
     } else {

@@ -1,5 +1,5 @@
 //! Who is master, as the Sentinels say, recorded whenever it changes: the nemesis side of a
-//! replicated deployment's history.
+//! replicated deployment's history, split brains included.
 
 use std::time::Duration;
 
@@ -11,20 +11,20 @@ use tokio_util::sync::CancellationToken;
 /// How often the Sentinels are asked.
 const POLL: Duration = Duration::from_millis(200);
 
-/// Records a nemesis `master` op (`node`: the master the Sentinels agree on) at the start and
-/// at every change, until `stop`. Moments when the Sentinels disagree or none answers are not
-/// recorded: the last agreed master stands until a new one is agreed.
+/// Records a nemesis `master` op at the start and at every change, until `stop`: `node` lists
+/// every node some reachable Sentinel names as master (two of them during a split brain).
+/// While no Sentinel answers, the last record stands.
 pub async fn watch_master(deployment: Deployment, recorder: &Recorder, stop: CancellationToken) {
-    let mut last: Option<String> = None;
+    let mut last: Vec<String> = Vec::new();
     while !stop.is_cancelled() {
-        if let Some(master) = deployment.sentinel_master().await {
-            if last.as_ref() != Some(&master) {
-                let mut op =
-                    Op::new(Process::NEMESIS, OpType::Info, "master").nodes(vec![master.clone()]);
-                op.measured = last.take().map(|from| serde_json::json!({ "from": from }));
-                recorder.record(op);
-                last = Some(master);
+        let masters = deployment.sentinel_masters().await;
+        if !masters.is_empty() && masters != last {
+            let mut op = Op::new(Process::NEMESIS, OpType::Info, "master").nodes(masters.clone());
+            if !last.is_empty() {
+                op.measured = Some(serde_json::json!({ "from": last }));
             }
+            recorder.record(op);
+            last = masters;
         }
         tokio::select! {
             () = tokio::time::sleep(POLL) => {}

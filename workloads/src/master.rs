@@ -8,7 +8,7 @@ use std::time::Duration;
 use redis::FromRedisValue;
 
 use crate::node::{NodeConn, NodeError};
-use crate::Sentinels;
+use crate::{ClientConfig, Sentinels};
 
 /// Where a single-server client sends its commands.
 pub enum Server {
@@ -17,6 +17,22 @@ pub enum Server {
 }
 
 impl Server {
+    /// The deployment's one node, or its master as the Sentinels name it; or why the
+    /// deployment does not fit `who`, which needs one server to talk to.
+    pub fn of(config: &ClientConfig, who: &str, timeout: Duration) -> Result<Server, String> {
+        match (config.nodes.as_slice(), &config.sentinels) {
+            (nodes, Some(sentinels)) => {
+                Ok(Server::Master(MasterConn::new(sentinels, nodes, timeout)))
+            }
+            ([(node, addr)], None) => Ok(Server::Node(NodeConn::new(node.clone(), *addr, timeout))),
+            (nodes, None) => Err(format!(
+                "{who} works on one Redis server, and this deployment has {} independent \
+                 nodes; use --deployment single or sentinel",
+                nodes.len()
+            )),
+        }
+    }
+
     /// The node the last command went to.
     pub fn name(&self) -> &str {
         match self {

@@ -10,6 +10,7 @@ mod link;
 mod packet;
 mod partition;
 mod pause;
+mod primary;
 
 use std::time::Duration;
 
@@ -118,6 +119,7 @@ pub static FAULTS: &[&dyn Fault] = &[
     &partition::Partition(Some(partition::Shape::Halves)),
     &partition::Partition(Some(partition::Shape::Ring)),
     &partition::Partition(Some(partition::Shape::Bridge)),
+    &primary::PrimaryPartition,
     &clock::Clock(clock::ClockKind::Bump),
     &clock::Clock(clock::ClockKind::Strobe),
     &clock::Clock(clock::ClockKind::Drift),

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use async_trait::async_trait;
 use rand::rngs::StdRng;
 use rand::seq::{IndexedRandom, SliceRandom};
-use splitbrain_compose::ComposeError;
+use splitbrain_compose::{ComposeError, Deployment};
 
 use super::{Action, Fault, Layout, Started, Target};
 use crate::NemesisOptions;
@@ -87,6 +87,21 @@ impl Shape {
     }
 }
 
+/// Makes every node in the grudge drop the packets of the peers it holds a grudge against.
+pub(super) async fn apply(deployment: &Deployment, grudge: &Grudge) -> Result<(), ComposeError> {
+    for (node, drops) in grudge {
+        let mut rules = Vec::new();
+        for peer in drops {
+            let ip = deployment.node(peer)?.addr.ip();
+            rules.push(format!("iptables -A INPUT -s {ip} -j DROP"));
+        }
+        deployment
+            .exec_ok(node, &["sh", "-c", &rules.join(" && ")])
+            .await?;
+    }
+    Ok(())
+}
+
 /// A partition of one shape, or of a shape picked at random each time (`None`).
 pub struct Partition(pub Option<Shape>);
 
@@ -147,19 +162,9 @@ impl Fault for Partition {
     }
 
     async fn start(&self, target: &Target, action: &Action) -> Result<Started, ComposeError> {
-        let deployment = &target.deployment;
         let grudge: Grudge = serde_json::from_value(action.params["grudge"].clone())
             .expect("the plan wrote the grudge");
-        for (node, drops) in &grudge {
-            let mut rules = Vec::new();
-            for peer in drops {
-                let ip = deployment.node(peer)?.addr.ip();
-                rules.push(format!("iptables -A INPUT -s {ip} -j DROP"));
-            }
-            deployment
-                .exec_ok(node, &["sh", "-c", &rules.join(" && ")])
-                .await?;
-        }
+        apply(&target.deployment, &grudge).await?;
         Ok(Started::default())
     }
 

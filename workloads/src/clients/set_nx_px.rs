@@ -10,8 +10,8 @@ use super::{
     held_by_another, new_token, set_if_absent, ClientConfig, ClientKind, Fences, Grant, LockClient,
     Outcome, COMPARE_AND_DELETE,
 };
-use crate::node::{NodeConn, NodeError};
-use crate::{CrashPoint, MasterConn, Server};
+use crate::node::NodeError;
+use crate::{CrashPoint, Server};
 
 pub(super) const KIND: ClientKind = ClientKind {
     name: "set-nx-px",
@@ -38,19 +38,7 @@ impl SetNxPx {
     /// A client of the deployment's one node, or of its master as Sentinel names it, or why
     /// the deployment does not fit `name`.
     pub(super) fn on_one_node(config: &ClientConfig, name: &str) -> Result<SetNxPx, String> {
-        let node = match (config.nodes.as_slice(), &config.sentinels) {
-            (nodes, Some(sentinels)) => {
-                Server::Master(MasterConn::new(sentinels, nodes, OP_TIMEOUT))
-            }
-            ([(node, addr)], None) => Server::Node(NodeConn::new(node.clone(), *addr, OP_TIMEOUT)),
-            (nodes, None) => {
-                return Err(format!(
-                    "{name} locks on one Redis server, and this deployment has {} independent \
-                     nodes; use --deployment single or sentinel",
-                    nodes.len()
-                ))
-            }
-        };
+        let node = Server::of(config, name, OP_TIMEOUT)?;
         Ok(SetNxPx {
             node,
             crash: config.crash.clone(),
