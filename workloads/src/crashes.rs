@@ -20,10 +20,6 @@ impl ClientCrashes {
         }
     }
 
-    pub fn workers(&self) -> usize {
-        self.armed.len()
-    }
-
     /// Worker `w` crashes at its next crash point.
     pub fn arm(&self, worker: usize) {
         if let Some(armed) = self.armed.get(worker) {
