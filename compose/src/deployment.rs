@@ -50,6 +50,8 @@ pub struct Deployment {
     gateway: Ipv4Addr,
     nodes: Vec<Node>,
     storage: Option<Storage>,
+    /// The nodes form a Redis Cluster.
+    cluster: bool,
 }
 
 /// The storage service of a run: a PostgreSQL container beside the nodes that no fault
@@ -90,7 +92,8 @@ impl Deployment {
         image: &str,
     ) -> Result<Deployment, ComposeError> {
         let specs = topology.nodes(options).map_err(ComposeError::BadOptions)?;
-        let result = Self::create(docker, run_id, &specs, image).await;
+        let formation = topology.formation(options);
+        let result = Self::create(docker, run_id, &specs, formation, image).await;
         if result.is_err() {
             let _ = remove_run(docker, run_id).await;
         }
@@ -101,6 +104,7 @@ impl Deployment {
         docker: &Docker,
         run_id: &str,
         specs: &[NodeSpec],
+        formation: Option<Vec<String>>,
         image: &str,
     ) -> Result<Deployment, ComposeError> {
         let (network, prefix) = create_network(docker, run_id).await?;
@@ -167,12 +171,21 @@ impl Deployment {
             gateway: Ipv4Addr::new(prefix[0], prefix[1], prefix[2], 1),
             nodes,
             storage: None,
+            cluster: formation.is_some(),
         };
         for node in &deployment.nodes {
             wait_ready(node).await?;
         }
         if deployment.nodes.iter().any(|n| n.sentinel.is_some()) {
             deployment.wait_sentinels_agree().await?;
+        }
+        if let Some(formation) = formation {
+            let command: Vec<String> = formation.iter().map(|word| resolve(word)).collect();
+            let command: Vec<&str> = command.iter().map(String::as_str).collect();
+            deployment
+                .exec_ok(&deployment.nodes[0].name, &command)
+                .await?;
+            deployment.wait_cluster_ok().await?;
         }
         Ok(deployment)
     }
@@ -278,13 +291,59 @@ impl Deployment {
     }
 
     /// How many replicas the master has: every node but the first, where Sentinels watch
-    /// the nodes; none where the nodes stand alone.
+    /// the nodes; none where the nodes stand alone (or form a cluster, where masters and
+    /// replicas are the cluster's business).
     pub fn replicas(&self) -> usize {
         if self.nodes.iter().any(|n| n.sentinel.is_some()) {
             self.nodes.len() - 1
         } else {
             0
         }
+    }
+
+    /// Whether the nodes form a Redis Cluster.
+    pub fn is_cluster(&self) -> bool {
+        self.cluster
+    }
+
+    /// Waits until every node says `cluster_state:ok` with all 16384 slots assigned and
+    /// every node known.
+    async fn wait_cluster_ok(&self) -> Result<(), ComposeError> {
+        let started = Instant::now();
+        let mut last = String::from("no node answered");
+        while started.elapsed() < READY_TIMEOUT {
+            let mut ok = 0;
+            for node in &self.nodes {
+                match cluster_info(node.addr).await {
+                    Ok(info) => {
+                        let field = |name: &str| {
+                            info.lines()
+                                .find_map(|l| l.strip_prefix(name))
+                                .map(|v| v.trim().to_string())
+                                .unwrap_or_default()
+                        };
+                        let healthy = field("cluster_state:") == "ok"
+                            && field("cluster_slots_ok:") == "16384"
+                            && field("cluster_known_nodes:") == self.nodes.len().to_string();
+                        if healthy {
+                            ok += 1;
+                        } else {
+                            last = format!("{}: {}", node.name, info.replace("\r\n", " "));
+                        }
+                    }
+                    Err(e) => last = format!("{}: {e}", node.name),
+                }
+            }
+            if ok == self.nodes.len() {
+                return Ok(());
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        Err(ComposeError::NodeNotReady {
+            node: "cluster".into(),
+            seconds: READY_TIMEOUT.as_secs(),
+            last_error: last,
+        })
     }
 
     pub fn network(&self) -> &str {
@@ -591,6 +650,23 @@ async fn wait_listening(name: &str, addr: SocketAddr) -> Result<(), ComposeError
         seconds: READY_TIMEOUT.as_secs(),
         last_error,
     })
+}
+
+/// A node's `CLUSTER INFO`.
+async fn cluster_info(addr: SocketAddr) -> Result<String, String> {
+    let client = redis::Client::open(format!("redis://{addr}/")).map_err(|e| e.to_string())?;
+    let ask = async {
+        let mut conn = client.get_multiplexed_async_connection().await?;
+        redis::cmd("CLUSTER")
+            .arg("INFO")
+            .query_async::<String>(&mut conn)
+            .await
+    };
+    match tokio::time::timeout(Duration::from_secs(1), ask).await {
+        Ok(Ok(info)) => Ok(info),
+        Ok(Err(e)) => Err(e.to_string()),
+        Err(_) => Err("timed out".into()),
+    }
 }
 
 /// How many replicas a master has connected and in sync (`INFO replication`).

@@ -46,7 +46,7 @@ pub enum ImagesCommand {
 
 #[derive(Debug, Clone, Args)]
 pub struct RunArgs {
-    /// Deployment: single | redlock | sentinel.
+    /// Deployment: single | redlock | sentinel | cluster.
     #[arg(long, default_value = "redlock")]
     pub deployment: String,
     /// Number of Redis nodes, for deployments where it can vary (redlock: 5).
@@ -64,6 +64,12 @@ pub struct RunArgs {
     /// Sentinel: the master refuses writes with fewer replicas than this connected.
     #[arg(long, default_value_t = 0)]
     pub min_replicas_to_write: usize,
+    /// Cluster: replicas per master.
+    #[arg(long, default_value_t = 1)]
+    pub cluster_replicas: usize,
+    /// Cluster: how long a master may be unreachable before it is failed over.
+    #[arg(long, default_value = "2s", value_parser = duration, allow_hyphen_values = true)]
+    pub cluster_node_timeout: Duration,
     /// Lock algorithm: setnx-expire | del-release | set-nx-px | watchdog | wait | fenced |
     /// redlock | exec:<command> (your own client, over the JSON-lines protocol).
     #[arg(long, default_value = "redlock")]

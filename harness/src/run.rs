@@ -310,7 +310,9 @@ async fn exercise(
             options: spec.client_options(),
             ..ClientConfig::new(nodes, spec.ttl)
         };
-        if sentinels.is_empty() {
+        if deployment.is_cluster() {
+            config.in_cluster()
+        } else if sentinels.is_empty() {
             config
         } else {
             let sentinels = Sentinels {

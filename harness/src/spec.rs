@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use splitbrain_compose::topology::{
-    self, Persistence, SentinelOptions, TopologyOptions, MASTER_NAME,
+    self, ClusterOptions, Persistence, SentinelOptions, TopologyOptions, MASTER_NAME,
 };
 use splitbrain_nemesis::{all_faults, find_fault, Fault, Layout, NemesisOptions, FAULTS};
 use splitbrain_workloads::storage::StorageConfig;
@@ -52,6 +52,11 @@ pub struct TestSpec {
     pub failover_timeout: Duration,
     #[serde(default)]
     pub min_replicas_to_write: usize,
+    /// Cluster deployments: replicas per master and `cluster-node-timeout`.
+    #[serde(default)]
+    pub cluster_replicas: usize,
+    #[serde(default, with = "millis")]
+    pub cluster_node_timeout: Duration,
     #[serde(with = "millis")]
     pub time_limit: Duration,
     pub concurrency: usize,
@@ -112,6 +117,10 @@ impl TestSpec {
                 nodes: args.nodes,
                 persistence,
                 sentinel: sentinel.clone(),
+                cluster: ClusterOptions {
+                    replicas: args.cluster_replicas,
+                    node_timeout: args.cluster_node_timeout,
+                },
             })
             .map_err(|e| bad(format!("--deployment {}: {e}", topology.name())))?;
         let replicas = nodes
@@ -150,7 +159,9 @@ impl TestSpec {
                 args.ttl,
             )
         };
-        let placeholder = if nodes.iter().any(|n| n.sentinel.is_some()) {
+        let placeholder = if topology.formation(&TopologyOptions::default()).is_some() {
+            placeholder.in_cluster()
+        } else if nodes.iter().any(|n| n.sentinel.is_some()) {
             let sentinels = Sentinels {
                 master: MASTER_NAME.into(),
                 addrs: placeholder.nodes.clone(),
@@ -275,6 +286,8 @@ impl TestSpec {
             down_after: sentinel.down_after,
             failover_timeout: sentinel.failover_timeout,
             min_replicas_to_write: sentinel.min_replicas_to_write,
+            cluster_replicas: args.cluster_replicas,
+            cluster_node_timeout: args.cluster_node_timeout,
             time_limit: args.time_limit,
             concurrency: args.concurrency,
             ttl: args.ttl,
@@ -303,6 +316,10 @@ impl TestSpec {
                 down_after: self.down_after,
                 failover_timeout: self.failover_timeout,
                 min_replicas_to_write: self.min_replicas_to_write,
+            },
+            cluster: ClusterOptions {
+                replicas: self.cluster_replicas,
+                node_timeout: self.cluster_node_timeout,
             },
         }
     }
@@ -412,6 +429,13 @@ impl TestSpec {
                 humantime::format_duration(self.down_after),
                 humantime::format_duration(self.failover_timeout),
                 self.min_replicas_to_write
+            );
+        }
+        if self.deployment == "cluster" {
+            line += &format!(
+                " --cluster-replicas {} --cluster-node-timeout {}",
+                self.cluster_replicas,
+                humantime::format_duration(self.cluster_node_timeout)
             );
         }
         if !self.jitter {

@@ -238,3 +238,9 @@ fn a_sentinel_quorum_larger_than_the_sentinels_is_refused() {
     let line = refused(&["run", "--deployment", "redlock", "--nemesis", "failover"]);
     assert!(line.contains("--deployment sentinel"), "{line}");
 }
+
+#[test]
+fn a_cluster_of_fewer_than_three_masters_is_refused() {
+    let line = refused(&["run", "--deployment", "cluster", "--nodes", "4"]);
+    assert!(line.contains("at least three masters"), "{line}");
+}

@@ -15,7 +15,7 @@ pub use clients::{
     Sentinels, CLIENTS, EXEC_PREFIX,
 };
 pub use crashes::{ClientCrashes, CrashPoint};
-pub use master::{MasterConn, Server};
+pub use master::{ClusterConn, MasterConn, Server};
 pub use node::{NodeConn, NodeError};
 pub use pauses::ClientPauses;
 pub use recorder::Recorder;

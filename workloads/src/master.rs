@@ -1,6 +1,7 @@
-//! The server a single-server lock client talks to: one fixed node, or the master of a
+//! The server a single-server lock client talks to: one fixed node; the master of a
 //! Sentinel-watched deployment, found through the Sentinels as real clients find it and found
-//! again after any error, since a failover moves it.
+//! again after any error, since a failover moves it; or a Redis Cluster, through redis-rs's
+//! cluster client, which follows MOVED and ASK and refreshes its slot map.
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -14,12 +15,16 @@ use crate::{ClientConfig, Sentinels};
 pub enum Server {
     Node(NodeConn),
     Master(MasterConn),
+    Cluster(ClusterConn),
 }
 
 impl Server {
     /// The deployment's one node, or its master as the Sentinels name it; or why the
     /// deployment does not fit `who`, which needs one server to talk to.
     pub fn of(config: &ClientConfig, who: &str, timeout: Duration) -> Result<Server, String> {
+        if config.cluster {
+            return ClusterConn::new(&config.nodes, timeout).map(Server::Cluster);
+        }
         match (config.nodes.as_slice(), &config.sentinels) {
             (nodes, Some(sentinels)) => {
                 Ok(Server::Master(MasterConn::new(sentinels, nodes, timeout)))
@@ -38,6 +43,7 @@ impl Server {
         match self {
             Server::Node(node) => node.name(),
             Server::Master(master) => master.current.as_ref().map_or("?", NodeConn::name),
+            Server::Cluster(_) => "cluster",
         }
     }
 
@@ -48,6 +54,12 @@ impl Server {
                 let node = master.resolve().await?;
                 let reply = node.query(cmd).await;
                 master.settle(reply)
+            }
+            Server::Cluster(cluster) => {
+                let timeout = cluster.timeout;
+                let conn = cluster.connect().await?;
+                let reply = tokio::time::timeout(timeout, cmd.query_async::<T>(conn)).await;
+                cluster.settle(reply)
             }
         }
     }
@@ -65,7 +77,85 @@ impl Server {
                 let reply = node.eval(script, keys, args).await;
                 master.settle(reply)
             }
+            Server::Cluster(cluster) => {
+                let mut invocation = script.prepare_invoke();
+                for key in keys {
+                    invocation.key(*key);
+                }
+                for arg in args {
+                    invocation.arg(*arg);
+                }
+                let timeout = cluster.timeout;
+                let conn = cluster.connect().await?;
+                let reply = tokio::time::timeout(timeout, invocation.invoke_async::<T>(conn)).await;
+                cluster.settle(reply)
+            }
         }
+    }
+}
+
+/// A Redis Cluster, as redis-rs's cluster client sees it.
+pub struct ClusterConn {
+    client: redis::cluster::ClusterClient,
+    timeout: Duration,
+    conn: Option<redis::cluster_async::ClusterConnection>,
+}
+
+impl ClusterConn {
+    fn new(nodes: &[(String, SocketAddr)], timeout: Duration) -> Result<ClusterConn, String> {
+        let client = redis::cluster::ClusterClientBuilder::new(
+            nodes.iter().map(|(_, addr)| format!("redis://{addr}/")),
+        )
+        .connection_timeout(timeout)
+        .response_timeout(timeout)
+        .build()
+        .map_err(|e| format!("the cluster client: {e}"))?;
+        Ok(ClusterConn {
+            client,
+            timeout,
+            conn: None,
+        })
+    }
+
+    async fn connect(&mut self) -> Result<&mut redis::cluster_async::ClusterConnection, NodeError> {
+        if self.conn.is_none() {
+            let conn = tokio::time::timeout(self.timeout, self.client.get_async_connection())
+                .await
+                .map_err(|_| unreachable("connecting to the cluster timed out".into()))?
+                .map_err(|e| unreachable(e.to_string()))?;
+            self.conn = Some(conn);
+        }
+        Ok(self.conn.as_mut().expect("connected above"))
+    }
+
+    /// Like a node's: a server's refusal did not happen; anything else may have.
+    fn settle<T>(
+        &mut self,
+        reply: Result<redis::RedisResult<T>, tokio::time::error::Elapsed>,
+    ) -> Result<T, NodeError> {
+        let message = match reply {
+            Ok(Ok(value)) => return Ok(value),
+            Ok(Err(e)) if matches!(e.kind(), redis::ErrorKind::Server(_)) => {
+                return Err(NodeError::Refused {
+                    node: "cluster".into(),
+                    message: e.to_string(),
+                })
+            }
+            Ok(Err(e)) => e.to_string(),
+            Err(_) => format!("timed out after {} ms", self.timeout.as_millis()),
+        };
+        self.conn = None;
+        Err(NodeError::Indeterminate {
+            node: "cluster".into(),
+            message,
+        })
+    }
+}
+
+fn unreachable(message: String) -> NodeError {
+    NodeError::Unreachable {
+        node: "cluster".into(),
+        message,
     }
 }
 

@@ -2,10 +2,12 @@
 //! started; [`crate::Deployment`] does the rest. Adding one is a file here and a line in
 //! [`TOPOLOGIES`].
 
+mod cluster;
 mod redlock;
 mod sentinel;
 mod single;
 
+pub use cluster::ClusterOptions;
 pub use sentinel::{SentinelOptions, MASTER_NAME, SENTINEL_PORT};
 
 /// Options every topology understands.
@@ -16,6 +18,7 @@ pub struct TopologyOptions {
     pub persistence: Persistence,
     /// For deployments watched by Sentinel.
     pub sentinel: SentinelOptions,
+    pub cluster: ClusterOptions,
 }
 
 /// What a node keeps across a kill: nothing, or an append-only file synced every second or
@@ -104,11 +107,20 @@ pub trait Topology: Sync {
     fn summary(&self) -> &'static str;
     /// The nodes to start, or a message saying why the options do not fit.
     fn nodes(&self, options: &TopologyOptions) -> Result<Vec<NodeSpec>, String>;
+    /// A command to run on the first node once every node answers, that joins the nodes
+    /// into one deployment (creates a cluster); `{n1}`, … stand for addresses.
+    fn formation(&self, _options: &TopologyOptions) -> Option<Vec<String>> {
+        None
+    }
 }
 
 /// Every deployment, by name.
-pub static TOPOLOGIES: &[&dyn Topology] =
-    &[&single::Single, &redlock::Redlock, &sentinel::Sentinel];
+pub static TOPOLOGIES: &[&dyn Topology] = &[
+    &single::Single,
+    &redlock::Redlock,
+    &sentinel::Sentinel,
+    &cluster::Cluster,
+];
 
 /// Looks a topology up by name.
 pub fn find(name: &str) -> Option<&'static dyn Topology> {

@@ -139,6 +139,9 @@ impl Fixture {
             .iter()
             .filter_map(|n| Some((n.name.clone(), n.sentinel?)))
             .collect();
+        if self.deployment.is_cluster() {
+            return config.in_cluster();
+        }
         if sentinels.is_empty() {
             return config;
         }

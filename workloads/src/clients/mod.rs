@@ -78,6 +78,8 @@ pub struct ClientConfig {
     pub replicas: usize,
     /// The Sentinels that name the master, where Sentinels watch the nodes.
     pub sentinels: Option<Sentinels>,
+    /// The nodes form a Redis Cluster.
+    pub cluster: bool,
     /// The lease each acquire asks for.
     pub ttl: Duration,
     pub options: ClientOptions,
@@ -92,6 +94,7 @@ impl ClientConfig {
             nodes,
             replicas: 0,
             sentinels: None,
+            cluster: false,
             ttl,
             options: ClientOptions::default(),
             crash: CrashPoint::default(),
@@ -105,6 +108,16 @@ impl ClientConfig {
         ClientConfig {
             sentinels: Some(sentinels),
             replicas,
+            ..self
+        }
+    }
+}
+
+impl ClientConfig {
+    /// The same nodes as a Redis Cluster.
+    pub fn in_cluster(self) -> ClientConfig {
+        ClientConfig {
+            cluster: true,
             ..self
         }
     }

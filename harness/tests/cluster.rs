@@ -1,0 +1,147 @@
+//! Redis Cluster against real containers: it comes up with every slot covered, and a master cut
+//! off on the minority side goes on granting a lock the majority hands out again.
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use splitbrain_checker::lock_safety;
+use splitbrain_workloads::ClientConfig;
+use support::{docker_skipped, Fixture};
+
+const TTL: Duration = Duration::from_secs(60);
+
+/// The node serving `key`'s slot as master, as `node` sees the cluster.
+async fn master_of(fx: &Fixture, node: &str, key: &str) -> String {
+    let slot: u16 = fx
+        .deployment
+        .exec_ok(node, &["redis-cli", "CLUSTER", "KEYSLOT", key])
+        .await
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let nodes = fx
+        .deployment
+        .exec_ok(node, &["redis-cli", "CLUSTER", "NODES"])
+        .await
+        .unwrap();
+    for line in nodes.lines() {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        if !fields[2].contains("master") {
+            continue;
+        }
+        let serves = fields[8..].iter().any(|range| {
+            let mut ends = range
+                .split('-')
+                .map(|n| n.parse::<u16>().unwrap_or(u16::MAX));
+            let start = ends.next().unwrap_or(u16::MAX);
+            let end = ends.next().unwrap_or(start);
+            (start..=end).contains(&slot)
+        });
+        if serves {
+            let ip = fields[1].split(':').next().unwrap();
+            let owner = fx
+                .deployment
+                .nodes()
+                .iter()
+                .find(|n| n.addr.ip().to_string() == ip);
+            return owner.unwrap().name.clone();
+        }
+    }
+    panic!("no master serves slot {slot} in:\n{nodes}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_isolated_master_grants_the_lock_the_majority_grants_again() {
+    if docker_skipped() {
+        return;
+    }
+    let fx = Fixture::up("cluster", None).await;
+    let old = master_of(&fx, "n1", "lock").await;
+    let others: Vec<String> = fx
+        .deployment
+        .nodes()
+        .iter()
+        .map(|n| n.name.clone())
+        .filter(|n| *n != old)
+        .collect();
+
+    // Cut the master off from every other node; the harness still reaches it.
+    let ip = |name: &str| fx.deployment.node(name).unwrap().addr.ip().to_string();
+    let drops: Vec<String> = others
+        .iter()
+        .map(|o| format!("iptables -A INPUT -s {} -j DROP", ip(o)))
+        .collect();
+    fx.deployment
+        .exec_ok(&old, &["sh", "-c", &drops.join(" && ")])
+        .await
+        .unwrap();
+    for other in &others {
+        let rule = format!("iptables -A INPUT -s {} -j DROP", ip(&old));
+        fx.deployment
+            .exec_ok(other, &["sh", "-c", &rule])
+            .await
+            .unwrap();
+    }
+    fx.fault("start", "partition", &[&old]);
+
+    // A, whose client knows the cluster from before, locks on the old master at once.
+    let mut a = fx.client("set-nx-px", TTL);
+    assert!(
+        fx.acquire(0, &mut a, "lock", TTL).await.is_some(),
+        "the isolated master still takes writes within cluster-node-timeout"
+    );
+
+    // The majority promotes the old master's replica.
+    let started = Instant::now();
+    let new = loop {
+        let master = master_of(&fx, &others[0], "lock").await;
+        if master != old {
+            break master;
+        }
+        assert!(started.elapsed() < Duration::from_secs(30), "no failover");
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    };
+
+    // B knows the cluster only through the majority's nodes.
+    let majority: Vec<(String, std::net::SocketAddr)> = fx
+        .deployment
+        .nodes()
+        .iter()
+        .filter(|n| n.name != old)
+        .map(|n| (n.name.clone(), n.addr))
+        .collect();
+    let mut b = fx.client_with("set-nx-px", ClientConfig::new(majority, TTL).in_cluster());
+    assert!(
+        fx.acquire(1, &mut b, "lock", TTL).await.is_some(),
+        "{new}, promoted, never heard of A's lock"
+    );
+    let result = lock_safety::check(&fx.history());
+    assert_eq!(result.double_grant_count, 1, "{:?}", result.double_grants);
+    assert_eq!(result.double_grants[0].kind, "lease");
+
+    // After the heal the old master rejoins as a replica, and A's key is gone.
+    for node in fx.deployment.nodes() {
+        fx.deployment
+            .exec_ok(&node.name, &["iptables", "-F", "INPUT"])
+            .await
+            .unwrap();
+    }
+    let started = Instant::now();
+    loop {
+        let role = fx
+            .deployment
+            .exec_ok(&old, &["redis-cli", "ROLE"])
+            .await
+            .unwrap();
+        if role.starts_with("slave") {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "{old} never rejoined: {role}"
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
