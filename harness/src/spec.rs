@@ -220,6 +220,7 @@ impl TestSpec {
             clients: args.concurrency,
             groups: client_groups,
             sentinels: nodes.iter().any(|n| n.sentinel.is_some()),
+            cluster: topology.formation(&TopologyOptions::default()).is_some(),
         };
         let everything = args.nemesis.trim() == "all";
         let mut nemesis = nemesis;

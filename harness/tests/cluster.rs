@@ -145,3 +145,40 @@ async fn an_isolated_master_grants_the_lock_the_majority_grants_again() {
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
 }
+
+#[test]
+fn cluster_failover_promotes_replicas_during_a_run() {
+    if docker_skipped() {
+        return;
+    }
+    support::node_image();
+    let (_keep, results) = support::results_dir();
+    let out = support::run_splitbrain(&[
+        "run",
+        "--deployment",
+        "cluster",
+        "--client",
+        "set-nx-px",
+        "--nemesis",
+        "failover",
+        "--nemesis-interval",
+        "2s",
+        "--ttl",
+        "3s",
+        "--time-limit",
+        "12s",
+        "--seed",
+        "1",
+        "--results",
+        results.to_str().unwrap(),
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(matches!(out.status.code(), Some(0..=2)), "{stdout}");
+    let history = std::fs::read_to_string(results.join("latest/history.jsonl")).unwrap();
+    let accepted = history
+        .lines()
+        .filter(|l| l.contains(r#""fault":"failover""#) && l.contains(r#""reply":"OK""#))
+        .count();
+    assert!(accepted >= 2, "replicas took over: {history:.2000}");
+    assert!(stdout.contains("grants checked"), "{stdout}");
+}

@@ -284,6 +284,7 @@ fn every_fault_kind_is_recorded_healed_and_reproducible_from_its_seed() {
         clients: 5,
         groups: 2,
         sentinels: false,
+        cluster: false,
     };
     for kind in splitbrain_nemesis::all_faults() {
         if kind.fits(&redlock).is_err() {

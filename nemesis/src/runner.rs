@@ -91,6 +91,7 @@ impl Nemesis {
             clients: target.clients.workers(),
             groups: target.links.groups(),
             sentinels: target.deployment.replicas() > 0,
+            cluster: target.deployment.is_cluster(),
         };
         let schedule = Schedule::new(self.seed, self.faults.clone(), layout, self.options.clone());
         let mut ran = Vec::new();

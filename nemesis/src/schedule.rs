@@ -98,6 +98,7 @@ mod tests {
             clients: 5,
             groups: 2,
             sentinels: false,
+            cluster: false,
         }
     }
 

@@ -2,16 +2,18 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use rand::rngs::StdRng;
+use rand::Rng;
 use splitbrain_compose::topology::{MASTER_NAME, SENTINEL_PORT};
-use splitbrain_compose::ComposeError;
+use splitbrain_compose::{ComposeError, Deployment};
 
 use super::{Action, Fault, Layout, Started, Target};
 use crate::NemesisOptions;
 
-/// Ask a Sentinel for a failover (`SENTINEL FAILOVER`): a replica is promoted without the
-/// master being down, as an operator or an upgrade does. It is not undone; the new master
-/// stays. `measured` says which node was master and what the Sentinel replied; the role
-/// changes that follow are in the history as nemesis `master` observations.
+/// A failover without the master being down, as an operator or an upgrade does it: on
+/// `sentinel`, `SENTINEL FAILOVER` asked of a Sentinel; on `cluster`, `CLUSTER FAILOVER` asked
+/// of a replica (a seeded pick). It is not undone; the new master stays. `measured` says who
+/// was asked, what they replied and (on `sentinel`) which node was master; the role changes
+/// that follow on `sentinel` are in the history as nemesis `master` observations.
 pub struct Failover;
 
 #[async_trait]
@@ -21,19 +23,25 @@ impl Fault for Failover {
     }
 
     fn summary(&self) -> &'static str {
-        "promote a replica through Sentinel (SENTINEL FAILOVER); sentinel deployment only"
+        "promote a replica (SENTINEL FAILOVER, or CLUSTER FAILOVER on a replica)"
     }
 
     fn fits(&self, layout: &Layout) -> Result<(), String> {
-        if !layout.sentinels {
-            return Err("failover needs Sentinels: use --deployment sentinel".into());
+        if !layout.sentinels && !layout.cluster {
+            return Err(
+                "failover needs replicas to promote: use --deployment sentinel or cluster".into(),
+            );
         }
         Ok(())
     }
 
-    /// Whoever is master when it starts is the target; nothing to plan.
-    fn plan(&self, _layout: &Layout, _options: &NemesisOptions, _rng: &mut StdRng) -> Action {
-        Action::on(Vec::new())
+    /// Who is master is known only when it starts; the plan picks which replica a cluster
+    /// asks, among those there are then.
+    fn plan(&self, _layout: &Layout, _options: &NemesisOptions, rng: &mut StdRng) -> Action {
+        Action {
+            targets: Vec::new(),
+            params: serde_json::json!({ "pick": rng.random::<u32>() }),
+        }
     }
 
     /// A failover takes Sentinel a few seconds; the next fault waits at least that long.
@@ -41,8 +49,12 @@ impl Fault for Failover {
         options.interval.max(Duration::from_secs(3))
     }
 
-    async fn start(&self, target: &Target, _action: &Action) -> Result<Started, ComposeError> {
+    async fn start(&self, target: &Target, action: &Action) -> Result<Started, ComposeError> {
         let deployment = &target.deployment;
+        if deployment.is_cluster() {
+            let pick = action.params["pick"].as_u64().unwrap_or_default() as usize;
+            return cluster_failover(deployment, pick).await;
+        }
         let master = deployment.sentinel_master().await;
         // Any Sentinel will do; one on a node that is up and not the master, if there is one.
         let health = deployment.health().await?;
@@ -93,4 +105,32 @@ impl Fault for Failover {
     async fn leftovers(&self, _target: &Target) -> Result<Vec<String>, ComposeError> {
         Ok(Vec::new())
     }
+}
+
+/// Asks one of the cluster's replicas (the `pick`-th of those up) to take over its master.
+async fn cluster_failover(deployment: &Deployment, pick: usize) -> Result<Started, ComposeError> {
+    let mut replicas = Vec::new();
+    for (name, state) in deployment.health().await? {
+        if !state.running || state.paused {
+            continue;
+        }
+        let role = deployment.exec(&name, &["redis-cli", "ROLE"]).await?;
+        if role.output.starts_with("slave") {
+            replicas.push(name);
+        }
+    }
+    if replicas.is_empty() {
+        return Ok(Started {
+            measured: Some(serde_json::json!({ "refused": "no replica is up" })),
+            background: None,
+        });
+    }
+    let asked = &replicas[pick % replicas.len()];
+    let reply = deployment
+        .exec(asked, &["redis-cli", "CLUSTER", "FAILOVER"])
+        .await?;
+    Ok(Started {
+        measured: Some(serde_json::json!({ "asked": asked, "reply": reply.output.trim() })),
+        background: None,
+    })
 }

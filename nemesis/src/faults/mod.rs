@@ -45,6 +45,8 @@ pub struct Layout {
     pub groups: usize,
     /// Whether Sentinels watch the nodes (a master and its replicas).
     pub sentinels: bool,
+    /// Whether the nodes form a Redis Cluster.
+    pub cluster: bool,
 }
 
 /// One step's plan for a fault: whom it hits and with what, fixed by the seeded schedule.

@@ -219,6 +219,7 @@ mod tests {
             clients: 1,
             groups: 0,
             sentinels: false,
+            cluster: false,
         }
     }
 
