@@ -189,10 +189,7 @@ fn jepsen_2013_an_isolated_master_acknowledges_writes_that_the_failover_throws_a
     ]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "{stdout}");
-    let results_json: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(results.join("latest/results.json")).unwrap(),
-    )
-    .unwrap();
+    let results_json = support::results_of(&results.join("latest"));
     let writes = &results_json["lost-writes"];
     let lost = writes["lost_count"].as_u64().unwrap();
     let acknowledged = writes["acknowledged"].as_u64().unwrap();

@@ -13,11 +13,6 @@ use std::time::Duration;
 use splitbrain_checker::{read_history, OpType};
 use support::{docker, docker_skipped, leftovers, results_dir, run_splitbrain, splitbrain};
 
-fn results_json(run_dir: &std::path::Path) -> serde_json::Value {
-    let text = std::fs::read_to_string(run_dir.join("results.json")).expect("results.json");
-    serde_json::from_str(&text).unwrap()
-}
-
 #[test]
 fn a_single_instance_lock_without_faults_is_valid_for_every_seed() {
     if docker_skipped() {
@@ -52,7 +47,7 @@ fn a_single_instance_lock_without_faults_is_valid_for_every_seed() {
         );
         assert!(stdout.contains("verdict  valid"), "{stdout}");
         let latest = results.join("latest");
-        let results = results_json(&latest);
+        let results = support::results_of(&latest);
         assert_eq!(results["valid"], serde_json::json!(true));
         assert!(
             results["lock-safety"]["holds"].as_u64().unwrap() >= 3,
@@ -172,7 +167,7 @@ async fn ctrl_c_cleans_up_and_keeps_the_history() {
         "containers left behind"
     );
     assert!(history_len(&run.run_dir) > 10);
-    let results = results_json(&run.run_dir);
+    let results = support::results_of(&run.run_dir);
     assert_eq!(results["interrupted"], serde_json::json!(true));
 }
 
@@ -260,7 +255,7 @@ fn every_fault_kind_is_recorded_healed_and_reproducible_from_its_seed() {
             "{stdout}\n{stderr}"
         );
         let dir = std::fs::canonicalize(results.join("latest")).unwrap();
-        let results_json = results_json(&dir);
+        let results_json = support::results_of(&dir);
         assert!(
             results_json.get("error").is_none(),
             "the heal was verified: {results_json}"
@@ -358,7 +353,7 @@ fn a_paused_client_and_its_watchdog_wake_up_as_a_zombie() {
         String::from_utf8_lossy(&out.stderr)
     );
     let latest = results.join("latest");
-    let results = results_json(&latest);
+    let results = support::results_of(&latest);
     let safety = &results["lock-safety"];
     assert!(
         safety["stale_double_grant_count"].as_u64().unwrap() >= 1,

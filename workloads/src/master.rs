@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use redis::FromRedisValue;
 
-use crate::node::{NodeConn, NodeError};
+use crate::node::{invocation, NodeConn, NodeError};
 use crate::{ClientConfig, Sentinels};
 
 /// Where a single-server client sends its commands.
@@ -78,13 +78,7 @@ impl Server {
                 master.settle(reply)
             }
             Server::Cluster(cluster) => {
-                let mut invocation = script.prepare_invoke();
-                for key in keys {
-                    invocation.key(*key);
-                }
-                for arg in args {
-                    invocation.arg(*arg);
-                }
+                let invocation = invocation(script, keys, args);
                 let timeout = cluster.timeout;
                 let conn = cluster.connect().await?;
                 let reply = tokio::time::timeout(timeout, invocation.invoke_async::<T>(conn)).await;

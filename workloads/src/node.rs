@@ -66,13 +66,7 @@ impl NodeConn {
     ) -> Result<T, NodeError> {
         let budget = tokio::time::Instant::now() + self.timeout;
         let mut conn = self.connect(budget).await?;
-        let mut invocation = script.prepare_invoke();
-        for key in keys {
-            invocation.key(*key);
-        }
-        for arg in args {
-            invocation.arg(*arg);
-        }
+        let invocation = invocation(script, keys, args);
         let reply = tokio::time::timeout_at(budget, invocation.invoke_async::<T>(&mut conn)).await;
         self.settle(reply)
     }
@@ -127,4 +121,20 @@ impl NodeConn {
             message: error,
         })
     }
+}
+
+/// A script call with its keys and arguments.
+pub(crate) fn invocation<'a>(
+    script: &'a redis::Script,
+    keys: &[&str],
+    args: &[&str],
+) -> redis::ScriptInvocation<'a> {
+    let mut invocation = script.prepare_invoke();
+    for key in keys {
+        invocation.key(*key);
+    }
+    for arg in args {
+        invocation.arg(*arg);
+    }
+    invocation
 }

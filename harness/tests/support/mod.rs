@@ -263,3 +263,18 @@ pub fn results_dir() -> (tempfile::TempDir, PathBuf) {
     let path = dir.path().join("results");
     (dir, path)
 }
+
+/// A run folder's `results.json`.
+pub fn results_of(run_dir: &std::path::Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(run_dir.join("results.json")).expect("results.json");
+    serde_json::from_str(&text).unwrap()
+}
+
+/// What a `splitbrain` process printed, stdout then stderr, for assertion messages.
+pub fn printed(out: &Output) -> String {
+    format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
