@@ -36,6 +36,7 @@ use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::operation::ms;
 use crate::{Op, OpType, Process, Valid};
 
 /// How many violations of each kind the result lists in full; the counts are always exact.
@@ -268,10 +269,6 @@ impl Candidate {
             nodes: self.nodes.clone(),
         }
     }
-}
-
-fn ms(ns: u64) -> f64 {
-    (ns as f64 / 1_000.0).round() / 1_000.0
 }
 
 /// Pairs every client invoke with its completion and turns acquires into holds.

@@ -112,17 +112,19 @@ impl TestSpec {
             failover_timeout: args.failover_timeout,
             min_replicas_to_write: args.min_replicas_to_write,
         };
+        let options = TopologyOptions {
+            nodes: args.nodes,
+            persistence,
+            sentinel: sentinel.clone(),
+            cluster: ClusterOptions {
+                replicas: args.cluster_replicas,
+                node_timeout: args.cluster_node_timeout,
+            },
+        };
         let nodes = topology
-            .nodes(&TopologyOptions {
-                nodes: args.nodes,
-                persistence,
-                sentinel: sentinel.clone(),
-                cluster: ClusterOptions {
-                    replicas: args.cluster_replicas,
-                    node_timeout: args.cluster_node_timeout,
-                },
-            })
+            .nodes(&options)
             .map_err(|e| bad(format!("--deployment {}: {e}", topology.name())))?;
+        let is_cluster = topology.formation(&options).is_some();
         let replicas = nodes
             .iter()
             .filter(|n| n.args.iter().any(|a| a == "--replicaof"))
@@ -159,7 +161,7 @@ impl TestSpec {
                 args.ttl,
             )
         };
-        let placeholder = if topology.formation(&TopologyOptions::default()).is_some() {
+        let placeholder = if is_cluster {
             placeholder.in_cluster()
         } else if nodes.iter().any(|n| n.sentinel.is_some()) {
             let sentinels = Sentinels {
@@ -220,7 +222,7 @@ impl TestSpec {
             clients: args.concurrency,
             groups: client_groups,
             sentinels: nodes.iter().any(|n| n.sentinel.is_some()),
-            cluster: topology.formation(&TopologyOptions::default()).is_some(),
+            cluster: is_cluster,
         };
         let everything = args.nemesis.trim() == "all";
         let mut nemesis = nemesis;
