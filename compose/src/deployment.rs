@@ -290,6 +290,56 @@ impl Deployment {
         named
     }
 
+    /// Every node that acts as master for `key`, sorted: on `sentinel`, every node some
+    /// reachable Sentinel names; on `cluster`, every node that says it serves `key`'s slot as
+    /// master. One in a healthy deployment, two in a split brain, none when nobody answers
+    /// (or the nodes stand alone).
+    pub async fn masters_of(&self, key: &str) -> Vec<String> {
+        if !self.cluster {
+            return self.sentinel_masters().await;
+        }
+        let mut claims = self.slot_claims(key).await;
+        claims.sort();
+        claims.into_iter().map(|(name, _)| name).collect()
+    }
+
+    /// The master for `key` that the deployment's majority follows: the one the Sentinels
+    /// agree on; on `cluster`, the newest claim to the slot (the highest config epoch), which
+    /// is the one the other masters voted for.
+    pub async fn master_of(&self, key: &str) -> Option<String> {
+        if !self.cluster {
+            return self.sentinel_master().await;
+        }
+        let claims = self.slot_claims(key).await;
+        claims
+            .into_iter()
+            .max_by_key(|(_, epoch)| *epoch)
+            .map(|(name, _)| name)
+    }
+
+    /// Every cluster node that claims `key`'s slot as master, with its config epoch.
+    async fn slot_claims(&self, key: &str) -> Vec<(String, u64)> {
+        let mut slot = None;
+        for node in &self.nodes {
+            if let Ok(s) =
+                ask::<u16>(node.addr, redis::cmd("CLUSTER").arg("KEYSLOT").arg(key)).await
+            {
+                slot = Some(s);
+                break;
+            }
+        }
+        let Some(slot) = slot else {
+            return Vec::new();
+        };
+        let mut claims = Vec::new();
+        for node in &self.nodes {
+            if let Ok(Some(epoch)) = claims_slot(node.addr, slot).await {
+                claims.push((node.name.clone(), epoch));
+            }
+        }
+        claims
+    }
+
     /// How many replicas the master has: every node but the first, where Sentinels watch
     /// the nodes; none where the nodes stand alone (or form a cluster, where masters and
     /// replicas are the cluster's business).
@@ -652,43 +702,55 @@ async fn wait_listening(name: &str, addr: SocketAddr) -> Result<(), ComposeError
     })
 }
 
-/// A node's `CLUSTER INFO`.
-async fn cluster_info(addr: SocketAddr) -> Result<String, String> {
+/// One command to one server, on a connection of its own, given a second to answer.
+async fn ask<T: redis::FromRedisValue>(addr: SocketAddr, cmd: &redis::Cmd) -> Result<T, String> {
     let client = redis::Client::open(format!("redis://{addr}/")).map_err(|e| e.to_string())?;
-    let ask = async {
+    let attempt = async {
         let mut conn = client.get_multiplexed_async_connection().await?;
-        redis::cmd("CLUSTER")
-            .arg("INFO")
-            .query_async::<String>(&mut conn)
-            .await
+        cmd.query_async::<T>(&mut conn).await
     };
-    match tokio::time::timeout(Duration::from_secs(1), ask).await {
-        Ok(Ok(info)) => Ok(info),
+    match tokio::time::timeout(Duration::from_secs(1), attempt).await {
+        Ok(Ok(reply)) => Ok(reply),
         Ok(Err(e)) => Err(e.to_string()),
         Err(_) => Err("timed out".into()),
     }
 }
 
+/// A node's `CLUSTER INFO`.
+async fn cluster_info(addr: SocketAddr) -> Result<String, String> {
+    ask(addr, redis::cmd("CLUSTER").arg("INFO")).await
+}
+
 /// How many replicas a master has connected and in sync (`INFO replication`).
 async fn connected_replicas(addr: SocketAddr) -> Result<usize, String> {
-    let client = redis::Client::open(format!("redis://{addr}/")).map_err(|e| e.to_string())?;
-    let ask = async {
-        let mut conn = client.get_multiplexed_async_connection().await?;
-        redis::cmd("INFO")
-            .arg("replication")
-            .query_async::<String>(&mut conn)
-            .await
-    };
-    let info = match tokio::time::timeout(Duration::from_secs(1), ask).await {
-        Ok(Ok(info)) => info,
-        Ok(Err(e)) => return Err(e.to_string()),
-        Err(_) => return Err("timed out".into()),
-    };
+    let info: String = ask(addr, redis::cmd("INFO").arg("replication")).await?;
     // One `slaveN:ip=...,state=online,...` line per replica.
     Ok(info
         .lines()
         .filter(|l| l.starts_with("slave") && l.contains("state=online"))
         .count())
+}
+
+/// What a cluster node says of itself in its `CLUSTER NODES` line: whether it is a master of
+/// `slot`, and its config epoch (the newer claim wins when two nodes claim one slot).
+async fn claims_slot(addr: SocketAddr, slot: u16) -> Result<Option<u64>, String> {
+    let nodes: String = ask(addr, redis::cmd("CLUSTER").arg("NODES")).await?;
+    // <id> <ip:port@cport> <flags> <master> <ping> <pong> <epoch> <link> <slot ranges...>
+    let Some(own) = nodes.lines().find(|l| {
+        l.split_whitespace()
+            .nth(2)
+            .is_some_and(|flags| flags.split(',').any(|f| f == "myself"))
+    }) else {
+        return Err("CLUSTER NODES has no `myself` line".into());
+    };
+    let fields: Vec<&str> = own.split_whitespace().collect();
+    let is_master = fields[2].split(',').any(|f| f == "master");
+    let covers = fields.iter().skip(8).any(|range| {
+        let (low, high) = range.split_once('-').unwrap_or((range, range));
+        matches!((low.parse::<u16>(), high.parse::<u16>()), (Ok(l), Ok(h)) if l <= slot && slot <= h)
+    });
+    let epoch = fields.get(6).and_then(|e| e.parse().ok()).unwrap_or(0);
+    Ok((is_master && covers).then_some(epoch))
 }
 
 /// What one Sentinel believes about the monitored master.
@@ -700,21 +762,8 @@ struct SentinelView {
 }
 
 async fn sentinel_view(addr: SocketAddr) -> Result<SentinelView, String> {
-    let client = redis::Client::open(format!("redis://{addr}/")).map_err(|e| e.to_string())?;
-    let ask = async {
-        let mut conn = client.get_multiplexed_async_connection().await?;
-        let fields: Vec<String> = redis::cmd("SENTINEL")
-            .arg("master")
-            .arg(MASTER_NAME)
-            .query_async(&mut conn)
-            .await?;
-        redis::RedisResult::Ok(fields)
-    };
-    let fields = match tokio::time::timeout(Duration::from_secs(1), ask).await {
-        Ok(Ok(fields)) => fields,
-        Ok(Err(e)) => return Err(e.to_string()),
-        Err(_) => return Err("timed out".into()),
-    };
+    let fields: Vec<String> =
+        ask(addr, redis::cmd("SENTINEL").arg("master").arg(MASTER_NAME)).await?;
     let field = |name: &str| {
         fields
             .chunks(2)
@@ -749,14 +798,5 @@ async fn wait_ready(node: &Node) -> Result<(), ComposeError> {
 }
 
 async fn ping(addr: SocketAddr) -> Result<(), String> {
-    let client = redis::Client::open(format!("redis://{addr}/")).map_err(|e| e.to_string())?;
-    let attempt = async {
-        let mut conn = client.get_multiplexed_async_connection().await?;
-        redis::cmd("PING").query_async::<String>(&mut conn).await
-    };
-    match tokio::time::timeout(Duration::from_secs(1), attempt).await {
-        Ok(Ok(_)) => Ok(()),
-        Ok(Err(e)) => Err(e.to_string()),
-        Err(_) => Err("PING timed out".into()),
-    }
+    ask::<String>(addr, &redis::cmd("PING")).await.map(drop)
 }

@@ -95,6 +95,7 @@ async fn harness_rate(node: &splitbrain_compose::Node) -> f64 {
         ttl: Duration::from_secs(2),
         hold: Some(Duration::ZERO),
         resources: CONCURRENCY,
+        hash_tag: None,
         storage: None,
     };
     let config = ClientConfig::new(vec![(node.name.clone(), node.addr)], workload.ttl);

@@ -110,9 +110,14 @@ pub struct RunArgs {
     /// TTLs).
     #[arg(long, value_parser = duration, allow_hyphen_values = true)]
     pub hold: Option<Duration>,
-    /// Number of lock keys the clients spread over (1: all contend for one).
+    /// Number of lock keys the clients spread over (1: all contend for one); for the
+    /// `register` workload, the number of registers.
     #[arg(long, default_value_t = 1, allow_hyphen_values = true, value_parser = count)]
     pub resources: usize,
+    /// Put the lock keys in one Redis Cluster slot: every key becomes `{TAG}lock...`, so
+    /// that they all live on one master.
+    #[arg(long)]
+    pub hash_tag: Option<String>,
     /// How long a killed node stays down before it is restarted.
     #[arg(long, default_value = "0s", value_parser = duration, allow_hyphen_values = true)]
     pub restart_delay: Duration,

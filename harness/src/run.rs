@@ -341,14 +341,21 @@ async fn exercise(
         pauses: ClientPauses::new(spec.concurrency),
         crashes: ClientCrashes::new(spec.concurrency),
     };
+    let workload = spec.lock_workload(storage);
+    let data = spec.data_workload();
+    if data.is_none() {
+        workload.prepare().await?;
+    }
     let target = Target {
         deployment: deployment.clone(),
         clients: shared.pauses.clone(),
         crashes: shared.crashes.clone(),
         links: links.clone(),
+        key: match &data {
+            Some(data) => data.key(),
+            None => workload.resource(0),
+        },
     };
-    let workload = spec.lock_workload(storage);
-    workload.prepare().await?;
     let mut faults = spec.faults();
     for fault in spec.faults() {
         if let Err(why) = fault.preflight(&target).await {
@@ -375,10 +382,9 @@ async fn exercise(
             spec.nemesis.join(", ")
         }
     ));
-    let set = spec.set_workload();
     let clients = async {
-        let result = match &set {
-            Some(set) => set.run(&configs, &shared, stop.clone()).await,
+        let result = match &data {
+            Some(data) => data.run(&configs, &shared, stop.clone()).await,
             None => workload.run(client, &configs, &shared, stop.clone()).await,
         };
         stop.cancel();
@@ -407,15 +413,16 @@ async fn exercise(
         }
     };
     let roles = async {
-        if deployment.replicas() > 0 {
+        if deployment.replicas() > 0 || deployment.is_cluster() {
             let watching = stop.clone();
-            splitbrain_nemesis::roles::watch_master(deployment.clone(), &recorder, watching).await;
+            let (deployment, key) = (deployment.clone(), target.key.clone());
+            splitbrain_nemesis::roles::watch_master(deployment, &key, &recorder, watching).await;
         }
     };
     let (clients, faults, (), ()) = tokio::join!(clients, faults, timer, roles);
     // The faults are healed by now: what the storage holds is what stays.
-    let final_read = match &set {
-        Some(set) => set.final_read(&configs[0], &recorder).await,
+    let final_read = match &data {
+        Some(data) => data.final_read(&configs[0], &recorder).await,
         None => workload.final_read(&recorder).await,
     };
     links.shutdown();

@@ -10,8 +10,9 @@ use splitbrain_compose::topology::{
 use splitbrain_nemesis::{all_faults, find_fault, Fault, Layout, NemesisOptions, FAULTS};
 use splitbrain_workloads::storage::StorageConfig;
 use splitbrain_workloads::workload::lock::LockWorkload;
-use splitbrain_workloads::workload::set::SetWorkload;
-use splitbrain_workloads::workload::WORKLOADS;
+use splitbrain_workloads::workload::{
+    data_server, find_workload, DataOptions, DataWorkload, WORKLOADS,
+};
 use splitbrain_workloads::{
     find_client, ClientConfig, ClientOptions, Fences, Sentinels, CLIENTS, EXEC_PREFIX,
 };
@@ -65,6 +66,8 @@ pub struct TestSpec {
     #[serde(default, skip_serializing_if = "Option::is_none", with = "opt_millis")]
     pub hold: Option<Duration>,
     pub resources: usize,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hash_tag: Option<String>,
     #[serde(with = "millis")]
     pub restart_delay: Duration,
     #[serde(with = "millis")]
@@ -172,16 +175,15 @@ impl TestSpec {
         } else {
             placeholder
         };
-        if !WORKLOADS.iter().any(|(name, _)| *name == args.workload) {
+        let Some(workload) = find_workload(&args.workload) else {
             return Err(bad(format!(
                 "unknown workload `{}`; choose one of: {}",
                 args.workload,
-                names(WORKLOADS.iter().map(|(name, _)| *name))
+                names(WORKLOADS.iter().map(|w| w.name))
             )));
-        }
-        // The set workload adds to a Redis set itself; it takes no lock client.
-        let takes_a_lock = args.workload != "set";
-        if takes_a_lock {
+        };
+        // A data workload talks to Redis itself; it takes no lock client.
+        if workload.data.is_none() {
             (client.build)(&placeholder).map_err(|e| {
                 bad(format!(
                     "--client {client_name} does not fit --deployment {}: {e}",
@@ -189,9 +191,10 @@ impl TestSpec {
                 ))
             })?;
         } else {
-            SetWorkload::fits(&placeholder).map_err(|e| {
+            data_server(&placeholder, workload.name).map_err(|e| {
                 bad(format!(
-                    "--workload set on --deployment {}: {e}",
+                    "--workload {} on --deployment {}: {e}",
+                    workload.name,
                     topology.name()
                 ))
             })?;
@@ -203,16 +206,25 @@ impl TestSpec {
         }
         if args.fencing && client.fences == Fences::Never {
             return Err(bad(format!(
-                "--fencing needs a client that issues fencing tokens, and {client_name} does                  not; use --client fenced (or an exec client that returns tokens)"
+                "--fencing needs a client that issues fencing tokens, and {client_name} does \
+                 not; use --client fenced (or an exec client that returns tokens)"
             )));
         }
         let nemesis = parse_nemesis(&args.nemesis)?;
         let links = nemesis
             .iter()
             .filter_map(|name| find_fault(name))
-            .any(|f| f.family() == "link");
-        let client_groups = if links || args.toxiproxy_port.is_some() || !args.link_jitter.is_zero()
-        {
+            .any(|f| f.needs_links());
+        let explicit_links = args.toxiproxy_port.is_some() || !args.link_jitter.is_zero();
+        if is_cluster && explicit_links {
+            return Err(bad(
+                "--link-jitter and --toxiproxy-port work on client links, and Redis Cluster \
+                 clients follow MOVED replies to the nodes' own addresses, around the links; \
+                 leave them out on --deployment cluster"
+                    .into(),
+            ));
+        }
+        let client_groups = if (links && !is_cluster) || explicit_links {
             args.client_groups
         } else {
             0
@@ -260,7 +272,10 @@ impl TestSpec {
             "{}-{}{}{}-{}",
             topology.name(),
             // A command line makes a poor folder name; its program's file name will do.
-            match (takes_a_lock, client_name.strip_prefix(EXEC_PREFIX)) {
+            match (
+                workload.data.is_none(),
+                client_name.strip_prefix(EXEC_PREFIX)
+            ) {
                 (false, _) => String::new(),
                 (true, Some(command)) => format!("exec-{}-", program_name(command)),
                 (true, None) => format!("{client_name}-"),
@@ -296,6 +311,7 @@ impl TestSpec {
             ttl: args.ttl,
             hold: args.hold,
             resources: args.resources,
+            hash_tag: args.hash_tag.clone(),
             restart_delay: args.restart_delay,
             nemesis_interval: args.nemesis_interval,
             clock_bump: args.clock_bump,
@@ -349,6 +365,7 @@ impl TestSpec {
             ttl: self.ttl,
             hold: self.hold,
             resources: self.resources,
+            hash_tag: self.hash_tag.clone(),
             storage: storage.map(|addr| StorageConfig {
                 addr,
                 fencing: self.fencing,
@@ -356,11 +373,13 @@ impl TestSpec {
         }
     }
 
-    /// The `set` workload, when that is the one asked for.
-    pub fn set_workload(&self) -> Option<SetWorkload> {
-        (self.workload == "set").then_some(SetWorkload {
+    /// The data workload (`set`, `register`), when one is asked for.
+    pub fn data_workload(&self) -> Option<Box<dyn DataWorkload>> {
+        let build = find_workload(&self.workload)?.data?;
+        Some(build(DataOptions {
             concurrency: self.concurrency,
-        })
+            keys: self.resources,
+        }))
     }
 
     /// Whether the workload needs the storage service.
@@ -424,6 +443,9 @@ impl TestSpec {
         if self.resources != 1 {
             line += &format!(" --resources {}", self.resources);
         }
+        if let Some(tag) = &self.hash_tag {
+            line += &format!(" --hash-tag {tag}");
+        }
         if self.deployment == "sentinel" {
             line += &format!(
                 " --sentinel-quorum {} --down-after {} --failover-timeout {} \
@@ -475,7 +497,10 @@ pub fn catalog() -> String {
             "Clients",
             CLIENTS.iter().map(|c| (c.name, c.summary)).collect(),
         ),
-        section("Workloads", WORKLOADS.to_vec()),
+        section(
+            "Workloads",
+            WORKLOADS.iter().map(|w| (w.name, w.summary)).collect(),
+        ),
         section(
             "Faults",
             FAULTS.iter().map(|f| (f.name(), f.summary())).collect(),

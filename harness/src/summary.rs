@@ -92,13 +92,13 @@ pub fn render(title: &str, results: &Results) -> String {
         ""
     };
     let _ = writeln!(out, "  verdict  {}{interrupted}", verdict(results));
-    let shown = if safety.valid == Valid::False {
-        &safety.double_grants
+    let (shown, kind) = if safety.valid == Valid::False {
+        (&safety.double_grants, "")
     } else {
-        &safety.possible_double_grants
+        (&safety.possible_double_grants, "possible double grant: ")
     };
     for (i, grant) in shown.iter().take(SHOWN).enumerate() {
-        let _ = writeln!(out, "    #{} {}", i + 1, describe(grant));
+        let _ = writeln!(out, "    #{} {kind}{}", i + 1, describe(grant));
     }
     for key in writes.keys.iter().filter(|k| k.lost_count > 0) {
         let _ = writeln!(

@@ -1,4 +1,4 @@
-//! Who is master, as the Sentinels say, recorded whenever it changes: the nemesis side of a
+//! Who is master, as the deployment says, recorded whenever it changes: the nemesis side of a
 //! replicated deployment's history, split brains included.
 
 use std::time::Duration;
@@ -11,17 +11,33 @@ use tokio_util::sync::CancellationToken;
 /// How often the Sentinels are asked.
 const POLL: Duration = Duration::from_millis(200);
 
-/// Records a nemesis `master` op at the start and at every change, until `stop`: `node` lists
-/// every node some reachable Sentinel names as master (two of them during a split brain).
-/// While no Sentinel answers, the last record stands.
-pub async fn watch_master(deployment: Deployment, recorder: &Recorder, stop: CancellationToken) {
+/// Records a nemesis `master` op for `key` at the start and at every change, until `stop`:
+/// `node` lists every node that acts as master for it (two during a split brain): those some
+/// reachable Sentinel names, or on a cluster those that claim the key's slot. `measured`
+/// says who was master before and who promotes (`sentinel` or the `cluster`'s vote); the
+/// nemesis op before it in the history says what set it off. While nobody answers, the last
+/// record stands.
+pub async fn watch_master(
+    deployment: Deployment,
+    key: &str,
+    recorder: &Recorder,
+    stop: CancellationToken,
+) {
     let mut last: Vec<String> = Vec::new();
+    let promoter = if deployment.is_cluster() {
+        "cluster"
+    } else {
+        "sentinel"
+    };
     while !stop.is_cancelled() {
-        let masters = deployment.sentinel_masters().await;
+        let masters = deployment.masters_of(key).await;
         if !masters.is_empty() && masters != last {
             let mut op = Op::new(Process::NEMESIS, OpType::Info, "master").nodes(masters.clone());
             if !last.is_empty() {
-                op.measured = Some(serde_json::json!({ "from": last }));
+                op.measured = Some(serde_json::json!({
+                    "from": last,
+                    "by": promoter,
+                }));
             }
             recorder.record(op);
             last = masters;

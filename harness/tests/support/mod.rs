@@ -114,6 +114,7 @@ impl Fixture {
             clients: ClientPauses::new(0),
             crashes: ClientCrashes::new(0),
             links: Links::default(),
+            key: "lock".into(),
         }
     }
 

@@ -109,7 +109,19 @@ impl Fault for Link {
         }
     }
 
+    fn needs_links(&self) -> bool {
+        true
+    }
+
     fn fits(&self, layout: &Layout) -> Result<(), String> {
+        if layout.cluster {
+            return Err(format!(
+                "{} works on client links, and Redis Cluster clients follow MOVED replies to \
+                 the nodes' own addresses, around the links; use partition or packet faults \
+                 on cluster",
+                self.name()
+            ));
+        }
         if layout.groups == 0 {
             return Err(format!(
                 "{} needs client links (--client-groups 1 or more)",

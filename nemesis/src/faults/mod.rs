@@ -11,6 +11,7 @@ mod packet;
 mod partition;
 mod pause;
 mod primary;
+mod primary_node;
 
 use std::time::Duration;
 
@@ -34,6 +35,9 @@ pub struct Target {
     pub clients: ClientPauses,
     pub crashes: ClientCrashes,
     pub links: Links,
+    /// The key the clients contend for: faults on "the current master" aim at its master
+    /// (on `cluster`, the master of its slot).
+    pub key: String,
 }
 
 /// What a schedule plans over: node names, the number of client workers, and the number of
@@ -87,6 +91,11 @@ pub trait Fault: Sync {
     fn family(&self) -> &'static str {
         self.name()
     }
+    /// Whether this fault acts on the client-to-node links, so the run must route the
+    /// clients through them.
+    fn needs_links(&self) -> bool {
+        false
+    }
     /// Why this fault cannot run on a deployment of these nodes, if it cannot.
     fn fits(&self, _layout: &Layout) -> Result<(), String> {
         Ok(())
@@ -122,6 +131,8 @@ pub static FAULTS: &[&dyn Fault] = &[
     &partition::Partition(Some(partition::Shape::Ring)),
     &partition::Partition(Some(partition::Shape::Bridge)),
     &primary::PrimaryPartition,
+    &primary_node::PrimaryNode(primary_node::NodeFault::Kill),
+    &primary_node::PrimaryNode(primary_node::NodeFault::Pause),
     &clock::Clock(clock::ClockKind::Bump),
     &clock::Clock(clock::ClockKind::Strobe),
     &clock::Clock(clock::ClockKind::Drift),

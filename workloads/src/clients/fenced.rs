@@ -41,9 +41,19 @@ struct Fenced {
     acquire: redis::Script,
 }
 
-/// The fencing counter of a lock key.
+/// The fencing counter of a lock key, in the key's Redis Cluster slot so that one script
+/// may touch both: a key with a hash tag keeps it, and one without becomes the counter's tag
+/// (a key without a tag hashes as a whole, as its tag would).
 fn counter(resource: &str) -> String {
-    format!("{resource}:fence")
+    let tagged = resource
+        .find('{')
+        .and_then(|open| resource[open + 1..].find('}'))
+        .is_some_and(|length| length > 0);
+    if tagged {
+        format!("{resource}:fence")
+    } else {
+        format!("{{{resource}}}:fence")
+    }
 }
 
 #[async_trait]
@@ -82,5 +92,16 @@ impl LockClient for Fenced {
 
     fn retry_delay(&mut self, _failures: u32) -> Duration {
         spin_delay()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::counter;
+
+    #[test]
+    fn the_counter_shares_its_lock_keys_cluster_slot() {
+        assert_eq!(counter("lock"), "{lock}:fence");
+        assert_eq!(counter("{app}lock-1"), "{app}lock-1:fence");
     }
 }

@@ -37,6 +37,8 @@ pub struct LockWorkload {
     pub hold: Option<Duration>,
     /// Number of lock keys; worker `w` uses key `w % resources`.
     pub resources: usize,
+    /// A Redis Cluster hash tag every lock key starts with, pinning them all to one slot.
+    pub hash_tag: Option<String>,
     /// `lock-set`: the storage each critical section reads and writes.
     pub storage: Option<StorageConfig>,
 }
@@ -52,10 +54,14 @@ pub struct Shared {
 impl LockWorkload {
     /// The lock key worker `w` contends for.
     pub fn resource(&self, worker: usize) -> String {
+        let tag = match &self.hash_tag {
+            Some(tag) => format!("{{{tag}}}"),
+            None => String::new(),
+        };
         if self.resources <= 1 {
-            "lock".to_string()
+            format!("{tag}lock")
         } else {
-            format!("lock-{}", worker % self.resources)
+            format!("{tag}lock-{}", worker % self.resources)
         }
     }
 
@@ -441,10 +447,13 @@ mod tests {
             ttl: Duration::from_secs(2),
             hold: None,
             resources: 1,
+            hash_tag: None,
             storage: None,
         };
         assert_eq!(w.resource(3), "lock");
         w.resources = 2;
         assert_eq!(w.resource(3), "lock-1");
+        w.hash_tag = Some("app".into());
+        assert_eq!(w.resource(3), "{app}lock-1");
     }
 }

@@ -1,20 +1,83 @@
 //! Workloads: what client processes do, as a stream of recorded operations.
+//!
+//! The lock workloads drive a lock client; the data workloads (one file each, registered in
+//! [`WORKLOADS`]) talk to the deployment's master themselves and end with a final read.
 
 pub mod lock;
+pub mod register;
 pub mod set;
 
-/// Every workload, by name, for `--workload`.
-pub static WORKLOADS: &[(&str, &str)] = &[
-    (
-        "lock",
-        "clients loop: acquire, hold for a while, release (lock safety)",
-    ),
-    (
-        "lock-set",
-        "under the lock, read a document from PostgreSQL, append an id, write it back (lost writes)",
-    ),
-    (
-        "set",
-        "Jepsen 2013: clients SADD unique ids on the master they are told of (lost writes)",
-    ),
+use std::time::Duration;
+
+use async_trait::async_trait;
+use tokio_util::sync::CancellationToken;
+
+use self::lock::{Shared, WorkloadError};
+use crate::{ClientConfig, Recorder, Server};
+
+/// A workload on Redis data rather than on a lock.
+#[async_trait]
+pub trait DataWorkload: Send + Sync {
+    /// The key whose master the faults on "the current master" aim at.
+    fn key(&self) -> String;
+    /// Runs every worker until `stop`; worker `w` uses client group `w % groups.len()`.
+    async fn run(
+        &self,
+        groups: &[ClientConfig],
+        shared: &Shared,
+        stop: CancellationToken,
+    ) -> Result<(), WorkloadError>;
+    /// After the heal: reads what survived, from the master of that moment.
+    async fn final_read(
+        &self,
+        config: &ClientConfig,
+        recorder: &Recorder,
+    ) -> Result<(), WorkloadError>;
+}
+
+/// What a data workload is built from.
+#[derive(Debug, Clone, Copy)]
+pub struct DataOptions {
+    pub concurrency: usize,
+    /// How many keys to spread over, where the workload has several.
+    pub keys: usize,
+}
+
+/// A workload users can name in `--workload`.
+pub struct WorkloadKind {
+    pub name: &'static str,
+    pub summary: &'static str,
+    /// How to build it, for a data workload; `None` for the lock workloads.
+    pub data: Option<fn(DataOptions) -> Box<dyn DataWorkload>>,
+}
+
+/// Every workload, by name.
+pub static WORKLOADS: &[WorkloadKind] = &[
+    WorkloadKind {
+        name: "lock",
+        summary: "clients loop: acquire, hold for a while, release (lock safety)",
+        data: None,
+    },
+    WorkloadKind {
+        name: "lock-set",
+        summary: "under the lock, read a document from PostgreSQL, append an id, write it back \
+                  (lost writes)",
+        data: None,
+    },
+    set::KIND,
+    register::KIND,
 ];
+
+/// Looks a workload up by name.
+pub fn find_workload(name: &str) -> Option<&'static WorkloadKind> {
+    WORKLOADS.iter().find(|w| w.name == name)
+}
+
+/// How long one data command may take before its outcome is unknown.
+const OP_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// Where a data workload's worker sends its commands: the one server, the Sentinels'
+/// master, or the cluster; or why this deployment has no single master to talk to.
+pub fn data_server(config: &ClientConfig, workload: &str) -> Result<Server, String> {
+    Server::of(config, &format!("the {workload} workload"), OP_TIMEOUT)
+}

@@ -10,15 +10,26 @@ use std::time::Duration;
 use splitbrain_checker::{Op, OpType, Process};
 use tokio_util::sync::CancellationToken;
 
+use async_trait::async_trait;
+
 use super::lock::{Shared, WorkloadError};
+use super::{data_server, DataWorkload, WorkloadKind};
 use crate::node::NodeError;
 use crate::{ClientConfig, Recorder, Server};
+
+pub const KIND: WorkloadKind = WorkloadKind {
+    name: "set",
+    summary: "Jepsen 2013: clients SADD unique ids on the master they are told of (lost writes)",
+    data: Some(|options| {
+        Box::new(SetWorkload {
+            concurrency: options.concurrency,
+        })
+    }),
+};
 
 /// The Redis set every client adds to.
 pub const SET_KEY: &str = "set";
 
-/// How long one command may take before its outcome is unknown.
-const OP_TIMEOUT: Duration = Duration::from_secs(1);
 /// A breath between adds, so that a minute's history stays readable (Jepsen's clients paced
 /// theirs too).
 const PACE: Duration = Duration::from_millis(5);
@@ -33,14 +44,13 @@ pub struct SetWorkload {
     pub concurrency: usize,
 }
 
-impl SetWorkload {
-    /// Says now whether the deployment has one master to add to.
-    pub fn fits(config: &ClientConfig) -> Result<(), String> {
-        Server::of(config, "the set workload", OP_TIMEOUT).map(drop)
+#[async_trait]
+impl DataWorkload for SetWorkload {
+    fn key(&self) -> String {
+        SET_KEY.to_string()
     }
 
-    /// Runs every worker until `stop`; worker `w` uses client group `w % groups.len()`.
-    pub async fn run(
+    async fn run(
         &self,
         groups: &[ClientConfig],
         shared: &Shared,
@@ -50,8 +60,7 @@ impl SetWorkload {
         let mut workers = tokio::task::JoinSet::new();
         for worker in 0..self.concurrency {
             let config = &groups[worker % groups.len()];
-            let server = Server::of(config, "the set workload", OP_TIMEOUT)
-                .map_err(WorkloadError::Client)?;
+            let server = data_server(config, "set").map_err(WorkloadError::Client)?;
             let recorder = shared.recorder.clone();
             let (next_id, stop) = (next_id.clone(), stop.clone());
             let concurrency = self.concurrency as u64;
@@ -74,13 +83,12 @@ impl SetWorkload {
     }
 
     /// Reads the whole set from the master of the moment, retrying while none answers.
-    pub async fn final_read(
+    async fn final_read(
         &self,
         config: &ClientConfig,
         recorder: &Recorder,
     ) -> Result<(), WorkloadError> {
-        let mut server =
-            Server::of(config, "the set workload", OP_TIMEOUT).map_err(WorkloadError::Client)?;
+        let mut server = data_server(config, "set").map_err(WorkloadError::Client)?;
         let process = Process::Client(FINAL_READER);
         recorder.record(Op::new(process, OpType::Invoke, "read").key(SET_KEY));
         let smembers = redis::cmd("SMEMBERS").arg(SET_KEY).clone();
