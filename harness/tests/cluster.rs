@@ -5,52 +5,11 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use splitbrain_checker::lock_safety;
+use splitbrain_checker::{lock_safety, OpType};
 use splitbrain_workloads::ClientConfig;
 use support::{docker_skipped, Fixture};
 
 const TTL: Duration = Duration::from_secs(60);
-
-/// The node serving `key`'s slot as master, as `node` sees the cluster.
-async fn master_of(fx: &Fixture, node: &str, key: &str) -> String {
-    let slot: u16 = fx
-        .deployment
-        .exec_ok(node, &["redis-cli", "CLUSTER", "KEYSLOT", key])
-        .await
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
-    let nodes = fx
-        .deployment
-        .exec_ok(node, &["redis-cli", "CLUSTER", "NODES"])
-        .await
-        .unwrap();
-    for line in nodes.lines() {
-        let fields: Vec<&str> = line.split_whitespace().collect();
-        if !fields[2].contains("master") {
-            continue;
-        }
-        let serves = fields[8..].iter().any(|range| {
-            let mut ends = range
-                .split('-')
-                .map(|n| n.parse::<u16>().unwrap_or(u16::MAX));
-            let start = ends.next().unwrap_or(u16::MAX);
-            let end = ends.next().unwrap_or(start);
-            (start..=end).contains(&slot)
-        });
-        if serves {
-            let ip = fields[1].split(':').next().unwrap();
-            let owner = fx
-                .deployment
-                .nodes()
-                .iter()
-                .find(|n| n.addr.ip().to_string() == ip);
-            return owner.unwrap().name.clone();
-        }
-    }
-    panic!("no master serves slot {slot} in:\n{nodes}");
-}
 
 #[tokio::test(flavor = "multi_thread")]
 async fn an_isolated_master_grants_the_lock_the_majority_grants_again() {
@@ -58,7 +17,7 @@ async fn an_isolated_master_grants_the_lock_the_majority_grants_again() {
         return;
     }
     let fx = Fixture::up("cluster", None).await;
-    let old = master_of(&fx, "n1", "lock").await;
+    let old = fx.deployment.master_of("lock").await.expect("a master for lock");
     let others: Vec<String> = fx
         .deployment
         .nodes()
@@ -96,8 +55,9 @@ async fn an_isolated_master_grants_the_lock_the_majority_grants_again() {
     // The majority promotes the old master's replica.
     let started = Instant::now();
     let new = loop {
-        let master = master_of(&fx, &others[0], "lock").await;
-        if master != old {
+        // The newest claim to the slot: the one the majority voted for.
+        let master = fx.deployment.master_of("lock").await;
+        if let Some(master) = master.filter(|m| *m != old) {
             break master;
         }
         assert!(started.elapsed() < Duration::from_secs(30), "no failover");
@@ -181,4 +141,68 @@ fn cluster_failover_promotes_replicas_during_a_run() {
         .count();
     assert!(accepted >= 2, "replicas took over: {history:.2000}");
     assert!(stdout.contains("grants checked"), "{stdout}");
+}
+
+#[test]
+fn killing_the_slot_master_promotes_its_replica_and_fenced_keys_share_a_slot() {
+    if docker_skipped() {
+        return;
+    }
+    support::node_image();
+    let (_keep, results) = support::results_dir();
+    let out = support::run_splitbrain(&[
+        "run",
+        "--deployment",
+        "cluster",
+        "--client",
+        "fenced",
+        "--resources",
+        "2",
+        "--hash-tag",
+        "app",
+        "--nemesis",
+        "kill-primary",
+        // Down for longer than cluster-node-timeout (2 s), so that its replica takes over.
+        "--restart-delay",
+        "6s",
+        "--nemesis-interval",
+        "3s",
+        "--time-limit",
+        "15s",
+        "--seed",
+        "1",
+        "--results",
+        results.to_str().unwrap(),
+    ]);
+    assert!(
+        matches!(out.status.code(), Some(0..=2)),
+        "{}",
+        support::printed(&out)
+    );
+    let ops = support::read_ops(&results.join("latest"));
+    let killed = ops
+        .iter()
+        .find(|op| op.fault.as_deref() == Some("kill-primary") && op.f == "start")
+        .and_then(|op| op.measured.as_ref()?["master"].as_str().map(String::from))
+        .expect("kill-primary names the master it killed");
+    let masters: Vec<&Vec<String>> = ops
+        .iter()
+        .filter(|op| op.f == "master")
+        .filter_map(|op| op.node.as_ref())
+        .collect();
+    assert_eq!(masters[0], &vec![killed.clone()], "{masters:?}");
+    assert!(
+        masters.iter().any(|m| !m.contains(&killed)),
+        "the killed master's replica took over its slot: {masters:?}"
+    );
+    // The lock and its fence counter live in one slot: the script runs, grants carry tokens.
+    for key in ["{app}lock-0", "{app}lock-1"] {
+        assert!(
+            ops.iter().any(|op| op.f == "acquire"
+                && op.kind == OpType::Ok
+                && op.key.as_deref() == Some(key)
+                && op.fence.is_some()),
+            "a fenced grant of {key}"
+        );
+    }
 }

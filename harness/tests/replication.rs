@@ -180,6 +180,10 @@ fn jepsen_2013_an_isolated_master_acknowledges_writes_that_the_failover_throws_a
         // for the majority's Sentinels to promote a replica.
         "--nemesis-interval",
         "8s",
+        // Workers 0 and 3 of 5 (group 0) stay on the isolated master's side; the others
+        // reach only the majority.
+        "--client-groups",
+        "3",
         "--time-limit",
         "25s",
         "--seed",
@@ -201,4 +205,90 @@ fn jepsen_2013_an_isolated_master_acknowledges_writes_that_the_failover_throws_a
             .any(|l| l.contains(r#""f":"master""#) && l.contains(r#""node":["n1","#)),
         "the history shows two masters at once"
     );
+    // Every lost add was acknowledged to a client on the old master's side.
+    let group_of = |process: u64| process % 5 % 3;
+    let lost_ids: Vec<u64> = writes["keys"][0]["lost"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|id| id.as_u64().unwrap())
+        .collect();
+    assert!(!lost_ids.is_empty(), "{writes}");
+    let ops = support::read_ops(&results.join("latest"));
+    for id in &lost_ids {
+        let ack = ops
+            .iter()
+            .find(|op| op.kind == OpType::Ok && op.f == "add" && op.value == Some((*id).into()))
+            .expect("a lost id was acknowledged");
+        let Process::Client(process) = ack.process else {
+            unreachable!()
+        };
+        assert_eq!(group_of(process), 0, "lost id {id} was acknowledged to {process}");
+    }
+}
+
+#[test]
+fn killing_the_master_moves_it_and_the_register_history_is_recorded() {
+    if docker_skipped() {
+        return;
+    }
+    support::node_image();
+    let (_keep, results) = results_dir();
+    let out = run_splitbrain(&[
+        "run",
+        "--deployment",
+        "sentinel",
+        "--workload",
+        "register",
+        "--resources",
+        "3",
+        "--nemesis",
+        "kill-primary",
+        "--restart-delay",
+        "6s",
+        "--nemesis-interval",
+        "4s",
+        "--time-limit",
+        "15s",
+        "--seed",
+        "1",
+        "--results",
+        results.to_str().unwrap(),
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        matches!(out.status.code(), Some(0..=2)),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let ops = support::read_ops(&results.join("latest"));
+    let killed = ops
+        .iter()
+        .find(|op| op.fault.as_deref() == Some("kill-primary") && op.f == "start")
+        .and_then(|op| op.measured.as_ref()?["master"].as_str().map(String::from))
+        .expect("kill-primary names the master it killed");
+    assert_eq!(killed, "n1", "n1 is master until the first fault");
+    let masters: Vec<&Vec<String>> = ops
+        .iter()
+        .filter(|op| op.f == "master")
+        .filter_map(|op| op.node.as_ref())
+        .collect();
+    assert!(
+        masters.iter().any(|m| !m.contains(&killed)),
+        "a replica took over from {killed}: {masters:?}"
+    );
+    for f in ["read", "write", "cas"] {
+        assert!(
+            ops.iter().any(|op| op.kind == OpType::Ok && op.f == f),
+            "some {f} succeeded"
+        );
+    }
+    for key in ["r0", "r1", "r2"] {
+        let final_read = ops
+            .iter()
+            .rev()
+            .find(|op| op.key.as_deref() == Some(key) && op.f == "read")
+            .unwrap();
+        assert_eq!(final_read.kind, OpType::Ok, "final read of {key}");
+    }
 }

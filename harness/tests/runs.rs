@@ -10,7 +10,7 @@ use std::process::{Child, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use splitbrain_checker::{read_history, OpType};
+use splitbrain_checker::OpType;
 use support::{docker, docker_skipped, leftovers, results_dir, run_splitbrain, splitbrain};
 
 #[test]
@@ -130,11 +130,7 @@ impl Background {
 }
 
 fn history_len(run_dir: &std::path::Path) -> usize {
-    let file = std::fs::File::open(run_dir.join("history.jsonl")).expect("history.jsonl");
-    read_history(BufReader::new(file))
-        .expect("a readable history")
-        .ops
-        .len()
+    support::read_ops(run_dir).len()
 }
 
 #[tokio::test]
@@ -207,10 +203,7 @@ async fn after_sigkill_the_history_checks_and_clean_removes_the_leftovers() {
 
 /// Nemesis ops of a stored run: (f, fault, targets, parameters).
 fn nemesis_ops(run_dir: &std::path::Path) -> Vec<(String, String, Vec<String>, String)> {
-    let file = std::fs::File::open(run_dir.join("history.jsonl")).unwrap();
-    read_history(BufReader::new(file))
-        .unwrap()
-        .ops
+    support::read_ops(run_dir)
         .into_iter()
         .filter(|op| op.process.is_nemesis())
         .map(|op| {
@@ -375,8 +368,7 @@ fn a_paused_client_and_its_watchdog_wake_up_as_a_zombie() {
 
     // The watchdog renews while nothing is wrong, and falls silent with its client: some
     // holder of the lock goes without any op for nearly a whole pause.
-    let file = std::fs::File::open(latest.join("history.jsonl")).unwrap();
-    let ops = read_history(BufReader::new(file)).unwrap().ops;
+    let ops = support::read_ops(&latest);
     let renewed = ops
         .iter()
         .filter(|op| op.f == "renew" && op.kind == OpType::Ok)

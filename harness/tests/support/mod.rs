@@ -271,6 +271,12 @@ pub fn results_of(run_dir: &std::path::Path) -> serde_json::Value {
     serde_json::from_str(&text).unwrap()
 }
 
+/// A run folder's `history.jsonl`.
+pub fn read_ops(run_dir: &std::path::Path) -> Vec<Op> {
+    let file = std::fs::File::open(run_dir.join("history.jsonl")).expect("history.jsonl");
+    read_history(std::io::BufReader::new(file)).unwrap().ops
+}
+
 /// What a `splitbrain` process printed, stdout then stderr, for assertion messages.
 pub fn printed(out: &Output) -> String {
     format!(
