@@ -244,3 +244,37 @@ fn a_cluster_of_fewer_than_three_masters_is_refused() {
     let line = refused(&["run", "--deployment", "cluster", "--nodes", "4"]);
     assert!(line.contains("at least three masters"), "{line}");
 }
+
+#[test]
+fn faults_on_the_current_master_need_one() {
+    for fault in ["kill-primary", "pause-primary", "partition-primary"] {
+        let line = refused(&["run", "--deployment", "redlock", "--nemesis", fault]);
+        assert!(
+            line.contains(fault) && line.contains("--deployment sentinel or cluster"),
+            "{line}"
+        );
+    }
+}
+
+#[test]
+fn client_links_are_refused_on_cluster() {
+    let line = refused(&[
+        "run",
+        "--deployment",
+        "cluster",
+        "--nemesis",
+        "link-latency",
+    ]);
+    assert!(
+        line.contains("MOVED") && line.contains("link-latency"),
+        "{line}"
+    );
+    let line = refused(&["run", "--deployment", "cluster", "--link-jitter", "5ms"]);
+    assert!(line.contains("--link-jitter"), "{line}");
+}
+
+#[test]
+fn a_register_workload_needs_one_master() {
+    let line = refused(&["run", "--deployment", "redlock", "--workload", "register"]);
+    assert!(line.contains("--workload register"), "{line}");
+}

@@ -17,7 +17,11 @@ async fn an_isolated_master_grants_the_lock_the_majority_grants_again() {
         return;
     }
     let fx = Fixture::up("cluster", None).await;
-    let old = fx.deployment.master_of("lock").await.expect("a master for lock");
+    let old = fx
+        .deployment
+        .master_of("lock")
+        .await
+        .expect("a master for lock");
     let others: Vec<String> = fx
         .deployment
         .nodes()

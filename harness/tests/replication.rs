@@ -223,7 +223,11 @@ fn jepsen_2013_an_isolated_master_acknowledges_writes_that_the_failover_throws_a
         let Process::Client(process) = ack.process else {
             unreachable!()
         };
-        assert_eq!(group_of(process), 0, "lost id {id} was acknowledged to {process}");
+        assert_eq!(
+            group_of(process),
+            0,
+            "lost id {id} was acknowledged to {process}"
+        );
     }
 }
 
