@@ -66,13 +66,14 @@ pub fn render(title: &str, results: &Results) -> String {
         let _ = writeln!(
             out,
             "  writes   {} attempted: {} acknowledged, {} rejected, {} unknown ({} of those landed); \
-             {} lost, {} unexpected",
+             {} lost ({:.1}% of acknowledged), {} unexpected",
             writes.attempted,
             writes.acknowledged,
             writes.rejected,
             writes.unknown,
             writes.recovered,
             writes.lost_count,
+            100.0 * writes.lost_count as f64 / writes.acknowledged.max(1) as f64,
             writes.unexpected_count
         );
     }
