@@ -25,6 +25,13 @@ pub enum Command {
     Run(Box<RunArgs>),
     /// Check a stored history.jsonl again and print the verdict.
     Check(CheckArgs),
+    /// Run every cell of a matrix file, each against the verdict it should get.
+    Matrix(MatrixArgs),
+    /// Reports: join matrix shards into one summary.
+    Report {
+        #[command(subcommand)]
+        command: ReportCommand,
+    },
     /// Build the Redis node and storage images (and their Debian base) locally.
     Images {
         #[command(subcommand)]
@@ -160,6 +167,40 @@ pub struct RunArgs {
 pub struct CheckArgs {
     /// A history.jsonl, or a run directory that holds one.
     pub history: PathBuf,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ReportCommand {
+    /// Join the folders that `splitbrain matrix --shard` wrote into one summary.
+    Merge {
+        /// The shards' folders (results/matrix-...-shard-i-of-n).
+        #[arg(required = true)]
+        dirs: Vec<PathBuf>,
+        /// Where the joined index.html and matrix.json go.
+        #[arg(long, default_value = "results/matrix-merged")]
+        out: PathBuf,
+        /// Also write the joined outcome as JUnit XML.
+        #[arg(long)]
+        junit: Option<PathBuf>,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct MatrixArgs {
+    /// The matrix: a TOML file of groups of cells (see matrices/smoke.toml).
+    pub file: PathBuf,
+    /// Also write the outcome as JUnit XML, one test case per cell.
+    #[arg(long)]
+    pub junit: Option<PathBuf>,
+    /// Run only slice i of n (every n-th cell from the i-th), for CI runners side by side.
+    #[arg(long)]
+    pub shard: Option<crate::matrix::Shard>,
+    /// Where runs and the matrix summary (matrix-<time>/) are stored.
+    #[arg(long, default_value = "results")]
+    pub results: PathBuf,
+    /// Print only the summary table.
+    #[arg(long)]
+    pub quiet: bool,
 }
 
 /// Parses `500ms`, `2s`, `1m`, `1h30m`.

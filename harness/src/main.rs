@@ -4,6 +4,7 @@ mod check;
 mod cli;
 mod error;
 mod logging;
+mod matrix;
 mod progress;
 mod results;
 mod run;
@@ -13,7 +14,7 @@ mod summary;
 use clap::{CommandFactory, FromArgMatches};
 use tokio_util::sync::CancellationToken;
 
-use crate::cli::{Cli, Command, ImagesCommand};
+use crate::cli::{Cli, Command, ImagesCommand, ReportCommand};
 use crate::error::{Exit, HarnessError};
 
 fn main() {
@@ -52,6 +53,19 @@ async fn dispatch(command: Command) -> Exit {
             logging::to_stderr();
             check::check(&args.history)
         }
+        Command::Matrix(args) => {
+            let options = matrix::MatrixOptions {
+                file: args.file,
+                results: args.results,
+                junit: args.junit,
+                shard: args.shard,
+                quiet: args.quiet,
+            };
+            matrix::run(options, interrupt_on_signals()).await
+        }
+        Command::Report {
+            command: ReportCommand::Merge { dirs, out, junit },
+        } => matrix::merge(&dirs, &out, junit.as_deref()),
         Command::Images {
             command: ImagesCommand::Build,
         } => {

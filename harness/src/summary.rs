@@ -148,7 +148,7 @@ pub fn render(title: &str, results: &Results) -> String {
 }
 
 /// The verdict, with what each checker that found something found.
-fn verdict(results: &Results) -> String {
+pub fn verdict(results: &Results) -> String {
     let safety = &results.lock_safety;
     let writes = &results.lost_writes;
     let fencing = &results.fencing;

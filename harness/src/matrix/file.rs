@@ -1,0 +1,380 @@
+//! A matrix file: groups of cells, each group the cross product of the deployments, clients,
+//! workloads, faults and seeds it lists, with the verdict every one of its cells should get.
+//!
+//! ```toml
+//! [defaults]                      # `splitbrain run` options for every cell
+//! time-limit = "10s"
+//!
+//! [[group]]
+//! deployments = ["single", "sentinel"]
+//! clients = ["set-nx-px"]
+//! faults = ["none", "kill"]       # --nemesis values; "kill,pause" is one cell with both
+//! seeds = [1, 2]
+//! expect = "valid"                # valid | invalid | any
+//! options = { ttl = "2s" }        # more run options, over the defaults
+//! ```
+//!
+//! A list left out is the run's default. Every cell is checked as `splitbrain run` would check
+//! it before any cell starts, and a mistake is reported at its line in the file.
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+use std::path::Path;
+
+use clap::Parser;
+use serde::{Deserialize, Serialize};
+use splitbrain_workloads::workload::find_workload;
+use toml::Spanned;
+
+use crate::cli::{Cli, Command};
+use crate::error::HarnessError;
+use crate::spec::TestSpec;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MatrixFile {
+    #[serde(default)]
+    defaults: BTreeMap<Spanned<String>, Spanned<toml::Value>>,
+    #[serde(default)]
+    group: Vec<Spanned<Group>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Group {
+    #[serde(default)]
+    deployments: Vec<Spanned<String>>,
+    #[serde(default)]
+    clients: Vec<Spanned<String>>,
+    #[serde(default)]
+    workloads: Vec<Spanned<String>>,
+    #[serde(default)]
+    faults: Vec<Spanned<String>>,
+    #[serde(default)]
+    seeds: Vec<Spanned<u64>>,
+    expect: Spanned<Expect>,
+    #[serde(default)]
+    options: BTreeMap<Spanned<String>, Spanned<toml::Value>>,
+}
+
+/// The verdict a cell should get.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Expect {
+    Valid,
+    Invalid,
+    /// Any verdict, as long as the run completes.
+    Any,
+}
+
+impl Expect {
+    pub fn label(self) -> &'static str {
+        match self {
+            Expect::Valid => "valid",
+            Expect::Invalid => "invalid",
+            Expect::Any => "any",
+        }
+    }
+}
+
+/// One run of the matrix.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Cell {
+    /// Its place in the whole matrix (before sharding), from 1.
+    pub number: usize,
+    /// `deployment/client/workload/faults/seed`, unique in the matrix.
+    pub name: String,
+    pub deployment: String,
+    pub client: String,
+    pub workload: String,
+    pub faults: String,
+    pub seed: u64,
+    pub expect: Expect,
+    /// How long the run's workload lasts, for the time-left estimate.
+    pub time_limit_secs: f64,
+    /// The `splitbrain run` arguments, without `--results`.
+    pub args: Vec<String>,
+}
+
+/// Reads `path` and expands it into cells, each one checked as `splitbrain run` checks its
+/// arguments; nothing runs.
+pub fn load(path: &Path) -> Result<Vec<Cell>, HarnessError> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        HarnessError::BadInput(format!(
+            "cannot read the matrix file {}: {e}",
+            path.display()
+        ))
+    })?;
+    let at = |span: Range<usize>, message: &str| {
+        let line = text[..span.start.min(text.len())].matches('\n').count() + 1;
+        HarnessError::BadInput(format!("{}:{line}: {message}", path.display()))
+    };
+    let file: MatrixFile = toml::from_str(&text).map_err(|e| {
+        let message = e.message().trim().to_string();
+        at(e.span().unwrap_or(0..0), &message)
+    })?;
+    if file.group.is_empty() {
+        return Err(at(
+            0..0,
+            "no cells: add a [[group]] with deployments, clients, faults, seeds and expect",
+        ));
+    }
+    let defaults = options(&file.defaults).map_err(|(span, m)| at(span, &m))?;
+    let mut cells: Vec<Cell> = Vec::new();
+    for group in &file.group {
+        let span = group.span();
+        let group = group.get_ref();
+        let mut options = defaults.clone();
+        for (flag, value, span) in
+            self::options(&group.options).map_err(|(span, m)| at(span, &m))?
+        {
+            options.retain(|(f, _, _)| *f != flag);
+            options.push((flag, value, span));
+        }
+        let or_default = |list: &[Spanned<String>]| -> Vec<Option<Spanned<String>>> {
+            if list.is_empty() {
+                vec![None]
+            } else {
+                list.iter().cloned().map(Some).collect()
+            }
+        };
+        let seeds: Vec<Option<&Spanned<u64>>> = if group.seeds.is_empty() {
+            vec![None]
+        } else {
+            group.seeds.iter().map(Some).collect()
+        };
+        for deployment in or_default(&group.deployments) {
+            for client in or_default(&group.clients) {
+                for workload in or_default(&group.workloads) {
+                    for faults in or_default(&group.faults) {
+                        for seed in &seeds {
+                            let choices = [
+                                ("--deployment", &deployment),
+                                ("--client", &client),
+                                ("--workload", &workload),
+                                ("--nemesis", &faults),
+                            ];
+                            let mut args: Vec<String> = vec!["run".into()];
+                            for (flag, choice) in choices {
+                                if let Some(value) = choice {
+                                    args.extend([flag.to_string(), value.get_ref().clone()]);
+                                }
+                            }
+                            if let Some(seed) = seed {
+                                args.extend(["--seed".to_string(), seed.get_ref().to_string()]);
+                            }
+                            for (flag, value, _) in &options {
+                                args.push(format!("--{flag}"));
+                                args.extend(value.clone());
+                            }
+                            let spec = check(&args).map_err(|message| {
+                                // Name the value or option the message is about, if it
+                                // names one.
+                                let culprit = choices
+                                    .iter()
+                                    .filter_map(|(_, choice)| choice.as_ref())
+                                    .find(|v| message.contains(&format!("`{}`", v.get_ref())))
+                                    .map(|value| value.span())
+                                    .or_else(|| {
+                                        options
+                                            .iter()
+                                            .find(|(flag, _, _)| {
+                                                message.contains(&format!("--{flag}"))
+                                            })
+                                            .map(|(_, _, span)| span.clone())
+                                    });
+                                at(culprit.unwrap_or(span.clone()), &message)
+                            })?;
+                            // A data workload takes no lock client.
+                            let client = match find_workload(&spec.workload) {
+                                Some(w) if w.data.is_some() => "-".to_string(),
+                                _ => spec.client.clone(),
+                            };
+                            let name = format!(
+                                "{}/{}/{}/{}/seed-{}",
+                                spec.deployment,
+                                client,
+                                spec.workload,
+                                if spec.nemesis.is_empty() {
+                                    "none".to_string()
+                                } else {
+                                    spec.nemesis.join(",")
+                                },
+                                spec.seed
+                            );
+                            if cells.iter().any(|c| c.name == name) {
+                                return Err(at(
+                                    span.clone(),
+                                    &format!("cell {name} is in the matrix twice"),
+                                ));
+                            }
+                            cells.push(Cell {
+                                number: cells.len() + 1,
+                                name,
+                                deployment: spec.deployment.clone(),
+                                client,
+                                workload: spec.workload.clone(),
+                                faults: spec.nemesis.join(","),
+                                seed: spec.seed,
+                                expect: *group.expect.get_ref(),
+                                time_limit_secs: spec.time_limit.as_secs_f64(),
+                                args: args[1..].to_vec(),
+                            });
+                        }
+                    }
+                }
+            }
+        }
+    }
+    Ok(cells)
+}
+
+/// Run options as command-line words, with where each was written: `ttl = "2s"` is
+/// `--ttl 2s`, `no-jitter = true` is `--no-jitter`. A table or list cannot be an option.
+type Options = Vec<(String, Vec<String>, Range<usize>)>;
+
+fn options(
+    table: &BTreeMap<Spanned<String>, Spanned<toml::Value>>,
+) -> Result<Options, (Range<usize>, String)> {
+    let mut options = Vec::new();
+    for (flag, value) in table {
+        let words = match value.get_ref() {
+            toml::Value::String(s) => vec![s.clone()],
+            toml::Value::Integer(n) => vec![n.to_string()],
+            toml::Value::Float(x) => vec![x.to_string()],
+            toml::Value::Boolean(true) => Vec::new(),
+            toml::Value::Boolean(false) => continue,
+            _ => {
+                return Err((
+                    value.span(),
+                    format!(
+                        "option `{}` takes a string, a number or true, as on the command line",
+                        flag.get_ref()
+                    ),
+                ))
+            }
+        };
+        let reserved = [
+            "results",
+            "deployment",
+            "client",
+            "workload",
+            "nemesis",
+            "seed",
+        ];
+        if reserved.contains(&flag.get_ref().as_str()) {
+            return Err((
+                flag.span(),
+                format!(
+                    "option `{}` is set by the matrix itself; list it in the group \
+                     (deployments, clients, workloads, faults, seeds)",
+                    flag.get_ref()
+                ),
+            ));
+        }
+        options.push((flag.get_ref().clone(), words, flag.span()));
+    }
+    Ok(options)
+}
+
+/// Checks one cell's arguments as `splitbrain run` would.
+fn check(args: &[String]) -> Result<TestSpec, String> {
+    let argv = std::iter::once("splitbrain".to_string()).chain(args.iter().cloned());
+    let cli = Cli::try_parse_from(argv).map_err(|e| {
+        let rendered = e.render().to_string();
+        rendered
+            .lines()
+            .next()
+            .unwrap_or("bad arguments")
+            .trim_start_matches("error: ")
+            .to_string()
+    })?;
+    let Command::Run(run) = cli.command else {
+        unreachable!("the matrix builds `run` commands");
+    };
+    TestSpec::from_args(&run).map_err(|e| match e {
+        HarnessError::BadInput(message) => message,
+        HarnessError::Crash(e) => e.to_string(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load_text(text: &str) -> Result<Vec<Cell>, String> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("m.toml");
+        std::fs::write(&path, text).unwrap();
+        load(&path).map_err(|e| match e {
+            HarnessError::BadInput(m) => m.replace(&path.display().to_string(), "m.toml"),
+            HarnessError::Crash(e) => panic!("{e}"),
+        })
+    }
+
+    #[test]
+    fn a_group_is_the_cross_product_of_its_lists() {
+        let cells = load_text(
+            r#"
+[defaults]
+time-limit = "5s"
+
+[[group]]
+deployments = ["single", "redlock"]
+clients = ["set-nx-px"]
+faults = ["none", "kill,pause"]
+seeds = [1, 2]
+expect = "any"
+options = { ttl = "1s", time-limit = "7s" }
+"#,
+        )
+        .unwrap();
+        assert_eq!(cells.len(), 8);
+        assert_eq!(cells[0].name, "single/set-nx-px/lock/none/seed-1");
+        assert_eq!(cells[3].name, "single/set-nx-px/lock/kill,pause/seed-2");
+        assert_eq!(cells[7].number, 8);
+        let args = cells[0].args.join(" ");
+        assert!(args.contains("--ttl 1s"), "{args}");
+        // The group's options win over the defaults.
+        assert!(
+            args.contains("--time-limit 7s") && !args.contains("5s"),
+            "{args}"
+        );
+    }
+
+    #[test]
+    fn a_typo_in_a_deployment_names_its_line() {
+        let message =
+            load_text("[[group]]\ndeployments = [\"single\",\n  \"sentinal\"]\nexpect = \"any\"\n")
+                .unwrap_err();
+        assert!(message.starts_with("m.toml:3: "), "{message}");
+        assert!(message.contains("sentinal"), "{message}");
+    }
+
+    #[test]
+    fn an_unknown_key_names_its_line() {
+        let message =
+            load_text("[[group]]\nexpect = \"any\"\nclient = [\"set-nx-px\"]\n").unwrap_err();
+        assert!(message.starts_with("m.toml:3: "), "{message}");
+        assert!(message.contains("client"), "{message}");
+    }
+
+    #[test]
+    fn an_unknown_option_and_a_bad_expect_are_refused() {
+        let message =
+            load_text("[[group]]\nexpect = \"any\"\noptions = { tll = \"1s\" }\n").unwrap_err();
+        assert!(
+            message.starts_with("m.toml:3: ") && message.contains("tll"),
+            "{message}"
+        );
+        let message = load_text("[[group]]\nexpect = \"green\"\n").unwrap_err();
+        assert!(message.starts_with("m.toml:2: "), "{message}");
+        let message = load_text("[defaults]\nseed = 3\n").unwrap_err();
+        assert!(message.contains("set by the matrix"), "{message}");
+    }
+
+    #[test]
+    fn an_empty_matrix_is_refused() {
+        assert!(load_text("").unwrap_err().contains("no cells"));
+    }
+}

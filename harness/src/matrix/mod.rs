@@ -1,0 +1,527 @@
+//! `splitbrain matrix`: many runs from one file, each cell with the verdict it should get, for
+//! the nightly job that tells you in the morning that something changed.
+//!
+//! Every cell is a `splitbrain run` child process of its own, so that a cell that crashes,
+//! hangs in teardown or is interrupted cannot take the rest of the matrix with it, and its
+//! output goes to a log file beside its run folder. Cells run one at a time: they share the
+//! machine's Docker engine and cores, and faults are timing-sensitive.
+
+mod file;
+mod html;
+mod junit;
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use serde::{Deserialize, Serialize};
+use splitbrain_checker::Valid;
+use tokio_util::sync::CancellationToken;
+
+pub use file::{Cell, Expect};
+
+use crate::error::{Exit, HarnessError};
+use crate::run::check_history;
+use crate::summary;
+
+/// Which slice of the cells to run: the `index`-th of `count` (from 1), every `count`-th cell.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Shard {
+    pub index: usize,
+    pub count: usize,
+}
+
+impl std::str::FromStr for Shard {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Shard, String> {
+        let parsed = text
+            .split_once('/')
+            .and_then(|(i, n)| Some((i.trim().parse().ok()?, n.trim().parse().ok()?)));
+        match parsed {
+            Some((index, count)) if index >= 1 && index <= count => Ok(Shard { index, count }),
+            _ => Err(format!(
+                "`{text}` is not a shard: write i/n with 1 <= i <= n, like 2/4"
+            )),
+        }
+    }
+}
+
+impl Shard {
+    /// Whether the cell numbered `number` (from 1) is this shard's.
+    fn holds(self, number: usize) -> bool {
+        (number - 1) % self.count == self.index - 1
+    }
+}
+
+/// Whether a cell got the verdict it should have.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Met {
+    Yes,
+    No,
+    /// The run did not complete with a verdict.
+    Error,
+}
+
+/// What one cell gave.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CellOutcome {
+    pub cell: Cell,
+    pub verdict: Option<Valid>,
+    /// The run's verdict line (`INVALID: 3 double grants`), or what went wrong.
+    pub verdict_line: String,
+    pub met: Met,
+    pub seconds: f64,
+    /// The cell's run folder, relative to the matrix folder, if the run made one.
+    pub run_dir: Option<String>,
+    /// The cell's output, relative to the matrix folder.
+    pub log: String,
+}
+
+/// `matrix.json`: what a matrix (or one shard of it) ran and got.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct MatrixRecord {
+    pub file: String,
+    pub started: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<Shard>,
+    pub cells: Vec<CellOutcome>,
+}
+
+/// How `splitbrain matrix` was asked to run.
+pub struct MatrixOptions {
+    pub file: PathBuf,
+    pub results: PathBuf,
+    pub junit: Option<PathBuf>,
+    pub shard: Option<Shard>,
+    pub quiet: bool,
+}
+
+/// Checks every cell, runs this shard's, writes `results/matrix-<time>/` and prints the table.
+pub async fn run(
+    options: MatrixOptions,
+    interrupt: CancellationToken,
+) -> Result<Exit, HarnessError> {
+    let cells = file::load(&options.file)?;
+    let total = cells.len();
+    let mine: Vec<Cell> = match options.shard {
+        Some(shard) => cells
+            .into_iter()
+            .filter(|c| shard.holds(c.number))
+            .collect(),
+        None => cells,
+    };
+    let started = chrono::Utc::now();
+    let dir = options.results.join(format!(
+        "matrix-{}{}",
+        started.format("%Y%m%dT%H%M%S"),
+        options
+            .shard
+            .map(|s| format!("-shard-{}-of-{}", s.index, s.count))
+            .unwrap_or_default()
+    ));
+    std::fs::create_dir_all(dir.join("logs"))
+        .with_context(|| format!("creating {}", dir.display()))?;
+    let progress = Progress::new(options.quiet, mine.len(), total);
+    let mut outcomes: Vec<CellOutcome> = Vec::new();
+    for (done, cell) in mine.iter().enumerate() {
+        if interrupt.is_cancelled() {
+            break;
+        }
+        let ticker = progress.running(done, cell, &outcomes, &mine[done..]);
+        let outcome = run_cell(cell, &dir, &interrupt).await?;
+        ticker.abort();
+        progress.finished(done, &outcome);
+        outcomes.push(outcome);
+    }
+    let record = MatrixRecord {
+        file: options.file.display().to_string(),
+        started: started.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+        shard: options.shard,
+        cells: outcomes,
+    };
+    write_outputs(&record, &dir, options.junit.as_deref())?;
+    print!("{}", table(&record, &dir));
+    if interrupt.is_cancelled() {
+        return Ok(Exit::Interrupted);
+    }
+    Ok(exit_of(&record))
+}
+
+/// `splitbrain report merge`: joins shards' `matrix.json` into one summary in `out`.
+pub fn merge(dirs: &[PathBuf], out: &Path, junit: Option<&Path>) -> Result<Exit, HarnessError> {
+    std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
+    let out_abs = std::fs::canonicalize(out).with_context(|| out.display().to_string())?;
+    let mut merged: Option<MatrixRecord> = None;
+    for dir in dirs {
+        let path = dir.join("matrix.json");
+        let text = std::fs::read_to_string(&path).map_err(|e| {
+            HarnessError::BadInput(format!(
+                "{}: {e}; give the folders `splitbrain matrix` wrote (results/matrix-...)",
+                path.display()
+            ))
+        })?;
+        let mut record: MatrixRecord = serde_json::from_str(&text).map_err(|e| {
+            HarnessError::BadInput(format!("{} is not a matrix record: {e}", path.display()))
+        })?;
+        let dir_abs = std::fs::canonicalize(dir).with_context(|| dir.display().to_string())?;
+        let prefix = relative(&out_abs, &dir_abs);
+        for outcome in &mut record.cells {
+            outcome.run_dir = outcome
+                .run_dir
+                .as_ref()
+                .map(|r| prefix.join(r).display().to_string());
+            outcome.log = prefix.join(&outcome.log).display().to_string();
+        }
+        match &mut merged {
+            None => {
+                merged = Some(MatrixRecord {
+                    shard: None,
+                    ..record
+                })
+            }
+            Some(all) => {
+                if all.file != record.file {
+                    return Err(HarnessError::BadInput(format!(
+                        "{} ran {}, and {} ran {}: merge shards of one matrix",
+                        dirs[0].display(),
+                        all.file,
+                        dir.display(),
+                        record.file
+                    )));
+                }
+                all.started = all.started.clone().min(record.started);
+                all.cells.extend(record.cells);
+            }
+        }
+    }
+    let Some(mut record) = merged else {
+        return Err(HarnessError::BadInput(
+            "nothing to merge: give one or more matrix folders".into(),
+        ));
+    };
+    record.cells.sort_by_key(|c| c.cell.number);
+    record.cells.dedup_by_key(|c| c.cell.number);
+    write_outputs(&record, out, junit)?;
+    print!("{}", table(&record, out));
+    Ok(exit_of(&record))
+}
+
+fn exit_of(record: &MatrixRecord) -> Exit {
+    if record.cells.iter().all(|c| c.met == Met::Yes) {
+        Exit::Success
+    } else {
+        Exit::Verdict(Valid::False)
+    }
+}
+
+/// Runs one cell as a child `splitbrain run` and reads back what it got.
+async fn run_cell(
+    cell: &Cell,
+    dir: &Path,
+    interrupt: &CancellationToken,
+) -> Result<CellOutcome, HarnessError> {
+    let log = format!("logs/{:03}.log", cell.number);
+    let output = std::fs::File::create(dir.join(&log)).context("creating a cell's log")?;
+    let runs = dir.join("runs");
+    let exe = std::env::current_exe().context("finding the splitbrain binary")?;
+    let started = Instant::now();
+    let mut child = tokio::process::Command::new(exe)
+        .arg("run")
+        .args(&cell.args)
+        .arg("--results")
+        .arg(&runs)
+        .stdout(output.try_clone().context("sharing a cell's log")?)
+        .stderr(output)
+        .stdin(std::process::Stdio::null())
+        .spawn()
+        .context("starting a cell's run")?;
+    let status = tokio::select! {
+        status = child.wait() => status,
+        () = interrupt.cancelled() => {
+            // The child got the same Ctrl-C from the terminal, or gets it now: it heals,
+            // cleans up and keeps its history.
+            if let Some(pid) = child.id() {
+                // SAFETY: kill(2) on our own child's pid has no memory-safety preconditions.
+                unsafe { libc::kill(pid as i32, libc::SIGINT) };
+            }
+            child.wait().await
+        }
+    }
+    .context("waiting for a cell's run")?;
+    let seconds = started.elapsed().as_secs_f64();
+    let run_dir = std::fs::read_link(runs.join("latest"))
+        .ok()
+        .map(|link| runs.join(link))
+        .filter(|run| run.join("history.jsonl").is_file());
+    let verdict = match status.code() {
+        Some(0) => Some(Valid::True),
+        Some(1) => Some(Valid::False),
+        Some(2) => Some(Valid::Unknown),
+        _ => None,
+    };
+    let verdict_line = match (&verdict, &run_dir) {
+        (Some(_), Some(run)) => match check_history(&run.join("history.jsonl"), false, None) {
+            Ok(results) => summary::verdict(&results),
+            Err(e) => format!("the history could not be checked again: {e}"),
+        },
+        _ => {
+            let text = std::fs::read_to_string(dir.join(&log)).unwrap_or_default();
+            let last = text
+                .lines()
+                .rev()
+                .find(|l| l.starts_with("error"))
+                .or_else(|| text.lines().last())
+                .unwrap_or("no output");
+            format!("no verdict (exit {}): {last}", describe_status(status))
+        }
+    };
+    let met = match (verdict, cell.expect) {
+        (None, _) => Met::Error,
+        (Some(_), Expect::Any) => Met::Yes,
+        (Some(Valid::True), Expect::Valid) | (Some(Valid::False), Expect::Invalid) => Met::Yes,
+        _ => Met::No,
+    };
+    Ok(CellOutcome {
+        cell: cell.clone(),
+        verdict,
+        verdict_line,
+        met,
+        seconds,
+        run_dir: run_dir
+            .and_then(|run| run.strip_prefix(dir).ok().map(|r| r.display().to_string())),
+        log,
+    })
+}
+
+fn describe_status(status: std::process::ExitStatus) -> String {
+    match status.code() {
+        Some(code) => code.to_string(),
+        None => "by a signal".into(),
+    }
+}
+
+fn write_outputs(record: &MatrixRecord, dir: &Path, junit: Option<&Path>) -> anyhow::Result<()> {
+    let json = serde_json::to_string_pretty(record)?;
+    std::fs::write(dir.join("matrix.json"), json).context("writing matrix.json")?;
+    std::fs::write(dir.join("index.html"), html::render(record)).context("writing index.html")?;
+    if let Some(path) = junit {
+        let xml = junit::render("splitbrain matrix", &record.started, &record.cells);
+        std::fs::write(path, xml).with_context(|| format!("writing {}", path.display()))?;
+    }
+    Ok(())
+}
+
+/// The summary for the terminal: one line per cell, then what did not meet its expectation.
+fn table(record: &MatrixRecord, dir: &Path) -> String {
+    use std::fmt::Write;
+    let width = record
+        .cells
+        .iter()
+        .map(|c| c.cell.name.len())
+        .max()
+        .unwrap_or(4)
+        .max(4);
+    let mut out = format!(
+        "\n{:<width$}  {:<7}  {:>6}  verdict\n",
+        "cell", "expect", "time"
+    );
+    for outcome in &record.cells {
+        let mark = match outcome.met {
+            Met::Yes => "ok  ",
+            Met::No => "FAIL",
+            Met::Error => "ERR ",
+        };
+        let _ = writeln!(
+            out,
+            "{:<width$}  {:<7}  {:>5.0}s  {mark} {}",
+            outcome.cell.name,
+            outcome.cell.expect.label(),
+            outcome.seconds,
+            outcome.verdict_line
+        );
+    }
+    let met = record.cells.iter().filter(|c| c.met == Met::Yes).count();
+    let _ = writeln!(
+        out,
+        "\nmatrix: {met} of {} cells met their expectation -> {}",
+        record.cells.len(),
+        dir.join("index.html").display()
+    );
+    for outcome in record.cells.iter().filter(|c| c.met != Met::Yes) {
+        let _ = writeln!(
+            out,
+            "  cell {} expected {}, got {} (log: {})",
+            outcome.cell.name,
+            outcome.cell.expect.label(),
+            outcome.verdict_line,
+            dir.join(&outcome.log).display()
+        );
+    }
+    out
+}
+
+/// `to` as seen from `from`, both absolute: `../shard-1` from `.../merged` to `.../shard-1`.
+fn relative(from: &Path, to: &Path) -> PathBuf {
+    let from: Vec<_> = from.components().collect();
+    let to: Vec<_> = to.components().collect();
+    let common = from.iter().zip(&to).take_while(|(a, b)| a == b).count();
+    let mut path = PathBuf::new();
+    for _ in common..from.len() {
+        path.push("..");
+    }
+    for part in &to[common..] {
+        path.push(part);
+    }
+    path
+}
+
+/// What the person watching sees while the matrix runs: on a terminal, one line redrawn every
+/// second; otherwise (CI logs) a line as each cell starts and ends.
+struct Progress {
+    quiet: bool,
+    terminal: bool,
+    cells: usize,
+    started: Instant,
+}
+
+impl Progress {
+    fn new(quiet: bool, cells: usize, total: usize) -> Progress {
+        let progress = Progress {
+            quiet,
+            terminal: std::io::stderr().is_terminal(),
+            cells,
+            started: Instant::now(),
+        };
+        if !quiet {
+            let shard = if cells == total {
+                String::new()
+            } else {
+                format!(" (this shard's share of {total})")
+            };
+            eprintln!("matrix: {cells} cells{shard}");
+        }
+        progress
+    }
+
+    /// Starts showing `cell` as running; the returned task redraws it until aborted.
+    fn running(
+        &self,
+        done: usize,
+        cell: &Cell,
+        finished: &[CellOutcome],
+        remaining: &[Cell],
+    ) -> tokio::task::AbortHandle {
+        let per_cell = if finished.is_empty() {
+            None
+        } else {
+            Some(finished.iter().map(|c| c.seconds).sum::<f64>() / finished.len() as f64)
+        };
+        // Before any cell has finished: its time limit plus bring-up and teardown.
+        let guess: f64 = remaining
+            .iter()
+            .map(|c| per_cell.unwrap_or(c.time_limit_secs + 15.0))
+            .sum();
+        let label = format!("[{}/{}] {}", done + 1, self.cells, cell.name);
+        if self.quiet {
+            return tokio::spawn(async {}).abort_handle();
+        }
+        if !self.terminal {
+            eprintln!(
+                "{label}: running ({} elapsed, about {} left)",
+                clock(self.started.elapsed().as_secs_f64()),
+                clock(guess)
+            );
+            return tokio::spawn(async {}).abort_handle();
+        }
+        let start = Instant::now();
+        tokio::spawn(async move {
+            loop {
+                let running = start.elapsed().as_secs_f64();
+                eprint!(
+                    "\r\x1b[2K{label}  {}  about {} left",
+                    clock(running),
+                    clock((guess - running).max(0.0))
+                );
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+        })
+        .abort_handle()
+    }
+
+    fn finished(&self, done: usize, outcome: &CellOutcome) {
+        if self.quiet {
+            return;
+        }
+        let mark = match outcome.met {
+            Met::Yes => "ok",
+            Met::No => "FAILED",
+            Met::Error => "ERROR",
+        };
+        let clear = if self.terminal { "\r\x1b[2K" } else { "" };
+        eprintln!(
+            "{clear}[{}/{}] {}: {mark}, {} in {}",
+            done + 1,
+            self.cells,
+            outcome.cell.name,
+            outcome.verdict_line,
+            clock(outcome.seconds)
+        );
+    }
+}
+
+/// Seconds as `1m05s`.
+fn clock(seconds: f64) -> String {
+    let whole = seconds.round() as u64;
+    if whole >= 60 {
+        format!("{}m{:02}s", whole / 60, whole % 60)
+    } else {
+        format!("{whole}s")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shards_split_the_cells_between_them() {
+        let shard: Shard = "2/3".parse().unwrap();
+        assert_eq!(shard, Shard { index: 2, count: 3 });
+        for bad in ["0/3", "4/3", "x", "1/0", "1-2"] {
+            assert!(bad.parse::<Shard>().is_err(), "{bad}");
+        }
+        let owners = |number: usize| {
+            (1..=3)
+                .filter(|i| {
+                    Shard {
+                        index: *i,
+                        count: 3,
+                    }
+                    .holds(number)
+                })
+                .count()
+        };
+        assert!((1..=10).all(|n| owners(n) == 1));
+    }
+
+    #[test]
+    fn relative_paths_climb_out_and_back_in() {
+        assert_eq!(
+            relative(Path::new("/r/merged"), Path::new("/r/shard-1")),
+            PathBuf::from("../shard-1")
+        );
+        assert_eq!(
+            relative(Path::new("/r"), Path::new("/r/a")),
+            PathBuf::from("a")
+        );
+    }
+
+    #[test]
+    fn clock_reads_like_a_person_would_write_it() {
+        assert_eq!(clock(5.4), "5s");
+        assert_eq!(clock(65.0), "1m05s");
+    }
+}
