@@ -113,13 +113,13 @@ pub fn load(path: &Path) -> Result<Vec<Cell>, HarnessError> {
         let message = e.message().trim().to_string();
         at(e.span().unwrap_or(0..0), &message)
     })?;
+    let defaults = options(&file.defaults).map_err(|(span, m)| at(span, &m))?;
     if file.group.is_empty() {
         return Err(at(
             0..0,
             "no cells: add a [[group]] with deployments, clients, faults, seeds and expect",
         ));
     }
-    let defaults = options(&file.defaults).map_err(|(span, m)| at(span, &m))?;
     let mut cells: Vec<Cell> = Vec::new();
     for group in &file.group {
         let span = group.span();
@@ -320,7 +320,7 @@ mod tests {
 time-limit = "5s"
 
 [[group]]
-deployments = ["single", "redlock"]
+deployments = ["single", "sentinel"]
 clients = ["set-nx-px"]
 faults = ["none", "kill,pause"]
 seeds = [1, 2]
@@ -371,6 +371,18 @@ options = { ttl = "1s", time-limit = "7s" }
         assert!(message.starts_with("m.toml:2: "), "{message}");
         let message = load_text("[defaults]\nseed = 3\n").unwrap_err();
         assert!(message.contains("set by the matrix"), "{message}");
+    }
+
+    #[test]
+    fn the_shipped_matrices_load() {
+        for name in ["smoke", "nightly"] {
+            let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("..")
+                .join("matrices")
+                .join(format!("{name}.toml"));
+            let cells = load(&path).unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert!(!cells.is_empty(), "{name}");
+        }
     }
 
     #[test]
