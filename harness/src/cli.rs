@@ -148,6 +148,9 @@ pub struct RunArgs {
     /// is 8474), so toxiproxy clients and scripts can drive them during the run.
     #[arg(long)]
     pub toxiproxy_port: Option<u16>,
+    /// Print only errors and the summary, no progress.
+    #[arg(long)]
+    pub quiet: bool,
     /// Delay every chunk on every client link by a random 0 to this, for the whole run: the
     /// uneven network under which Redlock's votes split (0: clients connect straight).
     #[arg(long, default_value = "0s", value_parser = duration, allow_hyphen_values = true)]

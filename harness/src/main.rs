@@ -45,15 +45,19 @@ fn main() {
 
 async fn dispatch(command: Command) -> Exit {
     let result = match command {
-        Command::Run(args) => match spec::TestSpec::from_args(&args) {
-            Ok(spec) => run::run(spec, interrupt_on_signals()).await,
-            Err(e) => Err(e),
-        },
+        Command::Run(args) => {
+            progress::set_quiet(args.quiet);
+            match spec::TestSpec::from_args(&args) {
+                Ok(spec) => run::run(spec, interrupt_on_signals()).await,
+                Err(e) => Err(e),
+            }
+        }
         Command::Check(args) => {
             logging::to_stderr();
             check::check(&args.history)
         }
         Command::Matrix(args) => {
+            progress::set_quiet(args.quiet);
             let options = matrix::MatrixOptions {
                 file: args.file,
                 results: args.results,

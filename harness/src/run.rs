@@ -401,9 +401,25 @@ async fn exercise(
         result.map(|_| ()).map_err(anyhow::Error::from)
     };
     let timer = async {
-        tokio::select! {
-            () = tokio::time::sleep(spec.time_limit) => {}
-            () = stop.cancelled() => {}
+        let started = tokio::time::Instant::now();
+        let deadline = started + spec.time_limit;
+        let mut ticks = tokio::time::interval(progress::status_interval());
+        ticks.tick().await;
+        loop {
+            tokio::select! {
+                () = tokio::time::sleep_until(deadline) => break,
+                () = stop.cancelled() => break,
+                _ = ticks.tick() => {
+                    let faults = recorder.active_faults();
+                    progress::status(&format!(
+                        "running: {:.0} of {:.0} s, {} ops, faults now: {}",
+                        started.elapsed().as_secs_f64(),
+                        spec.time_limit.as_secs_f64(),
+                        recorder.len(),
+                        if faults.is_empty() { "none".to_string() } else { faults.join("; ") }
+                    ));
+                }
+            }
         }
         stop.cancel();
         if interrupt.is_cancelled() {

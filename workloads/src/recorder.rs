@@ -20,6 +20,8 @@ struct Inner {
     out: BufWriter<File>,
     next_index: u64,
     first_error: Option<std::io::Error>,
+    /// Faults started and not yet stopped, with their targets, for the progress display.
+    active_faults: Vec<(String, Vec<String>)>,
 }
 
 impl Recorder {
@@ -31,6 +33,7 @@ impl Recorder {
                 out: BufWriter::new(File::create(path)?),
                 next_index: 0,
                 first_error: None,
+                active_faults: Vec::new(),
             }),
         })
     }
@@ -47,7 +50,24 @@ impl Recorder {
         if let Err(e) = written {
             inner.first_error.get_or_insert(e);
         }
+        if let (true, Some(fault)) = (op.process.is_nemesis(), &op.fault) {
+            inner.active_faults.retain(|(active, _)| active != fault);
+            if op.f == "start" {
+                let targets = op.node.clone().unwrap_or_default();
+                inner.active_faults.push((fault.clone(), targets));
+            }
+        }
         op
+    }
+
+    /// The faults on right now, as `kill n1,n3`.
+    pub fn active_faults(&self) -> Vec<String> {
+        let inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        inner
+            .active_faults
+            .iter()
+            .map(|(fault, targets)| format!("{fault} {}", targets.join(",")).trim().to_string())
+            .collect()
     }
 
     /// How many ops were recorded.
