@@ -184,17 +184,8 @@ fn killing_the_slot_master_promotes_its_replica_and_fenced_keys_share_a_slot() {
         support::printed(&out)
     );
     let ops = support::read_ops(&results.join("latest"));
-    let killed = ops
-        .iter()
-        .find(|op| op.fault.as_deref() == Some("kill-primary") && op.f == "start")
-        .and_then(|op| op.measured.as_ref()?["master"].as_str().map(String::from))
-        .expect("kill-primary names the master it killed");
-    let masters: Vec<&Vec<String>> = ops
-        .iter()
-        .filter(|op| op.f == "master")
-        .filter_map(|op| op.node.as_ref())
-        .collect();
-    assert_eq!(masters[0], &vec![killed.clone()], "{masters:?}");
+    let (killed, masters) = support::killed_master_and_masters(&ops);
+    assert_eq!(masters[0], vec![killed.clone()], "{masters:?}");
     assert!(
         masters.iter().any(|m| !m.contains(&killed)),
         "the killed master's replica took over its slot: {masters:?}"

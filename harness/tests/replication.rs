@@ -266,17 +266,8 @@ fn killing_the_master_moves_it_and_the_register_history_is_recorded() {
         String::from_utf8_lossy(&out.stderr)
     );
     let ops = support::read_ops(&results.join("latest"));
-    let killed = ops
-        .iter()
-        .find(|op| op.fault.as_deref() == Some("kill-primary") && op.f == "start")
-        .and_then(|op| op.measured.as_ref()?["master"].as_str().map(String::from))
-        .expect("kill-primary names the master it killed");
+    let (killed, masters) = support::killed_master_and_masters(&ops);
     assert_eq!(killed, "n1", "n1 is master until the first fault");
-    let masters: Vec<&Vec<String>> = ops
-        .iter()
-        .filter(|op| op.f == "master")
-        .filter_map(|op| op.node.as_ref())
-        .collect();
     assert!(
         masters.iter().any(|m| !m.contains(&killed)),
         "a replica took over from {killed}: {masters:?}"

@@ -277,6 +277,22 @@ pub fn read_ops(run_dir: &std::path::Path) -> Vec<Op> {
     read_history(std::io::BufReader::new(file)).unwrap().ops
 }
 
+/// The node the run's first `kill-primary` killed, and every nemesis `master` observation
+/// in order (the nodes acting as master).
+pub fn killed_master_and_masters(ops: &[Op]) -> (String, Vec<Vec<String>>) {
+    let killed = ops
+        .iter()
+        .find(|op| op.fault.as_deref() == Some("kill-primary") && op.f == "start")
+        .and_then(|op| op.measured.as_ref()?["master"].as_str().map(String::from))
+        .expect("kill-primary names the master it killed");
+    let masters = ops
+        .iter()
+        .filter(|op| op.f == "master")
+        .filter_map(|op| op.node.clone())
+        .collect();
+    (killed, masters)
+}
+
 /// What a `splitbrain` process printed, stdout then stderr, for assertion messages.
 pub fn printed(out: &Output) -> String {
     format!(

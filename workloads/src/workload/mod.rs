@@ -10,9 +10,12 @@ pub mod set;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use redis::FromRedisValue;
+use splitbrain_checker::{Op, OpType, Process};
 use tokio_util::sync::CancellationToken;
 
 use self::lock::{Shared, WorkloadError};
+use crate::node::NodeError;
 use crate::{ClientConfig, Recorder, Server};
 
 /// A workload on Redis data rather than on a lock.
@@ -80,4 +83,47 @@ const OP_TIMEOUT: Duration = Duration::from_secs(1);
 /// master, or the cluster; or why this deployment has no single master to talk to.
 pub fn data_server(config: &ClientConfig, workload: &str) -> Result<Server, String> {
     Server::of(config, &format!("the {workload} workload"), OP_TIMEOUT)
+}
+
+/// A breath between a data workload's ops, so that a minute's history stays checkable (Jepsen's
+/// clients paced theirs too).
+const PACE: Duration = Duration::from_millis(5);
+/// The processes that make the final reads, well clear of the workers' ids.
+const FINAL_READER: u64 = 1_000_000_000;
+/// How long a final read may keep trying while a master settles after the heal.
+const FINAL_READ_PATIENCE: Duration = Duration::from_secs(20);
+
+/// Reads `key` with `command` once the faults are healed, retrying while no master answers,
+/// and records it as the read of final reader `reader`; `value` is what the reply records.
+async fn final_read<T: FromRedisValue>(
+    server: &mut Server,
+    recorder: &Recorder,
+    reader: u64,
+    key: &str,
+    command: &redis::Cmd,
+    value: impl Fn(T) -> serde_json::Value,
+) {
+    let process = Process::Client(FINAL_READER + reader);
+    recorder.record(Op::new(process, OpType::Invoke, "read").key(key));
+    let started = tokio::time::Instant::now();
+    let done = loop {
+        match server.query::<T>(command).await {
+            Ok(reply) => break Op::new(process, OpType::Ok, "read").value(value(reply)),
+            Err(e) if started.elapsed() > FINAL_READ_PATIENCE => {
+                break Op::new(process, OpType::Fail, "read").error(e.to_string())
+            }
+            Err(_) => tokio::time::sleep(Duration::from_millis(250)).await,
+        }
+    };
+    recorder.record(done.key(key));
+}
+
+/// How an update that got no good reply ends: `info` if it may have taken effect, `fail` if
+/// it certainly did not.
+fn unsettled(error: &NodeError) -> OpType {
+    if error.is_indeterminate() {
+        OpType::Info
+    } else {
+        OpType::Fail
+    }
 }

@@ -10,7 +10,6 @@
 //! `fail`.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use async_trait::async_trait;
 use rand::rngs::StdRng;
@@ -19,8 +18,7 @@ use splitbrain_checker::{Op, OpType, Process};
 use tokio_util::sync::CancellationToken;
 
 use super::lock::{Shared, WorkloadError};
-use super::{data_server, DataWorkload, WorkloadKind};
-use crate::node::NodeError;
+use super::{data_server, final_read, unsettled, DataWorkload, WorkloadKind, PACE};
 use crate::{ClientConfig, Recorder, Server};
 
 pub const KIND: WorkloadKind = WorkloadKind {
@@ -38,12 +36,6 @@ pub const KIND: WorkloadKind = WorkloadKind {
 /// Values are drawn from this few, as Jepsen's are, so that compare-and-sets often succeed
 /// and a stale read is likely to be told apart from a fresh one.
 const VALUES: i64 = 5;
-/// A breath between ops, so that a minute's history stays checkable.
-const PACE: Duration = Duration::from_millis(5);
-/// The processes that make the final reads, well clear of the workers' ids.
-const FINAL_READER: u64 = 1_000_000_000;
-/// How long the final read of a key may keep trying while a master settles after the heal.
-const FINAL_READ_PATIENCE: Duration = Duration::from_secs(20);
 
 /// Sets a key to a new value only if it holds the expected one; 1 if it did, else 0.
 const COMPARE_AND_SET: &str = r"
@@ -109,20 +101,9 @@ impl DataWorkload for RegisterWorkload {
         let mut server = data_server(config, KIND.name).map_err(WorkloadError::Client)?;
         for index in 0..self.keys {
             let key = RegisterWorkload::register(index);
-            let process = Process::Client(FINAL_READER + index as u64);
-            recorder.record(Op::new(process, OpType::Invoke, "read").key(&key));
             let get = redis::cmd("GET").arg(&key).clone();
-            let started = tokio::time::Instant::now();
-            let done = loop {
-                match server.query::<Option<i64>>(&get).await {
-                    Ok(value) => break Op::new(process, OpType::Ok, "read").value(value),
-                    Err(e) if started.elapsed() > FINAL_READ_PATIENCE => {
-                        break Op::new(process, OpType::Fail, "read").error(e.to_string())
-                    }
-                    Err(_) => tokio::time::sleep(Duration::from_millis(250)).await,
-                }
-            };
-            recorder.record(done.key(&key));
+            let value = |value: Option<i64>| value.into();
+            final_read(&mut server, recorder, index as u64, &key, &get, value).await;
         }
         Ok(())
     }
@@ -192,14 +173,5 @@ impl Worker {
                 () = stop.cancelled() => {}
             }
         }
-    }
-}
-
-/// A write that failed: `info` if it may have taken effect, `fail` if it certainly did not.
-fn unsettled(error: &NodeError) -> OpType {
-    if error.is_indeterminate() {
-        OpType::Info
-    } else {
-        OpType::Fail
     }
 }

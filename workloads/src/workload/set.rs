@@ -5,7 +5,6 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
 
 use splitbrain_checker::{Op, OpType, Process};
 use tokio_util::sync::CancellationToken;
@@ -13,8 +12,7 @@ use tokio_util::sync::CancellationToken;
 use async_trait::async_trait;
 
 use super::lock::{Shared, WorkloadError};
-use super::{data_server, DataWorkload, WorkloadKind};
-use crate::node::NodeError;
+use super::{data_server, final_read, unsettled, DataWorkload, WorkloadKind, PACE};
 use crate::{ClientConfig, Recorder, Server};
 
 pub const KIND: WorkloadKind = WorkloadKind {
@@ -29,14 +27,6 @@ pub const KIND: WorkloadKind = WorkloadKind {
 
 /// The Redis set every client adds to.
 pub const SET_KEY: &str = "set";
-
-/// A breath between adds, so that a minute's history stays readable (Jepsen's clients paced
-/// theirs too).
-const PACE: Duration = Duration::from_millis(5);
-/// How long the final read may keep trying while a master settles after the heal.
-const FINAL_READ_PATIENCE: Duration = Duration::from_secs(20);
-/// The process that makes the final read, well clear of the workers' ids.
-const FINAL_READER: u64 = 1_000_000_000;
 
 /// How the `set` workload runs.
 #[derive(Debug, Clone)]
@@ -89,23 +79,12 @@ impl DataWorkload for SetWorkload {
         recorder: &Recorder,
     ) -> Result<(), WorkloadError> {
         let mut server = data_server(config, "set").map_err(WorkloadError::Client)?;
-        let process = Process::Client(FINAL_READER);
-        recorder.record(Op::new(process, OpType::Invoke, "read").key(SET_KEY));
         let smembers = redis::cmd("SMEMBERS").arg(SET_KEY).clone();
-        let started = tokio::time::Instant::now();
-        let done = loop {
-            match server.query::<Vec<i64>>(&smembers).await {
-                Ok(mut members) => {
-                    members.sort_unstable();
-                    break Op::new(process, OpType::Ok, "read").value(members);
-                }
-                Err(e) if started.elapsed() > FINAL_READ_PATIENCE => {
-                    break Op::new(process, OpType::Fail, "read").error(e.to_string())
-                }
-                Err(_) => tokio::time::sleep(Duration::from_millis(250)).await,
-            }
+        let sorted = |mut members: Vec<i64>| {
+            members.sort_unstable();
+            members.into()
         };
-        recorder.record(done.key(SET_KEY));
+        final_read(&mut server, recorder, 0, SET_KEY, &smembers, sorted).await;
         Ok(())
     }
 }
@@ -130,10 +109,7 @@ async fn add_until_stopped(
         let sadd = redis::cmd("SADD").arg(SET_KEY).arg(id).clone();
         let done = match server.query::<i64>(&sadd).await {
             Ok(_) => op(process, OpType::Ok),
-            Err(e @ NodeError::Indeterminate { .. }) => {
-                op(process, OpType::Info).error(e.to_string())
-            }
-            Err(e) => op(process, OpType::Fail).error(e.to_string()),
+            Err(e) => op(process, unsettled(&e)).error(e.to_string()),
         };
         let unknown = done.kind == OpType::Info;
         recorder.record(done);
