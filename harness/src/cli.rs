@@ -30,6 +30,11 @@ pub enum Command {
         #[command(subcommand)]
         command: ImagesCommand,
     },
+    /// Write a stored run's report.html again, or with --index the results folder's
+    /// index.html.
+    Report(ReportArgs),
+    /// Serve the results folder on 127.0.0.1, to browse the reports.
+    Serve(ServeArgs),
     /// Remove every container and network left behind by earlier runs.
     Clean {
         /// Only this run's (its id is printed at the start of the run and kept in test.json).
@@ -160,6 +165,25 @@ pub struct RunArgs {
 pub struct CheckArgs {
     /// A history.jsonl, or a run directory that holds one.
     pub history: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// A run folder (results/<test>/<time>); with --index, a results folder (default: results).
+    pub dir: Option<PathBuf>,
+    /// Write index.html, listing every run stored in the results folder.
+    #[arg(long)]
+    pub index: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// The port to listen on, on 127.0.0.1 (0: any free one).
+    #[arg(long, default_value_t = 8000)]
+    pub port: u16,
+    /// The results folder to serve.
+    #[arg(long, default_value = "results")]
+    pub results: PathBuf,
 }
 
 /// Parses `500ms`, `2s`, `1m`, `1h30m`.

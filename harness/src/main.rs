@@ -5,8 +5,10 @@ mod cli;
 mod error;
 mod logging;
 mod progress;
+mod report;
 mod results;
 mod run;
+mod serve;
 mod spec;
 mod summary;
 
@@ -51,6 +53,14 @@ async fn dispatch(command: Command) -> Exit {
         Command::Check(args) => {
             logging::to_stderr();
             check::check(&args.history)
+        }
+        Command::Report(args) => {
+            logging::to_stderr();
+            report::command(&args)
+        }
+        Command::Serve(args) => {
+            logging::to_stderr();
+            serve::serve(&args, interrupt_on_signals()).await
         }
         Command::Images {
             command: ImagesCommand::Build,
