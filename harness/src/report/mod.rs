@@ -10,8 +10,9 @@
 //! DIR` makes the same page again, from the same files, as the run did. The files here are the
 //! stages of that: [`stored`] reads the folder; [`operations`] pairs the history's ops;
 //! [`timeline`], [`charts`] and [`checks`] draw; [`index`] lists runs; [`html`], [`svg`],
-//! [`scale`] and [`faults`] are the shared pieces.
+//! [`scale`], [`aggregate`] and [`faults`] are the shared pieces.
 
+mod aggregate;
 mod charts;
 mod checks;
 mod faults;
@@ -76,14 +77,19 @@ pub fn write_report(dir: &Path) -> Result<PathBuf, HarnessError> {
 /// anything, its history and results are stored already, so a failure (even a panic) is
 /// logged and the run goes on to its verdict.
 pub fn write_after_run(dir: &Path, results: &Path) {
-    let written = std::panic::catch_unwind(|| {
-        write_report(dir)?;
-        write_index(results)
-    });
-    match written {
-        Ok(Ok(_)) => {}
-        Ok(Err(e)) => progress::step(&format!("could not write the report or index: {e:#}")),
-        Err(_) => progress::step("writing the report panicked; the run's results are stored"),
+    let report = std::panic::catch_unwind(|| write_report(dir).map(|_| ()));
+    log_failure("the report", report);
+    let index = std::panic::catch_unwind(|| write_index(results).map(|_| ()));
+    log_failure("the results index", index);
+}
+
+fn log_failure(what: &str, outcome: std::thread::Result<Result<(), HarnessError>>) {
+    match outcome {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => progress::step(&format!("could not write {what}: {e:#}")),
+        Err(_) => progress::step(&format!(
+            "writing {what} panicked; the run's history and results are stored"
+        )),
     }
 }
 

@@ -21,6 +21,7 @@ use std::fmt::Write;
 use splitbrain_checker::lock_safety::{DoubleGrant, FaultWindow, Hold, LockSafety};
 use splitbrain_checker::Process;
 
+use super::aggregate::{density, merge_spans, shade, DENSITY_PX, SHADES};
 use super::checks::GrantList;
 use super::faults::{self, FaultPalette};
 use super::html::{esc, seconds};
@@ -32,14 +33,14 @@ use super::svg::{self, Rects};
 pub const MAX_PROCESS_LANES: usize = 40;
 /// About how many elements the timeline draws one by one before it aggregates busy rows.
 pub const EXACT_BUDGET: usize = 6_000;
-/// The width of a density column, in pixels.
-const DENSITY_PX: f64 = 2.0;
 
 const AXIS_HEIGHT: f64 = 22.0;
 const MASTER_HEIGHT: f64 = 18.0;
 const LANE_HEIGHT: f64 = 24.0;
 const HOLD_TOP: f64 = 2.0;
 const HOLD_HEIGHT: f64 = 10.0;
+/// Rows in a lane: holds, then operations by outcome (ok, fail, info).
+const ROWS_PER_LANE: usize = 4;
 /// Operation marks sit below the holds, one thin row per outcome.
 const MARK_TOP: f64 = 13.0;
 const MARK_HEIGHT: f64 = 3.0;
@@ -88,7 +89,7 @@ pub fn render(input: &TimelineInput) -> String {
     if !input.masters.is_empty() {
         out += &masters(input.masters, scale, AXIS_HEIGHT);
     }
-    let per_row = (EXACT_BUDGET / (lanes.rows.len() * 4).max(1)).clamp(20, 400);
+    let per_row = (EXACT_BUDGET / (lanes.rows.len() * ROWS_PER_LANE).max(1)).clamp(20, 400);
     for (i, lane) in lanes.rows.iter().enumerate() {
         let top = lanes_top + LANE_HEIGHT * i as f64;
         let _ = write!(
@@ -301,20 +302,6 @@ fn describe_hold(hold: &Hold) -> String {
     )
 }
 
-/// Joins spans (sorted or not) that overlap or lie less than `gap` apart.
-pub fn merge_spans(spans: impl Iterator<Item = (u64, u64)>, gap: u64) -> Vec<(u64, u64)> {
-    let mut spans: Vec<(u64, u64)> = spans.collect();
-    spans.sort_unstable();
-    let mut merged: Vec<(u64, u64)> = Vec::new();
-    for (start, end) in spans {
-        match merged.last_mut() {
-            Some(last) if start <= last.1.saturating_add(gap) => last.1 = last.1.max(end),
-            _ => merged.push((start, end.max(start))),
-        }
-    }
-    merged
-}
-
 /// A lane's operations, one thin row per outcome: each from invoke to completion with a
 /// tooltip, or, in a busy row, as a density.
 fn marks(operations: &[&Operation], scale: &TimeScale, top: f64, per_row: usize) -> String {
@@ -340,7 +327,7 @@ fn marks(operations: &[&Operation], scale: &TimeScale, top: f64, per_row: usize)
         } else {
             let columns = (scale.width / DENSITY_PX) as usize;
             let counts = density(in_row.iter().map(|o| o.invoke.time), scale, columns);
-            for (level, rects) in shade(&counts, scale, y).iter().enumerate() {
+            for (level, rects) in shade(&counts, scale, y, MARK_HEIGHT).iter().enumerate() {
                 let title = format!(
                     "{} {} ops; darker columns hold more",
                     in_row.len(),
@@ -387,33 +374,6 @@ fn describe_operation(operation: &Operation) -> String {
         operation.outcome().class(),
         seconds(operation.invoke.time as f64 / 1e6)
     )
-}
-
-/// How many shades a density has.
-const SHADES: usize = 4;
-
-/// How many of `times` fall in each of `columns` columns.
-pub fn density(times: impl Iterator<Item = u64>, scale: &TimeScale, columns: usize) -> Vec<u32> {
-    let columns = columns.max(1);
-    let mut counts = vec![0u32; columns];
-    for time in times {
-        counts[scale.bucket(time, columns)] += 1;
-    }
-    counts
-}
-
-/// Columns grouped by shade: a column's shade is its count relative to the busiest column,
-/// rounded up, so that a column with a single op still shows.
-pub fn shade(counts: &[u32], scale: &TimeScale, y: f64) -> Vec<Rects> {
-    let busiest = counts.iter().copied().max().unwrap_or(0).max(1);
-    let column_width = scale.width / counts.len() as f64;
-    let mut shades: Vec<Rects> = (0..SHADES).map(|_| Rects::default()).collect();
-    for (i, count) in counts.iter().enumerate().filter(|(_, c)| **c > 0) {
-        let level = (*count as usize * SHADES).div_ceil(busiest as usize) - 1;
-        let x = scale.left + column_width * i as f64;
-        shades[level].push(x, y, column_width, MARK_HEIGHT);
-    }
-    shades
 }
 
 /// The master strip: who the harness saw as master, in red where two nodes were at once.
@@ -504,36 +464,4 @@ fn describe_grant(list: GrantList, i: usize, grant: &DoubleGrant) -> String {
         grant.overlap_ms,
         seconds(grant.second.start_ms)
     )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn spans_closer_than_the_gap_merge() {
-        let spans = [(10, 20), (0, 5), (21, 30), (50, 60), (55, 58)];
-        assert_eq!(
-            merge_spans(spans.into_iter(), 1),
-            [(0, 5), (10, 30), (50, 60)]
-        );
-        assert_eq!(
-            merge_spans(spans.into_iter(), 0),
-            [(0, 5), (10, 20), (21, 30), (50, 60)]
-        );
-        assert!(merge_spans(std::iter::empty(), 5).is_empty());
-    }
-
-    #[test]
-    fn densities_count_per_column_and_shade_relative_to_the_busiest() {
-        let scale = TimeScale::new(1_000, 0.0, 100.0);
-        // end_ns is at least 1 ms: 10 columns of 100 µs.
-        let times = [0, 1, 2, 3, 150_000, 999_999_999];
-        let counts = density(times.into_iter(), &scale, 10);
-        assert_eq!(counts, [4, 1, 0, 0, 0, 0, 0, 0, 0, 1]);
-        let shades = shade(&counts, &scale, 0.0);
-        let drawn: Vec<bool> = shades.iter().map(|s| !s.path("", "").is_empty()).collect();
-        // The busiest column is darkest, and a column of a single op still shows.
-        assert_eq!(drawn, [true, false, false, true]);
-    }
 }
