@@ -105,10 +105,31 @@ pub struct FaultWindow {
     pub stop_ms: Option<f64>,
 }
 
+/// Every hold the checker derives from a history, in order of start: the definite ones and,
+/// with `ended_by` `unknown-outcome`, the possible ones (rule 4). For drawing a history; the
+/// verdict is [`check`]'s.
+pub fn holds(history: &[Op]) -> Vec<Hold> {
+    let (mut holds, _) = derive_holds(history, history_end(history));
+    holds.sort_by_key(|h| (h.start, h.acquire_index));
+    holds.iter().map(Candidate::to_hold).collect()
+}
+
+/// The faults a history records, from each nemesis `start` to the next `stop` of that fault,
+/// as [`DoubleGrant::faults`] names them.
+pub fn faults(history: &[Op]) -> Vec<FaultWindow> {
+    fault_windows(history)
+        .iter()
+        .map(Window::to_window)
+        .collect()
+}
+
+fn history_end(history: &[Op]) -> u64 {
+    history.iter().map(|op| op.time).max().unwrap_or(0)
+}
+
 /// Checks a history for double grants.
 pub fn check(history: &[Op]) -> LockSafety {
-    let end_of_history = history.iter().map(|op| op.time).max().unwrap_or(0);
-    let (holds, unknown_acquires) = derive_holds(history, end_of_history);
+    let (holds, unknown_acquires) = derive_holds(history, history_end(history));
     let accesses = storage_accesses(history);
     let faults = fault_windows(history);
 
@@ -743,5 +764,34 @@ mod tests {
         let faults: Vec<_> = r.double_grants[0].faults.iter().map(|f| &f.fault).collect();
         assert_eq!(faults, ["kill"]);
         assert_eq!(r.double_grants[0].faults[0].stop_ms, Some(30.0));
+    }
+
+    #[test]
+    fn holds_and_faults_are_the_ones_the_check_uses() {
+        let mut s = Script::default();
+        s.nemesis(0, "start", "kill").nemesis(30, "stop", "kill");
+        s.hold(40, 60, 2);
+        s.invoke(50, 1, "acquire")
+            .complete(55, 1, OpType::Info, "acquire");
+        s.nemesis(500, "start", "pause");
+        let holds = holds(&s.0);
+        let summary: Vec<_> = holds
+            .iter()
+            .map(|h| (h.process, h.start_ms, h.end_ms, h.ended_by.as_str()))
+            .collect();
+        assert_eq!(
+            summary,
+            [
+                (Process::Client(2), 41.0, 60.0, "release"),
+                (Process::Client(1), 50.0, 1050.0, "unknown-outcome"),
+            ]
+        );
+        let faults = faults(&s.0);
+        assert_eq!(faults.len(), 2);
+        assert_eq!((faults[0].start_ms, faults[0].stop_ms), (0.0, Some(30.0)));
+        assert_eq!(
+            (faults[1].fault.as_str(), faults[1].stop_ms),
+            ("pause", None)
+        );
     }
 }

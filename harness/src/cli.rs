@@ -27,16 +27,16 @@ pub enum Command {
     Check(CheckArgs),
     /// Run every cell of a matrix file, each against the verdict it should get.
     Matrix(MatrixArgs),
-    /// Reports: join matrix shards into one summary.
-    Report {
-        #[command(subcommand)]
-        command: ReportCommand,
-    },
     /// Build the Redis node and storage images (and their Debian base) locally.
     Images {
         #[command(subcommand)]
         command: ImagesCommand,
     },
+    /// Write a stored run's report.html again, or with --index the results folder's
+    /// index.html; `report merge` joins matrix shards into one summary.
+    Report(ReportArgs),
+    /// Serve the results folder on 127.0.0.1, to browse the reports.
+    Serve(ServeArgs),
     /// Remove every container and network left behind by earlier runs.
     Clean {
         /// Only this run's (its id is printed at the start of the run and kept in test.json).
@@ -204,6 +204,28 @@ pub struct MatrixArgs {
     /// Print only the summary table.
     #[arg(long)]
     pub quiet: bool,
+}
+
+#[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct ReportArgs {
+    #[command(subcommand)]
+    pub command: Option<ReportCommand>,
+    /// A run folder (results/<test>/<time>); with --index, a results folder (default: results).
+    pub dir: Option<PathBuf>,
+    /// Write index.html, listing every run stored in the results folder.
+    #[arg(long)]
+    pub index: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// The port to listen on, on 127.0.0.1 (0: any free one).
+    #[arg(long, default_value_t = 8000)]
+    pub port: u16,
+    /// The results folder to serve.
+    #[arg(long, default_value = "results")]
+    pub results: PathBuf,
 }
 
 /// Parses `500ms`, `2s`, `1m`, `1h30m`.

@@ -6,8 +6,10 @@ mod error;
 mod logging;
 mod matrix;
 mod progress;
+mod report;
 mod results;
 mod run;
+mod serve;
 mod spec;
 mod summary;
 
@@ -67,9 +69,19 @@ async fn dispatch(command: Command) -> Exit {
             };
             matrix::run(options, interrupt_on_signals()).await
         }
-        Command::Report {
-            command: ReportCommand::Merge { dirs, out, junit },
-        } => matrix::merge(&dirs, &out, junit.as_deref()),
+        Command::Report(args) => {
+            logging::to_stderr();
+            match &args.command {
+                Some(ReportCommand::Merge { dirs, out, junit }) => {
+                    matrix::merge(dirs, out, junit.as_deref())
+                }
+                None => report::command(&args),
+            }
+        }
+        Command::Serve(args) => {
+            logging::to_stderr();
+            serve::serve(&args, interrupt_on_signals()).await
+        }
         Command::Images {
             command: ImagesCommand::Build,
         } => {

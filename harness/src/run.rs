@@ -104,6 +104,7 @@ pub async fn run(spec: TestSpec, interrupt: CancellationToken) -> Result<Exit, H
     let results = check_history(&dir.history(), interrupted, error)?;
     dir.write_json("results.json", &results)?;
     dir.link_latest(&spec.results)?;
+    crate::report::write_after_run(&dir.path, &spec.results);
     let title = format!(
         "{} (seed {}) in {:.1} s -> {}",
         spec.name,

@@ -47,6 +47,7 @@ fn a_single_instance_lock_without_faults_is_valid_for_every_seed() {
         );
         assert!(stdout.contains("verdict  valid"), "{stdout}");
         let latest = results.join("latest");
+        let index = results.join("index.html");
         let results = support::results_of(&latest);
         assert_eq!(results["valid"], serde_json::json!(true));
         assert!(
@@ -59,6 +60,13 @@ fn a_single_instance_lock_without_faults_is_valid_for_every_seed() {
             "{test}"
         );
         assert!(latest.join("nodes/n1/redis.log").is_file());
+        let report = std::fs::read_to_string(latest.join("report.html")).expect("report.html");
+        assert!(report.contains("id=\"timeline\""));
+        let index = std::fs::read_to_string(index).expect("index.html");
+        assert!(
+            index.contains("/report.html"),
+            "the index links the run's report"
+        );
     }
 }
 

@@ -1,0 +1,479 @@
+//! The checkers' findings, from `results.json`: lock-safety's double grants (each with both
+//! holds, the overlap and the faults active, anchored so the timeline can link to it), lost
+//! writes, fencing violations, stuck periods and acquisition statistics. A section the report
+//! has no view of (the linearizability checker's, say) is shown as its JSON.
+
+use std::fmt::Write;
+
+use serde_json::Value;
+use splitbrain_checker::acquisition_stats::AcquisitionStats;
+use splitbrain_checker::fencing::{FencePair, Fencing};
+use splitbrain_checker::lock_safety::{DoubleGrant, Hold, LockSafety, REPORTED_VIOLATIONS};
+use splitbrain_checker::lost_writes::LostWrites;
+use splitbrain_checker::stuck_lock::StuckLock;
+use splitbrain_checker::Valid;
+
+use super::faults;
+use super::html::{anchored_table, esc, seconds, table, verdict_badge};
+use super::stored::RecordedResults;
+
+/// A section shown as JSON is cut at this many characters; results.json has the rest.
+const JSON_SHOWN: usize = 200_000;
+
+/// Lock-safety's three lists of overlapping holds.
+#[derive(Debug, Clone, Copy)]
+pub enum GrantList {
+    /// Double grants: violations.
+    Definite,
+    /// Overlaps with an acquire of unknown outcome: the verdict is unknown.
+    Possible,
+    /// Zombie overlaps the storage fenced off: not violations.
+    Fenced,
+}
+
+impl GrantList {
+    pub const ALL: [GrantList; 3] = [GrantList::Definite, GrantList::Possible, GrantList::Fenced];
+
+    pub fn grants(self, safety: &LockSafety) -> &[DoubleGrant] {
+        match self {
+            GrantList::Definite => &safety.double_grants,
+            GrantList::Possible => &safety.possible_double_grants,
+            GrantList::Fenced => &safety.fenced_double_grants,
+        }
+    }
+
+    fn count(self, safety: &LockSafety) -> usize {
+        match self {
+            GrantList::Definite => safety.double_grant_count,
+            GrantList::Possible => safety.possible_double_grant_count,
+            GrantList::Fenced => safety.fenced_double_grant_count,
+        }
+    }
+
+    /// The id of the `i`th grant's row (from 0); its mark on the timeline adds `-mark`.
+    pub fn anchor(self, i: usize) -> String {
+        let prefix = match self {
+            GrantList::Definite => "dg",
+            GrantList::Possible => "pdg",
+            GrantList::Fenced => "fdg",
+        };
+        format!("{prefix}-{}", i + 1)
+    }
+
+    /// The CSS class of its marks.
+    pub fn class(self) -> &'static str {
+        match self {
+            GrantList::Definite => "double-grant",
+            GrantList::Possible => "possible-double-grant",
+            GrantList::Fenced => "fenced-double-grant",
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            GrantList::Definite => "double grant",
+            GrantList::Possible => "possible double grant",
+            GrantList::Fenced => "fenced double grant",
+        }
+    }
+}
+
+/// Every checker's section.
+pub fn render(results: &RecordedResults) -> String {
+    let mut out = String::new();
+    // A data workload takes no lock: its empty lock-safety result would only be noise.
+    if let Some(safety) = results
+        .lock_safety
+        .as_ref()
+        .filter(|s| s.holds + s.unknown_acquires > 0 || s.valid != Valid::True)
+    {
+        out += &lock_safety(safety);
+    }
+    if let Some(writes) = results.lost_writes.as_ref().filter(|w| !w.keys.is_empty()) {
+        out += &lost_writes(writes);
+    }
+    if let Some(fencing) = results
+        .fencing
+        .as_ref()
+        .filter(|f| f.grants_checked > 0 || f.valid != Valid::True)
+    {
+        out += &fencing_section(fencing);
+    }
+    if let Some(stuck) = results
+        .stuck_lock
+        .as_ref()
+        .filter(|s| s.held_refusals > 0 || s.valid != Valid::True)
+    {
+        out += &stuck_lock(stuck);
+    }
+    if let Some(stats) = results.acquisition.as_ref().filter(|s| s.attempts > 0) {
+        out += &acquisition(stats);
+    }
+    for (name, section) in &results.other {
+        out += &generic(name, section);
+    }
+    if let Some(error) = &results.error {
+        let _ = write!(
+            out,
+            "<h3>error</h3><pre id=\"run-error\">{}</pre>",
+            esc(error)
+        );
+    }
+    out
+}
+
+fn heading(id: &str, name: &str, valid: Valid) -> String {
+    format!(
+        "<h3 id=\"check-{id}\">{} {}</h3>",
+        esc(name),
+        verdict_badge(Some(valid))
+    )
+}
+
+fn lock_safety(safety: &LockSafety) -> String {
+    let mut out = heading("lock-safety", "lock safety", safety.valid);
+    let _ = write!(
+        out,
+        "<p>{} grants checked, {} acquires with unknown outcome; {} double grants ({} stale), \
+         {} possible, {} fenced off by the storage.</p>",
+        safety.holds,
+        safety.unknown_acquires,
+        safety.double_grant_count,
+        safety.stale_double_grant_count,
+        safety.possible_double_grant_count,
+        safety.fenced_double_grant_count
+    );
+    for list in GrantList::ALL {
+        let grants = list.grants(safety);
+        if grants.is_empty() {
+            continue;
+        }
+        let _ = write!(out, "<h4>{}s ({})</h4>", list.name(), list.count(safety));
+        let rows: Vec<Vec<String>> = grants
+            .iter()
+            .enumerate()
+            .map(|(i, grant)| grant_row(list, i, grant))
+            .collect();
+        let ids: Vec<String> = (0..grants.len()).map(|i| list.anchor(i)).collect();
+        out += &anchored_table(
+            &[
+                "#",
+                "key",
+                "kind",
+                "first hold",
+                "second hold",
+                "#overlap",
+                "faults active",
+                "timeline",
+            ],
+            &rows,
+            &ids,
+        );
+        out += &more_note(list.count(safety), grants.len());
+    }
+    out
+}
+
+fn grant_row(list: GrantList, i: usize, grant: &DoubleGrant) -> Vec<String> {
+    let faults: Vec<String> = grant
+        .faults
+        .iter()
+        .map(|f| esc(&faults::describe(f)))
+        .collect();
+    vec![
+        format!("{}", i + 1),
+        format!("<code>{}</code>", esc(&grant.key)),
+        esc(&grant.kind),
+        hold_cell(&grant.first),
+        hold_cell(&grant.second),
+        format!("{:.1} ms", grant.overlap_ms),
+        if faults.is_empty() {
+            "none".into()
+        } else {
+            faults.join("<br>")
+        },
+        format!("<a href=\"#{}-mark\">show</a>", list.anchor(i)),
+    ]
+}
+
+fn hold_cell(hold: &Hold) -> String {
+    let nodes = hold
+        .nodes
+        .as_ref()
+        .filter(|n| !n.is_empty())
+        .map(|n| format!(" on {}", esc(&n.join(","))))
+        .unwrap_or_default();
+    let token = hold
+        .token
+        .as_ref()
+        .map(|t| format!(", token <code>{}</code>", esc(t)))
+        .unwrap_or_default();
+    format!(
+        "process {} from {} to {} ({}){nodes}<br><span class=\"note\">lease until {}, acquire at \
+         index {}{token}</span>",
+        hold.process,
+        seconds(hold.start_ms),
+        seconds(hold.end_ms),
+        esc(&hold.ended_by),
+        seconds(hold.lease_end_ms),
+        hold.acquire_index
+    )
+}
+
+fn more_note(count: usize, listed: usize) -> String {
+    if count > listed {
+        format!(
+            "<p class=\"note\">The first {listed} of {count} are listed (the checker keeps {REPORTED_VIOLATIONS}).</p>"
+        )
+    } else {
+        String::new()
+    }
+}
+
+fn ids(ids: &[i64], count: usize) -> String {
+    if count == 0 {
+        return "none".into();
+    }
+    let listed: Vec<String> = ids.iter().map(i64::to_string).collect();
+    let more = count.saturating_sub(ids.len());
+    let more = if more > 0 {
+        format!(" and {more} more")
+    } else {
+        String::new()
+    };
+    format!("<span class=\"mono\">{}</span>{more}", listed.join(", "))
+}
+
+fn lost_writes(writes: &LostWrites) -> String {
+    let mut out = heading("lost-writes", "lost writes", writes.valid);
+    let _ = write!(
+        out,
+        "<p>{} adds attempted: {} acknowledged, {} rejected, {} unknown ({} of those landed); \
+         <strong>{} lost</strong>, {} acknowledged after the final read began.</p>",
+        writes.attempted,
+        writes.acknowledged,
+        writes.rejected,
+        writes.unknown,
+        writes.recovered,
+        writes.lost_count,
+        writes.acknowledged_after_final_read
+    );
+    let rows: Vec<Vec<String>> = writes
+        .keys
+        .iter()
+        .map(|key| {
+            vec![
+                format!("<code>{}</code>", esc(&key.key)),
+                verdict_badge(Some(key.valid)),
+                key.final_read_index
+                    .map_or("none".into(), |i| format!("index {i}")),
+                key.acknowledged.to_string(),
+                ids(&key.lost, key.lost_count),
+                ids(&key.failed_but_present, key.failed_but_present_count),
+                ids(&key.unexpected, key.unexpected_count),
+                ids(&key.duplicates, key.duplicate_count),
+            ]
+        })
+        .collect();
+    out += &table(
+        &[
+            "key",
+            "verdict",
+            "final read",
+            "#acknowledged",
+            "lost ids",
+            "refused yet present",
+            "unexpected",
+            "duplicates",
+        ],
+        &rows,
+    );
+    out
+}
+
+fn fencing_section(fencing: &Fencing) -> String {
+    let mut out = heading("fencing", "fencing", fencing.valid);
+    let _ = write!(
+        out,
+        "<p>{} fenced grants, {} fenced storage accesses accepted, {} refused as stale.</p>",
+        fencing.grants_checked, fencing.storage_accesses_checked, fencing.rejected_storage_accesses
+    );
+    for (name, count, pairs) in [
+        (
+            "duplicate fencing tokens",
+            fencing.duplicate_fence_count,
+            &fencing.duplicate_fences,
+        ),
+        (
+            "grants out of token order",
+            fencing.out_of_order_grant_count,
+            &fencing.out_of_order_grants,
+        ),
+        (
+            "stale tokens the storage accepted",
+            fencing.stale_storage_access_count,
+            &fencing.stale_storage_accesses,
+        ),
+    ] {
+        if pairs.is_empty() {
+            continue;
+        }
+        let _ = write!(out, "<h4>{name} ({count})</h4>");
+        let rows: Vec<Vec<String>> = pairs.iter().map(fence_row).collect();
+        out += &table(&["key", "earlier", "later"], &rows);
+        out += &more_note(count, pairs.len());
+    }
+    out
+}
+
+fn fence_row(pair: &FencePair) -> Vec<String> {
+    let op = |op: &splitbrain_checker::fencing::FencedOp| {
+        format!(
+            "{} by process {} at {} (done {}), fence {}",
+            esc(&op.f),
+            op.process,
+            seconds(op.invoke_ms),
+            seconds(op.completed_ms),
+            op.fence
+        )
+    };
+    vec![
+        format!("<code>{}</code>", esc(&pair.key)),
+        op(&pair.earlier),
+        op(&pair.later),
+    ]
+}
+
+fn stuck_lock(stuck: &StuckLock) -> String {
+    let mut out = heading("stuck-lock", "stuck lock", stuck.valid);
+    let _ = write!(
+        out,
+        "<p>{} acquires refused as held; {} of them came more than {:.0} ms after every lease \
+         that could explain the key ended.</p>",
+        stuck.held_refusals, stuck.stuck_refusals, stuck.bound_ms
+    );
+    if !stuck.stuck_periods.is_empty() {
+        let rows: Vec<Vec<String>> = stuck
+            .stuck_periods
+            .iter()
+            .map(|p| {
+                vec![
+                    format!("<code>{}</code>", esc(&p.key)),
+                    seconds(p.free_from_ms),
+                    seconds(p.first_refused_ms),
+                    seconds(p.until_ms),
+                    format!("{:.1} s", p.stuck_ms / 1000.0),
+                    p.refused_attempts.to_string(),
+                    if p.recovered {
+                        "yes"
+                    } else {
+                        "no: stuck at the end"
+                    }
+                    .into(),
+                ]
+            })
+            .collect();
+        out += &table(
+            &[
+                "key",
+                "free from",
+                "first refused",
+                "until",
+                "#stuck for",
+                "#refused",
+                "recovered",
+            ],
+            &rows,
+        );
+        out += &more_note(stuck.stuck_period_count, stuck.stuck_periods.len());
+    }
+    out
+}
+
+fn acquisition(stats: &AcquisitionStats) -> String {
+    let mut out = String::from("<h3 id=\"check-acquisition\">acquisition <span class=\"note\">(statistics, no verdict)</span></h3>");
+    let latency = |l: &splitbrain_checker::acquisition_stats::Latency| {
+        format!(
+            "mean {:.1} ms, p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms ({} measured)",
+            l.mean_ms, l.p50_ms, l.p99_ms, l.max_ms, l.count
+        )
+    };
+    let rows = vec![
+        vec!["attempts".into(), stats.attempts.to_string()],
+        vec![
+            "granted".into(),
+            format!("{} ({:.1}/s)", stats.grants, stats.grants_per_second),
+        ],
+        vec![
+            "refused".into(),
+            format!(
+                "{} held, {} split vote ({:.1}% of attempts), {} unavailable",
+                stats.refused_held,
+                stats.refused_split_vote,
+                stats.split_vote_share * 100.0,
+                stats.refused_unavailable
+            ),
+        ],
+        vec!["unknown outcome".into(), stats.unknown.to_string()],
+        vec!["grant latency".into(), latency(&stats.grant_latency)],
+        vec!["attempt latency".into(), latency(&stats.attempt_latency)],
+    ];
+    out += &table(&["", ""], &rows);
+    out
+}
+
+/// A section the report has no view of, as indented JSON, under its verdict if it has one.
+pub fn generic(name: &str, section: &Value) -> String {
+    let valid = serde_json::from_value::<Valid>(section["valid"].clone()).ok();
+    let badge = if section.get("valid").is_some() {
+        verdict_badge(valid)
+    } else {
+        String::new()
+    };
+    let id: String = name
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    let mut text = serde_json::to_string_pretty(section).unwrap_or_default();
+    if text.len() > JSON_SHOWN {
+        let cut = (0..=JSON_SHOWN)
+            .rev()
+            .find(|i| text.is_char_boundary(*i))
+            .unwrap_or(0);
+        let rest = text.len() - cut;
+        text.truncate(cut);
+        text += &format!("\n… {rest} more characters in results.json");
+    }
+    format!(
+        "<h3 id=\"check-{id}\">{} {badge}</h3><pre class=\"json\">{}</pre>",
+        esc(name),
+        esc(&text)
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn an_unknown_section_is_shown_escaped_under_its_verdict() {
+        let html = generic(
+            "linearizability",
+            &json!({"valid": false, "model": "cas-register", "cause": "<read 3>"}),
+        );
+        assert!(html.contains("id=\"check-linearizability\""));
+        assert!(html.contains("verdict-invalid"));
+        assert!(html.contains("&lt;read 3&gt;"));
+        assert!(!html.contains("<read 3>"));
+    }
+
+    #[test]
+    fn id_lists_say_how_many_more() {
+        assert_eq!(ids(&[], 0), "none");
+        assert_eq!(
+            ids(&[1, 2], 5),
+            "<span class=\"mono\">1, 2</span> and 3 more"
+        );
+    }
+}

@@ -1,0 +1,256 @@
+//! `results/index.html`: every run stored under a results folder (`<test>/<time>/`; the
+//! `latest` links are skipped), newest first, with its verdict, what its checkers found, and
+//! a link to its report.
+
+use std::fmt::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use serde_json::Value;
+use splitbrain_checker::Valid;
+
+use super::html::{self, esc, href, verdict_badge};
+use super::stored::{is_run, read_json, StoredTest};
+use crate::error::HarnessError;
+
+/// One run, as the index lists it.
+struct Row {
+    /// `<test>/<time>`, relative to the results folder.
+    path: String,
+    /// The run folder's name: its start time, `YYYYMMDDTHHMMSS` (with `-N` if two started in
+    /// one second).
+    time: String,
+    test: StoredTest,
+    results: Option<Value>,
+    has_report: bool,
+}
+
+/// Writes `index.html` into the results folder `root`; returns its path and how many runs
+/// it lists.
+pub fn write_index(root: &Path) -> Result<(PathBuf, usize), HarnessError> {
+    let rows = runs(root)?;
+    let path = root.join("index.html");
+    std::fs::write(&path, render(&rows)).with_context(|| format!("writing {}", path.display()))?;
+    Ok((path, rows.len()))
+}
+
+/// The index of `root` as a page, for serving it fresh.
+pub fn render_index(root: &Path) -> Result<String, HarnessError> {
+    Ok(render(&runs(root)?))
+}
+
+fn runs(root: &Path) -> Result<Vec<Row>, HarnessError> {
+    if !root.is_dir() {
+        return Err(HarnessError::BadInput(format!(
+            "{} is not a results folder (no such folder)",
+            root.display()
+        )));
+    }
+    let mut rows = Vec::new();
+    for test_dir in real_dirs(root) {
+        for run_dir in real_dirs(&test_dir).into_iter().filter(|d| is_run(d)) {
+            let Ok(relative) = run_dir.strip_prefix(root) else {
+                continue;
+            };
+            let name = |p: &Path| p.file_name().map(|n| n.to_string_lossy().into_owned());
+            // A run whose files do not read is still listed, with what could be read.
+            let test = read_json(&run_dir.join("test.json"))
+                .map(|json| StoredTest::from_json(&json))
+                .unwrap_or_default();
+            rows.push(Row {
+                path: relative.to_string_lossy().into_owned(),
+                time: name(&run_dir).unwrap_or_default(),
+                test: StoredTest {
+                    name: if test.name.is_empty() {
+                        name(&test_dir).unwrap_or_default()
+                    } else {
+                        test.name.clone()
+                    },
+                    ..test
+                },
+                results: read_json(&run_dir.join("results.json")).ok(),
+                has_report: run_dir.join("report.html").is_file(),
+            });
+        }
+    }
+    rows.sort_by(|a, b| {
+        b.time
+            .cmp(&a.time)
+            .then_with(|| a.test.name.cmp(&b.test.name))
+    });
+    Ok(rows)
+}
+
+/// Sub-folders of `dir` that are folders themselves, not links to one, in name order.
+fn real_dirs(dir: &Path) -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .filter_map(Result::ok)
+                .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+                .map(|e| e.path())
+                .collect()
+        })
+        .unwrap_or_default();
+    dirs.sort();
+    dirs
+}
+
+fn render(rows: &[Row]) -> String {
+    let mut body = format!(
+        "<h1>splitbrain results</h1><p class=\"note\">{} run{}, newest first.</p>",
+        rows.len(),
+        if rows.len() == 1 { "" } else { "s" }
+    );
+    if rows.is_empty() {
+        body += "<p>No runs stored yet: <code>splitbrain run</code> makes one.</p>";
+    }
+    let cells: Vec<Vec<String>> = rows.iter().map(row).collect();
+    let table = html::table(
+        &[
+            "test (its report)",
+            "time",
+            "deployment",
+            "client",
+            "workload",
+            "faults",
+            "verdict",
+            "#double grants",
+            "#possible",
+            "#lost writes",
+            "#fencing",
+            "#stuck",
+            "other checkers",
+        ],
+        &cells,
+    );
+    let _ = write!(body, "<div class=\"index\" id=\"runs\">{table}</div>");
+    html::page("splitbrain results", &body)
+}
+
+fn row(run: &Row) -> Vec<String> {
+    let results = run.results.as_ref();
+    let count = |pointers: &[&str]| -> String {
+        let Some(results) = results else {
+            return String::new();
+        };
+        let found: Vec<u64> = pointers
+            .iter()
+            .filter_map(|p| results.pointer(p)?.as_u64())
+            .collect();
+        match found.iter().sum::<u64>() {
+            _ if found.is_empty() => String::new(),
+            0 => "0".into(),
+            violations => format!("<strong class=\"found\">{violations}</strong>"),
+        }
+    };
+    let valid = results.and_then(|r| serde_json::from_value::<Valid>(r["valid"].clone()).ok());
+    // A run stopped before its report was written still has its folder to browse.
+    let link = if run.has_report {
+        format!("{}/report.html", href(&run.path))
+    } else {
+        format!("{}/", href(&run.path))
+    };
+    vec![
+        format!(
+            "<a class=\"run\" href=\"{link}\">{}</a>",
+            esc(&run.test.name)
+        ),
+        esc(&time_label(&run.time)),
+        esc(&run.test.deployment),
+        esc(&run.test.client),
+        esc(&run.test.workload),
+        esc(&run.test.faults_label()),
+        verdict_badge(valid),
+        count(&["/lock-safety/double_grant_count"]),
+        count(&["/lock-safety/possible_double_grant_count"]),
+        count(&["/lost-writes/lost_count"]),
+        count(&[
+            "/fencing/duplicate_fence_count",
+            "/fencing/out_of_order_grant_count",
+            "/fencing/stale_storage_access_count",
+        ]),
+        count(&["/stuck-lock/stuck_period_count"]),
+        results.map(other_checkers).unwrap_or_default(),
+    ]
+}
+
+/// A page linking to each of `names` (folders end in `/`), for a folder with no index.html.
+pub fn listing_page(title: &str, names: &[String]) -> String {
+    let mut body = format!("<h1>{}</h1><ul>", esc(title));
+    for name in names {
+        let _ = write!(
+            body,
+            "<li><a href=\"{}\">{}</a></li>",
+            href(name),
+            esc(name)
+        );
+    }
+    body.push_str("</ul>");
+    html::page(title, &body)
+}
+
+/// The verdicts of checkers the index has no column for (linearizability, say).
+fn other_checkers(results: &Value) -> String {
+    const KNOWN: [&str; 4] = ["lock-safety", "lost-writes", "fencing", "stuck-lock"];
+    let Value::Object(sections) = results else {
+        return String::new();
+    };
+    sections
+        .iter()
+        .filter(|(name, _)| !KNOWN.contains(&name.as_str()))
+        .filter_map(|(name, section)| {
+            let valid = serde_json::from_value::<Valid>(section.get("valid")?.clone()).ok();
+            Some(format!("{} {}", esc(name), verdict_badge(valid)))
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// `20261130T002335` as `2026-11-30 00:23:35`; anything else as it is.
+fn time_label(folder: &str) -> String {
+    let digits = |range: std::ops::Range<usize>| {
+        folder
+            .get(range)
+            .filter(|d| d.bytes().all(|b| b.is_ascii_digit()))
+    };
+    match (
+        digits(0..4),
+        digits(4..6),
+        digits(6..8),
+        folder.get(8..9),
+        digits(9..11),
+        digits(11..13),
+        digits(13..15),
+    ) {
+        (Some(y), Some(mo), Some(d), Some("T"), Some(h), Some(mi), Some(s)) => {
+            format!("{y}-{mo}-{d} {h}:{mi}:{s}{}", &folder[15..])
+        }
+        _ => folder.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn run_folder_names_read_as_times() {
+        assert_eq!(time_label("20261130T002335"), "2026-11-30 00:23:35");
+        assert_eq!(time_label("20261130T002335-1"), "2026-11-30 00:23:35-1");
+        assert_eq!(time_label("latest"), "latest");
+        assert_eq!(time_label("2026113OT002335"), "2026113OT002335");
+    }
+
+    #[test]
+    fn other_checkers_show_their_verdicts() {
+        let results = serde_json::json!({
+            "valid": false,
+            "lock-safety": {"valid": true},
+            "linearizability": {"valid": false, "model": "register"},
+        });
+        let shown = other_checkers(&results);
+        assert!(shown.starts_with("linearizability <span class=\"verdict verdict-invalid\">"));
+        assert!(!shown.contains("lock-safety"));
+    }
+}

@@ -1,0 +1,224 @@
+//! Issue 7's reports: a `report.html` in every run folder, and `results/index.html` over all
+//! the runs stored.
+//!
+//! A run's verdict says whether something went wrong; its report shows what, when, and under
+//! which fault, which is what a person needs to believe a double grant or to debug a client.
+//! Each report is one self-contained file (inline CSS and SVG, a few lines of script, nothing
+//! fetched), so it can be mailed, attached to CI, or opened from disk years later.
+//!
+//! Everything is drawn from what the run stored, never from the live run: `splitbrain report
+//! DIR` makes the same page again, from the same files, as the run did. The files here are the
+//! stages of that: [`stored`] reads the folder; [`operations`] pairs the history's ops;
+//! [`timeline`], [`charts`] and [`checks`] draw; [`index`] lists runs; [`html`], [`svg`],
+//! [`scale`], [`aggregate`] and [`faults`] are the shared pieces.
+
+mod aggregate;
+mod charts;
+mod checks;
+mod faults;
+mod html;
+mod index;
+mod operations;
+mod scale;
+mod stored;
+mod svg;
+mod timeline;
+
+use std::fmt::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use splitbrain_checker::lock_safety;
+
+use crate::cli::ReportArgs;
+use crate::error::{Exit, HarnessError};
+use crate::progress;
+use html::{esc, href, verdict_badge};
+use stored::StoredRun;
+
+pub use index::{listing_page, render_index, write_index};
+
+/// Where plots start (lane and axis labels sit left of it) and how wide they are.
+const LABEL_WIDTH: f64 = 150.0;
+const PLOT_WIDTH: f64 = 1200.0;
+
+/// `splitbrain report`: one run's report, or the index of a results folder.
+pub fn command(args: &ReportArgs) -> Result<Exit, HarnessError> {
+    if args.index {
+        let root = args.dir.clone().unwrap_or_else(|| PathBuf::from("results"));
+        let (path, runs) = write_index(&root)?;
+        println!(
+            "wrote {} ({runs} run{})",
+            path.display(),
+            if runs == 1 { "" } else { "s" }
+        );
+    } else {
+        let dir = args.dir.as_deref().ok_or_else(|| {
+            HarnessError::BadInput(
+                "give a run folder, like results/<test>/<time>, or --index for the results \
+                 folder's index"
+                    .into(),
+            )
+        })?;
+        println!("wrote {}", write_report(dir)?.display());
+    }
+    Ok(Exit::Success)
+}
+
+/// Writes `report.html` into the run folder `dir`, from what the folder holds.
+pub fn write_report(dir: &Path) -> Result<PathBuf, HarnessError> {
+    let run = StoredRun::read(dir)?;
+    let path = dir.join("report.html");
+    std::fs::write(&path, render(&run)).with_context(|| format!("writing {}", path.display()))?;
+    Ok(path)
+}
+
+/// At the end of a run: its report, then the results folder's index. Neither may cost the run
+/// anything, its history and results are stored already, so a failure (even a panic) is
+/// logged and the run goes on to its verdict.
+pub fn write_after_run(dir: &Path, results: &Path) {
+    let report = std::panic::catch_unwind(|| write_report(dir).map(|_| ()));
+    log_failure("the report", report);
+    let index = std::panic::catch_unwind(|| write_index(results).map(|_| ()));
+    log_failure("the results index", index);
+}
+
+fn log_failure(what: &str, outcome: std::thread::Result<Result<(), HarnessError>>) {
+    match outcome {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => progress::step(&format!("could not write {what}: {e:#}")),
+        Err(_) => progress::step(&format!(
+            "writing {what} panicked; the run's history and results are stored"
+        )),
+    }
+}
+
+/// The whole page for one run.
+fn render(run: &StoredRun) -> String {
+    let history = &run.history;
+    let operations = operations::operations(history);
+    let holds = lock_safety::holds(history);
+    let fault_windows = lock_safety::faults(history);
+    let end_ns = history.iter().map(|op| op.time).max().unwrap_or(0);
+    let scale = scale::TimeScale::new(end_ns, LABEL_WIDTH, PLOT_WIDTH);
+    let palette = faults::FaultPalette::new(&fault_windows);
+    let masters = operations::master_periods(history, end_ns);
+
+    let mut body = header(run, end_ns, operations.len());
+    body += "<h2 id=\"timeline-section\">Timeline</h2>";
+    body += &palette.legend();
+    body += TIMELINE_LEGEND;
+    if operations.is_empty() {
+        body += "<p class=\"note\">No client operations were recorded.</p>";
+    }
+    body += &timeline::render(&timeline::TimelineInput {
+        operations: &operations,
+        holds: &holds,
+        faults: &fault_windows,
+        palette: &palette,
+        masters: &masters,
+        lock_safety: run.results.lock_safety.as_ref(),
+        concurrency: run.test.concurrency,
+        scale,
+    });
+    let charts = charts::ChartInput {
+        operations: &operations,
+        faults: &fault_windows,
+        palette: &palette,
+        scale,
+    };
+    body += "<h2 id=\"latency-section\">Latency and throughput</h2>";
+    body += LATENCY_LEGEND;
+    body += &charts::latency(&charts);
+    body += &charts::throughput(&charts);
+    body += "<h2 id=\"checkers\">Checkers</h2>";
+    if run.results_rechecked {
+        body += "<p class=\"note\">This run has no results.json (it was stopped before writing \
+                 one): the checkers ran again on its history for this report.</p>";
+    }
+    body += &checks::render(&run.results);
+    body += &files(run);
+    html::page(&format!("{} — splitbrain", run.test.name), &body)
+}
+
+const TIMELINE_LEGEND: &str = "<div class=\"legend\">\
+<span><i class=\"swatch\" style=\"background:#3b73c4\"></i>lock held</span>\
+<span><i class=\"swatch\" style=\"background:#8e44ad\"></i>held past its lease</span>\
+<span><i class=\"swatch\" style=\"border:1px dashed #d98e04\"></i>may have held (unknown acquire)</span>\
+<span><i class=\"swatch\" style=\"background:#2e8540\"></i>ok</span>\
+<span><i class=\"swatch\" style=\"background:#b8a48e\"></i>fail</span>\
+<span><i class=\"swatch\" style=\"background:#e07b00\"></i>info (unknown)</span>\
+<span><i class=\"swatch\" style=\"background:rgba(215,38,61,.35);border-color:#d7263d\"></i>double grant (click for details)</span>\
+<span><i class=\"swatch\" style=\"background:#d7263d\"></i>two masters</span>\
+</div>";
+
+const LATENCY_LEGEND: &str = "<div class=\"legend\">\
+<span><svg width=\"10\" height=\"10\"><rect class=\"lat-ok\" x=\"3\" y=\"3\" width=\"4\" height=\"4\"/></svg>ok</span>\
+<span><svg width=\"10\" height=\"10\"><path class=\"lat-fail\" d=\"M2 2l6 6m0 -6l-6 6\"/></svg>fail</span>\
+<span><svg width=\"10\" height=\"10\"><path class=\"lat-info\" d=\"M5 1l4 8h-8z\"/></svg>info (timed out: the latency is the timeout)</span>\
+</div>";
+
+fn header(run: &StoredRun, end_ns: u64, operations: usize) -> String {
+    let test = &run.test;
+    let mut out = format!(
+        "<h1>{}</h1><p>{}{}</p><dl class=\"facts\">",
+        esc(&test.name),
+        verdict_badge(run.results.valid),
+        if run.results.interrupted {
+            " <span class=\"note\">the run was interrupted; the verdict covers the history up \
+             to then</span>"
+        } else {
+            ""
+        }
+    );
+    let limit = test
+        .time_limit_ms
+        .map(|ms| {
+            format!(
+                "{}; ",
+                humantime::format_duration(std::time::Duration::from_millis(ms))
+            )
+        })
+        .unwrap_or_default();
+    let facts = [
+        ("deployment", test.deployment.clone()),
+        ("client", test.client.clone()),
+        ("workload", test.workload.clone()),
+        ("faults", test.faults_label()),
+        (
+            "seed",
+            test.seed.map_or("unknown".into(), |s| s.to_string()),
+        ),
+        (
+            "duration",
+            format!(
+                "{limit}the history spans {:.1} s: {} ops, {operations} client operations",
+                end_ns as f64 / 1e9,
+                run.history.len()
+            ),
+        ),
+        ("started", test.started.clone().unwrap_or_default()),
+        ("folder", run.dir.display().to_string()),
+    ];
+    for (name, value) in facts {
+        let _ = write!(out, "<dt>{name}</dt><dd>{}</dd>", esc(&value));
+    }
+    out.push_str("</dl>");
+    if let Some(command) = &test.command {
+        let _ = write!(
+            out,
+            "<p>To run it again:</p><pre id=\"command\">{}</pre>",
+            esc(command)
+        );
+    }
+    out
+}
+
+fn files(run: &StoredRun) -> String {
+    let mut out = String::from("<h2 id=\"files\">Files</h2><ul id=\"file-links\">");
+    for file in &run.files {
+        let _ = write!(out, "<li><a href=\"{}\">{}</a></li>", href(file), esc(file));
+    }
+    out.push_str("</ul>");
+    out
+}

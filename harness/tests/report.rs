@@ -1,0 +1,632 @@
+//! Reports and the results index, rendered in headless Chromium: no Docker needed.
+//!
+//! The runs are a real one kept in `tests/fixtures/` (Redlock under kills, three double
+//! grants) and synthetic ones written here with the checker's types. Chromium is required: a
+//! missing one fails with how to install it, unless `SPLITBRAIN_SKIP_BROWSER=1` says to skip
+//! the browser on purpose.
+
+mod support;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use splitbrain_checker::testing::{lock_history, LockWorkload};
+use splitbrain_checker::{
+    acquisition_stats, fencing, lock_safety, lost_writes, stuck_lock, Op, OpType, Process, Valid,
+};
+use support::{run_splitbrain, splitbrain};
+
+const FIXTURE_TEST: &str = "redlock-redlock-lock-kill";
+const FIXTURE_RUN: &str = "20261130T004506";
+
+/// A results folder holding a copy of the stored Redlock run.
+fn results_with_fixture() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let results = dir.path().join("results");
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(FIXTURE_TEST);
+    copy_dir(&fixture, &results.join(FIXTURE_TEST));
+    (dir, results)
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+/// Writes a run folder from a history, with results.json from the checkers plus `extra`
+/// sections (another checker's, say).
+fn write_run(dir: &Path, test: Value, history: &[Op], extra: Value) {
+    std::fs::create_dir_all(dir.join("nodes/n1")).unwrap();
+    std::fs::write(
+        dir.join("nodes/n1/redis.log"),
+        "1:M * Ready to accept connections\n",
+    )
+    .unwrap();
+    std::fs::write(dir.join("test.json"), test.to_string()).unwrap();
+    let lines: String = history
+        .iter()
+        .map(|op| serde_json::to_string(op).unwrap() + "\n")
+        .collect();
+    std::fs::write(dir.join("history.jsonl"), lines).unwrap();
+    let safety = lock_safety::check(history);
+    let writes = lost_writes::check(history);
+    let fences = fencing::check(history);
+    let stuck = stuck_lock::check(history, Duration::from_secs(2));
+    let extra_valid = extra
+        .as_object()
+        .into_iter()
+        .flat_map(|sections| sections.values())
+        .filter_map(|section| serde_json::from_value::<Valid>(section["valid"].clone()).ok());
+    let valid = [safety.valid, writes.valid, fences.valid, stuck.valid]
+        .into_iter()
+        .chain(extra_valid)
+        .fold(Valid::True, Valid::merge);
+    let mut results = json!({
+        "valid": valid,
+        "interrupted": false,
+        "lock-safety": safety,
+        "lost-writes": writes,
+        "fencing": fences,
+        "stuck-lock": stuck,
+        "acquisition": acquisition_stats::check(history),
+    });
+    if let (Value::Object(results), Value::Object(extra)) = (&mut results, extra) {
+        results.extend(extra);
+    }
+    std::fs::write(dir.join("results.json"), results.to_string()).unwrap();
+}
+
+fn test_json(name: &str, workload: &str, concurrency: usize, seconds: u64) -> Value {
+    json!({
+        "name": name,
+        "deployment": "sentinel",
+        "client": "redlock",
+        "workload": workload,
+        "nemesis": ["kill-primary"],
+        "seed": 3,
+        "time_limit": seconds * 1000,
+        "concurrency": concurrency,
+        "started": "2026-11-30T01:00:00+00:00",
+        "command": format!("splitbrain run --workload {workload} --seed 3"),
+    })
+}
+
+/// Builds a history in order: times in milliseconds, indexes counted.
+#[derive(Default)]
+struct Script(Vec<Op>);
+
+impl Script {
+    fn push(&mut self, ms: u64, op: Op) -> &mut Self {
+        let index = self.0.len() as u64;
+        self.0.push(op.at(index, ms * 1_000_000));
+        self
+    }
+
+    fn nemesis(&mut self, ms: u64, f: &str, fault: &str, nodes: &[&str]) -> &mut Self {
+        let mut op = Op::new(Process::NEMESIS, OpType::Info, f)
+            .nodes(nodes.iter().map(|n| n.to_string()).collect());
+        if !fault.is_empty() {
+            op.fault = Some(fault.into());
+        }
+        self.push(ms, op)
+    }
+
+    /// An operation by `process`: invoke at `ms`, completion `took` ms later.
+    fn op(
+        &mut self,
+        ms: u64,
+        took: u64,
+        process: u64,
+        f: &str,
+        kind: OpType,
+        key: &str,
+    ) -> &mut Self {
+        let p = Process::Client(process);
+        self.push(ms, Op::new(p, OpType::Invoke, f).key(key).value(ms as i64));
+        let done = Op::new(p, kind, f).key(key).value(ms as i64);
+        let done = if kind == OpType::Fail {
+            done.error("register held <another> value")
+        } else {
+            done
+        };
+        self.push(ms + took, done)
+    }
+}
+
+/// A register run: reads, writes and cas by three workers, a timeout that retires process 1,
+/// a kill of the master with a failover in the middle, and a key whose name is markup.
+fn register_history() -> Vec<Op> {
+    let mut s = Script::default();
+    s.nemesis(0, "master", "", &["n1"]);
+    for round in 0..40 {
+        let t = 10 + round * 50;
+        s.op(t, 3, 0, "write", OpType::Ok, "r0")
+            .op(t + 5, 2, 2, "read", OpType::Ok, "<script>x</script>")
+            .op(t + 9, 4, 4, "cas", OpType::Fail, "r0");
+    }
+    s.op(900, 1_000, 1, "read", OpType::Info, "r1");
+    s.op(1_950, 2, 4, "write", OpType::Ok, "r1");
+    s.nemesis(500, "start", "kill-primary", &["n1"])
+        .nemesis(900, "master", "", &["n1", "n2"])
+        .nemesis(1_200, "master", "", &["n2"])
+        .nemesis(1_500, "stop", "kill-primary", &["n1"]);
+    s.0.sort_by_key(|op| op.time);
+    for (i, op) in s.0.iter_mut().enumerate() {
+        op.index = i as u64;
+    }
+    s.0
+}
+
+/// Only one Chromium at a time: they are heavy, and the machine may have two cores.
+static BROWSER: Mutex<()> = Mutex::new(());
+
+/// Chromium's path; `None` if the tests were told to skip the browser.
+fn chromium() -> Option<PathBuf> {
+    if std::env::var("SPLITBRAIN_SKIP_BROWSER").as_deref() == Ok("1") {
+        eprintln!("SPLITBRAIN_SKIP_BROWSER=1: not rendering in Chromium");
+        return None;
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let found = ["chromium", "chromium-browser", "google-chrome"]
+        .iter()
+        .flat_map(|name| std::env::split_paths(&path).map(move |dir| dir.join(name)))
+        .find(|candidate| candidate.is_file());
+    match found {
+        Some(browser) => Some(browser),
+        None => panic!(
+            "these tests render reports in headless Chromium, which is not installed: run \
+             `apt-get install -y chromium` (or set SPLITBRAIN_SKIP_BROWSER=1 to skip the browser)"
+        ),
+    }
+}
+
+/// What Chromium made of a page.
+struct Rendered {
+    /// The DOM after load, scripts run.
+    dom: String,
+    /// Chromium's log, console messages included.
+    log: String,
+    /// How long the screenshot took, browser start included.
+    screenshot_time: Duration,
+}
+
+impl Rendered {
+    /// Fails the test on any script error the page recorded or Chromium logged.
+    fn assert_no_errors(&self) {
+        // The attribute, not the script that sets it.
+        assert!(
+            !self.dom.contains("data-errors=\""),
+            "the page recorded errors: {}",
+            self.dom
+                .split("data-errors=\"")
+                .nth(1)
+                .and_then(|rest| rest.split('"').next())
+                .unwrap_or_default()
+        );
+        for line in self.log.lines() {
+            assert!(
+                !line.contains("Uncaught") && !line.contains("CONSOLE"),
+                "the browser logged: {line}"
+            );
+        }
+    }
+
+    /// When the page had loaded and was laid out, as its own script measured it.
+    fn load_ms(&self) -> Option<u64> {
+        let rest = self.dom.split("data-load-ms=\"").nth(1)?;
+        rest.split('"').next()?.parse().ok()
+    }
+}
+
+/// Renders `page` to `png` and dumps its DOM.
+fn render(browser: &Path, page: &Path, png: &Path) -> Rendered {
+    let _one_at_a_time = BROWSER.lock().unwrap_or_else(|e| e.into_inner());
+    let url = format!("file://{}", page.display());
+    let started = Instant::now();
+    let (_, shot_log) = run_browser(browser, &[&format!("--screenshot={}", png.display()), &url]);
+    let screenshot_time = started.elapsed();
+    assert!(
+        std::fs::metadata(png).is_ok_and(|m| m.len() > 1_000),
+        "no screenshot of {url}: {shot_log}"
+    );
+    // SPLITBRAIN_REPORT_KEEP=DIR keeps each page and its screenshot, to look at or time.
+    if let Some(keep) = std::env::var_os("SPLITBRAIN_REPORT_KEEP") {
+        let keep = Path::new(&keep);
+        for (from, to) in [(png, png.to_path_buf()), (page, png.with_extension("html"))] {
+            let kept = keep.join(to.file_name().unwrap());
+            std::fs::copy(from, &kept)
+                .unwrap_or_else(|e| panic!("keeping {}: {e}", kept.display()));
+        }
+    }
+    let (dom, log) = run_browser(browser, &["--dump-dom", &url]);
+    Rendered {
+        dom,
+        log: shot_log + &log,
+        screenshot_time,
+    }
+}
+
+/// Runs headless Chromium with a fresh profile; returns its stdout and its log.
+fn run_browser(browser: &Path, args: &[&str]) -> (String, String) {
+    let profile = tempfile::tempdir().unwrap();
+    let mut child = Command::new(browser)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+            "--window-size=1440,2200",
+            "--enable-logging=stderr",
+            "--v=0",
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("starting Chromium");
+    let mut stdout = child.stdout.take().unwrap();
+    let mut stderr = child.stderr.take().unwrap();
+    let out = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = stdout.read_to_string(&mut text);
+        text
+    });
+    let err = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = stderr.read_to_string(&mut text);
+        text
+    });
+    let deadline = Instant::now() + Duration::from_secs(90);
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("Chromium took over 90 s on {args:?}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let log = err.join().unwrap();
+    // Chromium without a desktop session complains about D-Bus; that is not the page's doing.
+    let log = log
+        .lines()
+        .filter(|line| !line.contains("dbus") && !line.contains("D-Bus"))
+        .map(|line| format!("{line}\n"))
+        .collect();
+    (out.join().unwrap(), log)
+}
+
+fn report(dir: &Path) -> String {
+    let out = run_splitbrain(&["report", dir.to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "splitbrain report failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    std::fs::read_to_string(dir.join("report.html")).expect("report.html")
+}
+
+/// A report fetches nothing: no scripts, styles or images from elsewhere.
+fn assert_self_contained(html: &str) {
+    for (i, _) in html.match_indices("http") {
+        let rest = &html[i..];
+        assert!(
+            rest.starts_with("http://www.w3.org/2000/svg"),
+            "the report refers to {}",
+            &rest[..rest.len().min(60)]
+        );
+    }
+    assert!(!html.contains("<link") && !html.contains(" src="));
+}
+
+#[test]
+fn a_stored_run_gets_a_report_with_its_timeline_faults_and_double_grants() {
+    let (dir, results) = results_with_fixture();
+    let run = results.join(FIXTURE_TEST).join(FIXTURE_RUN);
+    let html = report(&run);
+    assert_self_contained(&html);
+    assert!(html.contains("verdict-invalid"));
+    assert!(
+        html.contains("--nemesis kill --time-limit 30s"),
+        "the command line is shown"
+    );
+    for link in [
+        "test.json",
+        "history.jsonl",
+        "results.json",
+        "nodes/n3/redis.log",
+    ] {
+        assert!(
+            html.contains(&format!("href=\"{link}\"")),
+            "no link to {link}"
+        );
+    }
+    let Some(browser) = chromium() else { return };
+    let png = dir.path().join("report-redlock-kill.png");
+    let page = render(&browser, &run.join("report.html"), &png);
+    page.assert_no_errors();
+    let dom = &page.dom;
+    assert!(dom.contains("id=\"timeline\""), "no timeline");
+    assert!(
+        dom.contains("class=\"fault-band\" data-fault=\"kill\""),
+        "no fault band"
+    );
+    assert!(dom.contains("id=\"fault-legend\""));
+    for grant in 1..=3 {
+        assert!(
+            dom.contains(&format!(
+                "<a href=\"#dg-{grant}\" id=\"dg-{grant}-mark\" class=\"double-grant\""
+            )),
+            "double grant {grant} is not highlighted on the timeline"
+        );
+        assert!(
+            dom.contains(&format!("<tr id=\"dg-{grant}\">")),
+            "no details of {grant}"
+        );
+    }
+    assert!(!dom.contains("id=\"dg-4-mark\""));
+    assert!(dom.contains("id=\"latency-0\"") && dom.contains("id=\"throughput\""));
+    assert!(dom.contains("id=\"check-lock-safety\""));
+}
+
+#[test]
+fn a_data_workload_draws_every_op_and_shows_another_checkers_result() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("results/sentinel-register/20261130T010000");
+    let linearizability = json!({"linearizability": {
+        "valid": false,
+        "model": "cas-register",
+        "cause": "no linearization of <read 3>",
+        "failures": [{"key": "r0", "explanation": {"op": {"f": "read", "value": 3}, "last_ok": [1, 2]}}],
+    }});
+    write_run(
+        &run,
+        test_json("sentinel-register", "register", 5, 2),
+        &register_history(),
+        linearizability,
+    );
+    let html = report(&run);
+    assert_self_contained(&html);
+    assert!(html.contains("id=\"check-linearizability\""));
+    assert!(html.contains("no linearization of &lt;read 3&gt;"));
+    assert!(
+        html.contains("register held &lt;another&gt; value"),
+        "errors are escaped"
+    );
+    assert_eq!(
+        html.matches("<script").count(),
+        1,
+        "only the page's own script"
+    );
+    assert!(
+        html.contains("class=\"master-split\""),
+        "two masters at once are marked"
+    );
+    let Some(browser) = chromium() else { return };
+    let page = render(
+        &browser,
+        &run.join("report.html"),
+        &dir.path().join("report-register.png"),
+    );
+    page.assert_no_errors();
+    for class in ["op-ok", "op-fail", "op-info"] {
+        assert!(
+            page.dom.contains(&format!("class=\"{class}\"")),
+            "no {class} marks"
+        );
+    }
+    assert!(page.dom.contains("id=\"masters\""));
+    assert!(page.dom.contains("cas latency") && page.dom.contains("write latency"));
+}
+
+#[test]
+fn the_index_lists_every_run_newest_first_and_links_their_reports() {
+    let (dir, results) = results_with_fixture();
+    let newer = results.join("sentinel-register/20261130T010000");
+    write_run(
+        &newer,
+        test_json("sentinel-register", "register", 5, 2),
+        &register_history(),
+        json!({}),
+    );
+    report(&newer);
+    std::os::unix::fs::symlink("sentinel-register/20261130T010000", results.join("latest"))
+        .unwrap();
+    let out = run_splitbrain(&["report", "--index", results.to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("(2 runs)"));
+    let html = std::fs::read_to_string(results.join("index.html")).unwrap();
+    assert_self_contained(&html);
+    let newest = html
+        .find("sentinel-register/20261130T010000/report.html")
+        .expect("newer run");
+    let older = html
+        .find(&format!("{FIXTURE_TEST}/{FIXTURE_RUN}/"))
+        .expect("the stored run, whose report is not written yet, links its folder");
+    assert!(newest < older, "newest first");
+    assert!(html.contains("2026-11-30 00:45:06"));
+    let Some(browser) = chromium() else { return };
+    let page = render(
+        &browser,
+        &results.join("index.html"),
+        &dir.path().join("index.png"),
+    );
+    page.assert_no_errors();
+    assert!(page.dom.contains("id=\"runs\""));
+    assert_eq!(
+        page.dom.matches("class=\"run\"").count(),
+        2,
+        "latest is not a run"
+    );
+}
+
+#[test]
+fn a_folder_that_is_not_a_run_is_bad_input() {
+    let dir = tempfile::tempdir().unwrap();
+    for args in [
+        vec!["report", dir.path().to_str().unwrap()],
+        vec!["report"],
+        vec!["report", "--index", "/nonexistent/results"],
+    ] {
+        let out = run_splitbrain(&args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(254), "{args:?}: {stderr}");
+        assert_eq!(
+            stderr.trim_end().lines().count(),
+            1,
+            "one line, not: {stderr}"
+        );
+    }
+    assert!(!dir.path().join("report.html").exists());
+}
+
+#[test]
+fn a_100000_op_report_stays_small_and_renders() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("results/big/20261130T020000");
+    let mut history = lock_history(&LockWorkload {
+        ops: 100_000,
+        processes: 10,
+        keys: 2,
+        seed: 11,
+    });
+    // One double grant, so that the big report has a violation to draw exactly.
+    let granted = history
+        .iter()
+        .find(|op| op.kind == OpType::Ok && op.f == "acquire" && op.time > 60_000_000_000)
+        .cloned()
+        .unwrap();
+    let Process::Client(holder) = granted.process else {
+        unreachable!()
+    };
+    let intruder = Process::Client(100_000 + (holder + 1) % 10);
+    let key = granted.key.clone().unwrap();
+    let next = history.len() as u64;
+    for (i, (kind, f)) in [
+        (OpType::Invoke, "acquire"),
+        (OpType::Ok, "acquire"),
+        (OpType::Invoke, "release"),
+        (OpType::Ok, "release"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let mut op = Op::new(intruder, kind, f)
+            .key(key.as_str())
+            .at(next + i as u64, granted.time + 100_000 * (i as u64 + 1));
+        op.ttl_ms = Some(500);
+        history.push(op);
+    }
+    write_run(&run, test_json("big", "lock", 10, 80), &history, json!({}));
+    let started = Instant::now();
+    let html = report(&run);
+    let write_time = started.elapsed();
+    let size = html.len();
+    assert!(size < 5_000_000, "report.html is {size} bytes");
+    assert!(
+        html.contains("id=\"dg-1-mark\""),
+        "the injected double grant is drawn"
+    );
+    assert!(html.contains("density"), "busy lanes are aggregated");
+    eprintln!("100,000 ops: report.html {size} bytes, written in {write_time:?}");
+    let Some(browser) = chromium() else { return };
+    let page = render(
+        &browser,
+        &run.join("report.html"),
+        &dir.path().join("report-100k-ops.png"),
+    );
+    page.assert_no_errors();
+    // The browser's own start-up, to tell apart from the report's rendering.
+    let blank = dir.path().join("blank.html");
+    std::fs::write(&blank, "<!DOCTYPE html><title>blank</title>").unwrap();
+    let baseline = render(&browser, &blank, &dir.path().join("blank.png"));
+    eprintln!(
+        "100,000 ops: headless screenshot in {:.2} s (an empty page: {:.2} s); loaded and laid \
+         out in {:?} ms",
+        page.screenshot_time.as_secs_f64(),
+        baseline.screenshot_time.as_secs_f64(),
+        page.load_ms()
+    );
+}
+
+#[test]
+fn serve_answers_inside_the_results_folder_and_nothing_outside() {
+    let (_dir, results) = results_with_fixture();
+    std::fs::write(results.parent().unwrap().join("secret"), "not for the web").unwrap();
+    let mut server = splitbrain()
+        .args([
+            "serve",
+            "--port",
+            "0",
+            "--results",
+            results.to_str().unwrap(),
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(server.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let port: u16 = line
+        .split("http://127.0.0.1:")
+        .nth(1)
+        .and_then(|rest| rest.split('/').next())
+        .and_then(|port| port.parse().ok())
+        .unwrap_or_else(|| panic!("no address in {line:?}"));
+    let get = |path: &str| -> String {
+        let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        write!(stream, "GET {path} HTTP/1.0\r\nHost: localhost\r\n\r\n").unwrap();
+        let mut response = String::new();
+        stream.read_to_string(&mut response).unwrap();
+        response
+    };
+    let index = get("/");
+    let log = get(&format!("/{FIXTURE_TEST}/{FIXTURE_RUN}/nodes/n1/redis.log"));
+    let outside = [
+        get("/../secret"),
+        get("/%2e%2e/secret"),
+        get(&format!("/{FIXTURE_TEST}/..%2F..%2Fsecret")),
+    ];
+    let folder = get(&format!("/{FIXTURE_TEST}"));
+    let _ = server.kill();
+    let _ = server.wait();
+    assert!(
+        index.starts_with("HTTP/1.0 200") && index.contains("splitbrain results"),
+        "{index}"
+    );
+    assert!(
+        index.contains(FIXTURE_TEST),
+        "the index is made fresh: {index}"
+    );
+    assert!(
+        log.starts_with("HTTP/1.0 200") && log.contains("text/plain"),
+        "{log}"
+    );
+    for response in outside {
+        assert!(response.starts_with("HTTP/1.0 404"), "{response}");
+        assert!(!response.contains("not for the web"));
+    }
+    assert!(
+        folder.starts_with("HTTP/1.0 308"),
+        "a folder gets its slash: {folder}"
+    );
+}
