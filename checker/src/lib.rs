@@ -7,6 +7,7 @@ pub mod acquisition;
 pub mod acquisition_stats;
 pub mod fencing;
 pub mod history;
+pub mod linearizability;
 pub mod lock_safety;
 pub mod lost_writes;
 mod operation;
