@@ -31,6 +31,8 @@
 //!    stopped by a limit; otherwise valid. Each key not linearizable comes with an
 //!    [`Explanation`].
 
+mod budget;
+mod cache;
 mod calls;
 mod explanation;
 mod model;
@@ -49,9 +51,10 @@ pub use explanation::{Explanation, LinearizedOp, OpSummary, RefusedOp, EXPLAINED
 pub use model::{Call, Model, RegisteredModel, Values};
 pub use models::{find_model, MODELS};
 
+use budget::{Budget, Stop};
 use calls::PartCalls;
 use model::PreparedPart;
-use search::{Budget, PartOutcome, Stop};
+use search::PartOutcome;
 
 use crate::{Op, Process, Valid};
 

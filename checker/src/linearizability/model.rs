@@ -10,7 +10,8 @@ use std::hash::Hash;
 
 use serde_json::Value;
 
-use super::search::{search, Budget, PartOutcome};
+use super::budget::Budget;
+use super::search::{search, PartOutcome};
 use super::{CheckError, PartCalls};
 
 /// A sequential specification: an initial state and the legal transitions from each state.

@@ -9,11 +9,9 @@
 //!   list; a dead end (a return reached with no operation before it the model allows) pops the
 //!   last one, unlifts it (the links it left still point at its neighbours) and tries the next
 //!   candidate. The stack is explicit: no recursion, whatever the history's size.
-//! - **Cache** (Lowe). A configuration is the set of linearized operations (a bitset) and the
-//!   model state. Every configuration entered is remembered; one seen before is never entered
-//!   again, since everything reachable from it has been searched. The bitset's hash is kept
-//!   incrementally (Zobrist: a random word per operation, xored in and out), so a step costs
-//!   one hash of the model state.
+//! - **Cache** (Lowe). Every configuration entered (linearized operations, model state) is
+//!   remembered, and one seen before, or dominated by one seen before, is not entered again:
+//!   everything reachable from it has been searched (see `cache.rs`).
 //! - **`info` operations** have no return entry: they may take effect any time after their
 //!   invoke, or never, so the search is done once every `ok` operation is linearized. They sit
 //!   in a list of their own and are tried only after every `ok` candidate at a configuration:
@@ -22,117 +20,29 @@
 //!   are interchangeable once both are invoked, so only the earliest one not yet linearized is
 //!   tried: k pending equal writes cost k + 1 branches, not 2^k.
 //! - **Limits.** Time and memory are checked as the search goes: the cache and the stack are
-//!   charged to a [`Budget`] shared by all keys, and running out stops the search, never the
+//!   charged to the [`Budget`] all keys share, and running out stops the search, never the
 //!   process.
 //! - **Explanation.** The deepest stack seen is kept (copied only where it differs from the
 //!   last copy, so at constant amortized cost per step); if the search fails, it is the longest
 //!   linearizable prefix, and the candidates after it are those the model refused.
 
-use std::hash::{Hash, Hasher};
 use std::mem::size_of;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::time::Instant;
 
-use hashbrown::HashTable;
-
+use super::budget::{Budget, Memory, Stop};
+use super::cache::{Cache, Linearized};
 use super::explanation::{Explanation, LinearizedOp, OpSummary, RefusedOp, EXPLAINED_OPS};
 use super::model::{Model, Prepared};
-use super::Limits;
 
 /// The end of a list, and "no operation".
 const NONE: u32 = u32::MAX;
 /// Loop iterations between two looks at the clock and the other keys.
 const CHECK_EVERY: u32 = 1 << 10;
-/// Memory is reserved from the shared budget in chunks of this many bytes.
-const RESERVATION: usize = 64 << 10;
-/// What the allocator adds to each allocation, for memory estimates.
-const ALLOCATION_OVERHEAD: usize = 16;
-
-/// The time and memory that all keys' searches share, and the flag that stops them.
-pub(crate) struct Budget {
-    deadline: Option<Instant>,
-    memory_bound: usize,
-    reserved: AtomicUsize,
-    peak: AtomicUsize,
-    states: AtomicU64,
-    cancelled: AtomicBool,
-}
-
-impl Budget {
-    pub fn new(limits: Limits) -> Budget {
-        Budget {
-            deadline: Instant::now().checked_add(limits.time),
-            memory_bound: limits.memory_bytes,
-            reserved: AtomicUsize::new(0),
-            peak: AtomicUsize::new(0),
-            states: AtomicU64::new(0),
-            cancelled: AtomicBool::new(false),
-        }
-    }
-
-    /// Stops every search still running: the verdict is known.
-    pub fn cancel(&self) {
-        self.cancelled.store(true, Ordering::Relaxed);
-    }
-
-    /// Configurations entered, over all keys.
-    pub fn states(&self) -> u64 {
-        self.states.load(Ordering::Relaxed)
-    }
-
-    /// The most memory reserved at once, over all keys.
-    pub fn peak_bytes(&self) -> usize {
-        self.peak.load(Ordering::Relaxed)
-    }
-
-    /// Why a search must stop now, if it must.
-    fn stop(&self) -> Option<Stop> {
-        if self.cancelled.load(Ordering::Relaxed) {
-            Some(Stop::Cancelled)
-        } else if self.deadline.is_some_and(|d| Instant::now() >= d) {
-            Some(Stop::TimeLimit)
-        } else {
-            None
-        }
-    }
-
-    /// Takes `bytes` from the memory bound, unless that would exceed it.
-    fn reserve(&self, bytes: usize) -> bool {
-        let granted =
-            self.reserved
-                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |reserved| {
-                    reserved
-                        .checked_add(bytes)
-                        .filter(|&total| total <= self.memory_bound)
-                });
-        match granted {
-            Ok(before) => {
-                self.peak.fetch_max(before + bytes, Ordering::Relaxed);
-                true
-            }
-            Err(_) => false,
-        }
-    }
-
-    fn release(&self, bytes: usize) {
-        self.reserved.fetch_sub(bytes, Ordering::Relaxed);
-    }
-}
 
 /// How one key's search ended.
 pub(crate) enum PartOutcome {
     Linearizable,
     NotLinearizable(Box<Explanation>),
     Stopped(Stop),
-}
-
-/// Why a search stopped before a verdict.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Stop {
-    TimeLimit,
-    MemoryBound,
-    /// Another key was found not linearizable.
-    Cancelled,
 }
 
 /// Searches one key's operations for a linearization within `budget`.
@@ -146,8 +56,7 @@ pub(crate) fn search<M: Model>(part: &Prepared<'_, M>, budget: &Budget) -> PartO
         Ok(false) => PartOutcome::NotLinearizable(Box::new(search.explain())),
         Err(stop) => PartOutcome::Stopped(stop),
     };
-    budget.states.fetch_add(search.states, Ordering::Relaxed);
-    budget.release(search.reserved);
+    budget.add_states(search.states);
     outcome
 }
 
@@ -230,13 +139,6 @@ struct Frame<S> {
     state_before: S,
 }
 
-/// A configuration entered: its hash, linearized operations and model state.
-struct Seen<S> {
-    hash: u64,
-    linearized: Box<[u64]>,
-    state: S,
-}
-
 struct Search<'p, 'h, M: Model> {
     part: &'p Prepared<'h, M>,
     budget: &'p Budget,
@@ -248,19 +150,16 @@ struct Search<'p, 'h, M: Model> {
     return_node: Vec<u32>,
     /// For each `info` operation, the previous one the model sees as equal, or [`NONE`].
     twin_before: Vec<u32>,
-    zobrist: Vec<u64>,
-    linearized: Vec<u64>,
-    linearized_hash: u64,
+    linearized: Linearized,
     remaining_ok: usize,
     state: M::State,
     stack: Vec<Frame<M::State>>,
-    cache: HashTable<Seen<M::State>>,
+    cache: Cache<M::State>,
     best: Vec<(u32, M::State)>,
     /// How much of `stack` `best` was copied from and still agrees with.
     best_shared: usize,
-    /// Bytes in use by the cache and the stacks, as estimated, and bytes reserved for them.
-    bytes: usize,
-    reserved: usize,
+    memory: Memory<'p>,
+    /// Configurations entered.
     states: u64,
 }
 
@@ -297,7 +196,6 @@ impl<'p, 'h, M: Model> Search<'p, 'h, M> {
         let twin_before = (ok_count..calls.len())
             .map(|op| last_equal.insert(&part.ops[op], op as u32).unwrap_or(NONE))
             .collect();
-        let mut seed = SplitMix64(0x5eed);
         Search {
             part,
             budget,
@@ -306,23 +204,25 @@ impl<'p, 'h, M: Model> Search<'p, 'h, M> {
             call_node,
             return_node,
             twin_before,
-            zobrist: (0..calls.len()).map(|_| seed.next()).collect(),
-            linearized: vec![0; calls.len().div_ceil(64)],
-            linearized_hash: 0,
+            linearized: Linearized::new(ok_count, calls.len() - ok_count),
             remaining_ok: ok_count,
             state: part.model.init(),
             stack: Vec::new(),
-            cache: HashTable::new(),
+            cache: Cache::new(),
             best: Vec::new(),
             best_shared: 0,
-            bytes: 0,
-            reserved: 0,
+            memory: Memory::new(budget),
             states: 0,
         }
     }
 
     /// Whether every `ok` operation can be linearized; `Err` if the search had to stop.
     fn run(&mut self) -> Result<bool, Stop> {
+        // The initial configuration, so that an `info` operation leaving it as it is is
+        // dominated.
+        let state_bytes = self.part.model.state_heap_bytes(&self.state);
+        self.cache
+            .enter(&self.linearized, &self.state, state_bytes, &mut self.memory)?;
         let mut cursor = Cursor::Ok(self.ok.first());
         let mut ticks = 0u32;
         while self.remaining_ok > 0 {
@@ -359,7 +259,7 @@ impl<'p, 'h, M: Model> Search<'p, 'h, M> {
                 Cursor::Info { node, bound } => {
                     let op = self.info.op(node);
                     let twin = self.twin_before[op as usize - self.part.ok_count];
-                    let earliest_of_its_kind = twin == NONE || self.is_linearized(twin);
+                    let earliest_of_its_kind = twin == NONE || self.linearized.contains(twin);
                     if earliest_of_its_kind && self.try_linearize(op, bound)? {
                         Cursor::Ok(self.ok.first())
                     } else {
@@ -374,35 +274,29 @@ impl<'p, 'h, M: Model> Search<'p, 'h, M> {
         Ok(true)
     }
 
-    fn is_linearized(&self, op: u32) -> bool {
-        self.linearized[op as usize / 64] & (1 << (op % 64)) != 0
-    }
-
-    fn flip(&mut self, op: u32) {
-        self.linearized[op as usize / 64] ^= 1 << (op % 64);
-        self.linearized_hash ^= self.zobrist[op as usize];
-    }
-
     /// Linearizes `op` next if the model allows it and the configuration it leads to is new.
     fn try_linearize(&mut self, op: u32, bound: usize) -> Result<bool, Stop> {
         let model = self.part.model;
         let Some(next) = model.step(&self.state, &self.part.ops[op as usize]) else {
             return Ok(false);
         };
-        self.flip(op);
-        let hash = self.linearized_hash ^ hash_state(&next);
-        let linearized = &self.linearized;
-        let seen = |s: &Seen<M::State>| {
-            s.hash == hash && s.state == next && *s.linearized == linearized[..]
-        };
-        if self.cache.find(hash, seen).is_some() {
-            self.flip(op);
+        if op as usize >= self.part.ok_count && next == self.state {
+            // Dominated by the configuration it leaves, where the operation is still to come.
             return Ok(false);
         }
-        if let Err(stop) = self.remember(hash, &next) {
-            self.flip(op);
-            return Err(stop);
+        self.linearized.flip(op);
+        let state_bytes = model.state_heap_bytes(&next);
+        match self
+            .cache
+            .enter(&self.linearized, &next, state_bytes, &mut self.memory)
+        {
+            Ok(true) => {}
+            entered => {
+                self.linearized.flip(op);
+                return entered;
+            }
         }
+        self.states += 1;
         let stack_capacity = self.stack.capacity();
         self.stack.push(Frame {
             op,
@@ -410,8 +304,8 @@ impl<'p, 'h, M: Model> Search<'p, 'h, M> {
             state_before: std::mem::replace(&mut self.state, next),
         });
         let grown = self.stack.capacity() - stack_capacity;
-        let heap = model.state_heap_bytes(&self.state);
-        self.charge(grown * size_of::<Frame<M::State>>() + heap)?;
+        self.memory
+            .charge(grown * size_of::<Frame<M::State>>() + state_bytes)?;
         if (op as usize) < self.part.ok_count {
             self.ok.unlink(self.call_node[op as usize]);
             self.ok.unlink(self.return_node[op as usize]);
@@ -419,62 +313,17 @@ impl<'p, 'h, M: Model> Search<'p, 'h, M> {
         } else {
             self.info.unlink(self.call_node[op as usize]);
         }
-        self.keep_if_best()?;
-        Ok(true)
-    }
-
-    /// Adds a configuration to the cache.
-    fn remember(&mut self, hash: u64, state: &M::State) -> Result<(), Stop> {
-        if self.cache.len() == self.cache.capacity() {
-            // Charge the bigger table before it is allocated, then correct the estimate.
-            let before = table_bytes::<Seen<M::State>>(self.cache.capacity());
-            let wanted = (2 * self.cache.capacity()).max(64);
-            let estimate = table_bytes::<Seen<M::State>>(wanted) - before;
-            self.charge(estimate)?;
-            self.cache
-                .reserve(wanted - self.cache.len(), |seen| seen.hash);
-            self.bytes = self.bytes - estimate
-                + (table_bytes::<Seen<M::State>>(self.cache.capacity()) - before);
-        }
-        let entry_bytes = self.linearized.len() * 8
-            + ALLOCATION_OVERHEAD
-            + self.part.model.state_heap_bytes(state);
-        self.charge(entry_bytes)?;
-        self.cache.insert_unique(
-            hash,
-            Seen {
-                hash,
-                linearized: self.linearized.clone().into_boxed_slice(),
-                state: state.clone(),
-            },
-            |seen| seen.hash,
-        );
-        self.states += 1;
-        Ok(())
-    }
-
-    /// Counts `bytes` more in use, reserving from the budget as needed.
-    fn charge(&mut self, bytes: usize) -> Result<(), Stop> {
-        self.bytes += bytes;
-        if self.bytes > self.reserved {
-            let wanted = self.bytes - self.reserved + RESERVATION;
-            let exact = self.bytes - self.reserved;
-            let granted = [wanted, exact]
-                .into_iter()
-                .find(|&bytes| self.budget.reserve(bytes))
-                .ok_or(Stop::MemoryBound)?;
-            self.reserved += granted;
-        }
-        Ok(())
+        self.keep_if_best().map(|()| true)
     }
 
     /// Undoes the last linearization; `None` if there is none left to undo.
     fn backtrack(&mut self) -> Option<Cursor> {
         let frame = self.stack.pop()?;
-        self.bytes -= self.part.model.state_heap_bytes(&self.state);
+        self.memory
+            .free(self.part.model.state_heap_bytes(&self.state));
         self.best_shared = self.best_shared.min(self.stack.len());
         self.state = frame.state_before;
-        self.flip(frame.op);
+        self.linearized.flip(frame.op);
         let op = frame.op as usize;
         Some(if op < self.part.ok_count {
             self.ok.relink(self.return_node[op]);
@@ -498,7 +347,7 @@ impl<'p, 'h, M: Model> Search<'p, 'h, M> {
         let model = self.part.model;
         let capacity = self.best.capacity();
         for (_, state) in self.best.drain(self.best_shared..) {
-            self.bytes -= model.state_heap_bytes(&state);
+            self.memory.free(model.state_heap_bytes(&state));
         }
         let mut heap = 0;
         for depth in self.best_shared..self.stack.len() {
@@ -511,7 +360,8 @@ impl<'p, 'h, M: Model> Search<'p, 'h, M> {
         }
         self.best_shared = self.stack.len();
         let grown = self.best.capacity() - capacity;
-        self.charge(grown * size_of::<(u32, M::State)>() + heap)
+        self.memory
+            .charge(grown * size_of::<(u32, M::State)>() + heap)
     }
 
     /// The explanation of a failed search: the deepest stack, and what came after it.
@@ -583,75 +433,5 @@ impl<'p, 'h, M: Model> Search<'p, 'h, M> {
                 })
                 .collect(),
         }
-    }
-}
-
-/// The bytes of a hash table holding `capacity` entries of `T`, as hashbrown lays it out.
-fn table_bytes<T>(capacity: usize) -> usize {
-    let buckets = if capacity < 8 {
-        capacity + 1
-    } else {
-        (capacity * 8 / 7).next_power_of_two()
-    };
-    buckets * (size_of::<T>() + 1)
-}
-
-/// The hash of a model state, with the Fx multiply-rotate hash: states are a few words.
-fn hash_state<S: Hash>(state: &S) -> u64 {
-    let mut hasher = FxHasher(0);
-    state.hash(&mut hasher);
-    hasher.0
-}
-
-struct FxHasher(u64);
-
-impl FxHasher {
-    fn add(&mut self, word: u64) {
-        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-}
-
-impl Hasher for FxHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        let mut chunks = bytes.chunks_exact(8);
-        for chunk in &mut chunks {
-            self.add(u64::from_le_bytes(chunk.try_into().expect("8 bytes")));
-        }
-        let mut tail = [0; 8];
-        tail[..chunks.remainder().len()].copy_from_slice(chunks.remainder());
-        self.add(u64::from_le_bytes(tail));
-    }
-
-    fn write_u8(&mut self, n: u8) {
-        self.add(n.into());
-    }
-
-    fn write_u32(&mut self, n: u32) {
-        self.add(n.into());
-    }
-
-    fn write_u64(&mut self, n: u64) {
-        self.add(n);
-    }
-
-    fn write_usize(&mut self, n: usize) {
-        self.add(n as u64);
-    }
-
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
-
-/// SplitMix64, for the Zobrist words: fixed, so that runs repeat.
-struct SplitMix64(u64);
-
-impl SplitMix64 {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
     }
 }

@@ -17,7 +17,7 @@ use crate::{Op, OpType, Process};
 
 mod objects;
 
-pub use objects::{object_history, HistoryBuilder, ObjectWorkload};
+pub use objects::{linearizability_scenarios, object_history, HistoryBuilder, ObjectWorkload};
 
 /// The shape of a synthetic lock run.
 #[derive(Debug, Clone)]

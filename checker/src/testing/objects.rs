@@ -33,6 +33,35 @@ pub struct ObjectWorkload {
     pub seed: u64,
 }
 
+/// The linearizability benchmark's scenarios, by name: cas-register histories with one key
+/// and 5, 10 or 20 processes, of 100 to 10,000 ops; 10 keys and 50 clients; 100 keys and
+/// 100,000 ops. About a tenth of the operations time out.
+pub fn linearizability_scenarios() -> Vec<(String, ObjectWorkload)> {
+    let workload = |ops, processes, keys| ObjectWorkload {
+        model: "cas-register",
+        ops,
+        processes,
+        keys,
+        info_percent: 10,
+        seed: 1,
+    };
+    let mut scenarios = Vec::new();
+    for processes in [5, 10, 20] {
+        for ops in [100, 1_000, 10_000] {
+            scenarios.push((
+                format!("1key_{processes}p_{ops}ops"),
+                workload(ops, processes, 1),
+            ));
+        }
+    }
+    scenarios.push(("10keys_50p_2000ops".to_string(), workload(2_000, 50, 10)));
+    scenarios.push((
+        "100keys_200p_100000ops".to_string(),
+        workload(100_000, 200, 100),
+    ));
+    scenarios
+}
+
 /// Simulates `workload` and returns its history, ops in time order.
 ///
 /// # Panics
