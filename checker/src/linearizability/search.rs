@@ -1,5 +1,5 @@
 //! The search for a linearization of one key's operations: Wing and Gong's algorithm with
-//! Lowe's improvements, as in Porcupine, plus two refinements for `info` operations.
+//! Lowe's improvements, as in Porcupine, plus refinements for `info` operations.
 //!
 //! - **Entries.** Each `ok` operation has a call entry (at its invoke) and a return entry (at its
 //!   completion), in history order, in a doubly linked list over arrays. An operation can be
@@ -18,7 +18,9 @@
 //!   most `info` operations never took effect, and trying them last keeps the search on the
 //!   likely path. Two `info` operations that the model sees as equal (two writes of one value)
 //!   are interchangeable once both are invoked, so only the earliest one not yet linearized is
-//!   tried: k pending equal writes cost k + 1 branches, not 2^k.
+//!   tried: k pending equal writes cost k + 1 branches, not 2^k. And an `info` operation that
+//!   would leave the state as it is (a write of the value held) is not tried: leaving it for
+//!   later can only do better.
 //! - **Limits.** Time and memory are checked as the search goes: the cache and the stack are
 //!   charged to the [`Budget`] all keys share, and running out stops the search, never the
 //!   process.
