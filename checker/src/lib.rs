@@ -5,8 +5,10 @@
 
 pub mod acquisition;
 pub mod acquisition_stats;
+pub mod edn;
 pub mod fencing;
 pub mod history;
+pub mod linearizability;
 pub mod lock_safety;
 pub mod lost_writes;
 mod operation;
@@ -15,5 +17,6 @@ pub mod stuck_lock;
 pub mod testing;
 mod verdict;
 
+pub use edn::{read_edn_history, EdnOptions};
 pub use history::{read_history, HistoryError, Op, OpType, Process};
 pub use verdict::Valid;

@@ -1,4 +1,7 @@
-//! Synthetic histories for benchmarks and examples; not a stable API.
+//! Synthetic histories for tests, benchmarks and examples; not a stable API.
+//!
+//! [`object_history`] simulates clients of a correct, linearizable object of any
+//! linearizability model, and [`HistoryBuilder`] writes small histories by hand.
 //!
 //! [`lock_history`] simulates Jepsen-style clients of a *correct* lock service: processes
 //! contend on a few keys with `acquire` and `release`, a nemesis starts and stops faults every
@@ -11,6 +14,10 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 use crate::{Op, OpType, Process};
+
+mod objects;
+
+pub use objects::{linearizability_scenarios, object_history, HistoryBuilder, ObjectWorkload};
 
 /// The shape of a synthetic lock run.
 #[derive(Debug, Clone)]

@@ -1,0 +1,431 @@
+//! Property tests of the linearizability checker.
+//!
+//! - Histories of correct objects ([`object_history`]: each operation takes effect at one
+//!   instant inside its interval, some time out) are linearizable, for every model; with one
+//!   `ok` read's value changed to one never written, they are not.
+//! - On small random register histories, linearizable or not, the checker agrees with a brute
+//!   force search over every order of every subset of the operations.
+//! - Hand-written cases for each model, good and bad, and a pathological history that must come
+//!   back unknown within the time limit and the memory bound.
+
+use std::time::{Duration, Instant};
+
+use proptest::collection::vec;
+use proptest::prelude::*;
+use proptest::sample::Index;
+use serde_json::{json, Value};
+use splitbrain_checker::linearizability::{check, find_model, CheckError, Limits, MODELS};
+use splitbrain_checker::testing::{object_history, HistoryBuilder, ObjectWorkload};
+use splitbrain_checker::{Op, OpType, Process, Valid};
+
+fn verdict(model: &str, history: &[Op]) -> Valid {
+    let result = check(history, find_model(model).unwrap(), Limits::default()).unwrap();
+    if result.valid == Valid::Unknown {
+        panic!("unknown: {:?}", result.cause);
+    }
+    result.valid
+}
+
+fn workload() -> impl Strategy<Value = ObjectWorkload> {
+    let models: Vec<&'static str> = MODELS.iter().map(|model| model.name).collect();
+    (
+        proptest::sample::select(models),
+        10..300usize,
+        2..=10u64,
+        1..=3usize,
+        0..=20u64,
+        any::<u64>(),
+    )
+        .prop_map(
+            |(model, ops, processes, keys, info_percent, seed)| ObjectWorkload {
+                model,
+                ops,
+                processes,
+                keys,
+                info_percent,
+                seed,
+            },
+        )
+}
+
+/// A value no simulated client ever writes, in the shape of a read of `model`.
+fn never_written(model: &str, read: &Value) -> Value {
+    match model {
+        "set" => {
+            let mut elements = read.as_array().cloned().unwrap_or_default();
+            elements.push(json!(1_000_000));
+            Value::Array(elements)
+        }
+        "counter" => json!(-1),
+        "multi-register" => json!({"x": 1_000_000}),
+        _ => json!(1_000_000),
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    #[test]
+    fn histories_of_correct_objects_are_linearizable(workload in workload()) {
+        let history = object_history(&workload);
+        let result = check(&history, find_model(workload.model).unwrap(), Limits::default()).unwrap();
+        prop_assert_eq!(result.valid, Valid::True, "{:?}", result);
+        prop_assert_eq!(result.ops_ignored, 0);
+    }
+
+    #[test]
+    fn a_read_of_a_value_never_written_is_not_linearizable(
+        workload in workload().prop_filter("a model with reads", |w| !w.model.contains("mutex")),
+        pick in any::<Index>(),
+    ) {
+        let mut history = object_history(&workload);
+        let reads: Vec<usize> = (0..history.len())
+            .filter(|&i| {
+                let op = &history[i];
+                op.kind == OpType::Ok && op.f == "read" && op.value.as_ref().is_some_and(|v| !v.is_null())
+            })
+            .collect();
+        prop_assume!(!reads.is_empty());
+        let read = reads[pick.index(reads.len())];
+        let corrupted = never_written(workload.model, history[read].value.as_ref().unwrap());
+        history[read].value = Some(corrupted);
+        let result = check(&history, find_model(workload.model).unwrap(), Limits::default()).unwrap();
+        prop_assert_eq!(result.valid, Valid::False, "{:?}", result);
+        let failure = &result.failures[0];
+        prop_assert_eq!(failure.key.as_deref(), history[read].key.as_deref());
+        prop_assert!(failure.explanation.refused_count > 0);
+    }
+}
+
+/// One operation of a small random register history: its own process, invoked and completed
+/// at random points of the event order.
+#[derive(Debug, Clone)]
+struct Small {
+    f: &'static str,
+    /// The value written, read, or the cas's new value.
+    value: Option<u64>,
+    expected: u64,
+    outcome: Option<OpType>,
+}
+
+fn small() -> impl Strategy<Value = Small> {
+    let f = prop_oneof![Just("read"), Just("write"), Just("cas")];
+    let outcome = prop_oneof![
+        6 => Just(Some(OpType::Ok)),
+        2 => Just(Some(OpType::Info)),
+        1 => Just(Some(OpType::Fail)),
+        1 => Just(None),
+    ];
+    (
+        f,
+        proptest::option::weighted(0.9, 0..3u64),
+        0..3u64,
+        outcome,
+    )
+        .prop_map(|(f, value, expected, outcome)| Small {
+            f,
+            value,
+            expected,
+            outcome,
+        })
+}
+
+/// The history of `ops`, invokes and completions ordered by `order`: event `i` of the
+/// history is the next event of operation `order[i] % ops.len()`.
+fn small_history(ops: &[Small], order: &[usize]) -> Vec<Op> {
+    let mut next_event = vec![0; ops.len()];
+    let mut history = HistoryBuilder::default();
+    let events = |op: &Small| 1 + usize::from(op.outcome.is_some());
+    let mut pending: usize = ops.iter().map(events).sum();
+    let mut picks = order.iter().cycle();
+    while pending > 0 {
+        let op = picks.next().unwrap() % ops.len();
+        let candidates = (op..ops.len()).chain(0..op);
+        let op = candidates
+            .into_iter()
+            .find(|&i| next_event[i] < events(&ops[i]))
+            .unwrap();
+        let small = &ops[op];
+        let value = match small.f {
+            "cas" => small.value.map(|new| json!([small.expected, new])),
+            _ => small.value.map(|v| json!(v)),
+        };
+        let process = op as u64;
+        if next_event[op] == 0 {
+            let invoke_value = if small.f == "read" {
+                None
+            } else {
+                value.clone()
+            };
+            history.invoke(process, small.f, invoke_value);
+        } else {
+            match small.outcome.unwrap() {
+                OpType::Ok => history.ok(process, small.f, value),
+                OpType::Info => history.info(process, small.f, None),
+                _ => history.fail(process, small.f, None),
+            };
+        }
+        next_event[op] += 1;
+        pending -= 1;
+    }
+    history.build()
+}
+
+/// Whether some order of the `ok` operations and some of the `info` ones, respecting real time,
+/// is a legal cas-register execution: tried exhaustively.
+fn brute_force(history: &[Op]) -> bool {
+    struct Call {
+        f: String,
+        value: Option<Value>,
+        invoked: usize,
+        returned: Option<usize>,
+    }
+    let mut calls: Vec<Call> = Vec::new();
+    for (position, op) in history.iter().enumerate() {
+        let Process::Client(process) = op.process else {
+            continue;
+        };
+        match op.kind {
+            OpType::Invoke => calls.push(Call {
+                f: op.f.clone(),
+                value: op.value.clone(),
+                invoked: position,
+                returned: None,
+            }),
+            kind => {
+                let call = calls.iter().position(|c| {
+                    history[c.invoked].process == Process::Client(process) && c.returned.is_none()
+                });
+                let index = call.unwrap();
+                if kind == OpType::Fail {
+                    calls.remove(index);
+                } else if kind == OpType::Ok {
+                    calls[index].returned = Some(position);
+                    if op.value.is_some() {
+                        calls[index].value = op.value.clone();
+                    }
+                }
+            }
+        }
+    }
+    fn search(calls: &[Call], used: &mut Vec<bool>, state: &Value) -> bool {
+        let missing_ok = |used: &[bool], i: usize| !used[i] && calls[i].returned.is_some();
+        if !(0..calls.len()).any(|i| missing_ok(used, i)) {
+            return true;
+        }
+        for i in 0..calls.len() {
+            let blocked = (0..calls.len())
+                .any(|j| missing_ok(used, j) && calls[j].returned.unwrap() < calls[i].invoked);
+            if used[i] || blocked {
+                continue;
+            }
+            let call = &calls[i];
+            let next = match (call.f.as_str(), &call.value) {
+                ("read", None) | ("read", Some(Value::Null)) => Some(state.clone()),
+                ("read", Some(v)) => (v == state).then(|| state.clone()),
+                ("write", v) => Some(v.clone().unwrap_or(Value::Null)),
+                (_, Some(pair)) => (pair[0] == *state).then(|| pair[1].clone()),
+                (_, None) => None,
+            };
+            if let Some(next) = next {
+                used[i] = true;
+                if search(calls, used, &next) {
+                    return true;
+                }
+                used[i] = false;
+            }
+        }
+        false
+    }
+    let mut used = vec![false; calls.len()];
+    search(&calls, &mut used, &Value::Null)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(3000))]
+
+    #[test]
+    fn small_register_histories_agree_with_brute_force(
+        ops in vec(small(), 1..8),
+        order in vec(any::<usize>(), 16),
+    ) {
+        // A cas whose value is missing is malformed; give every cas a value.
+        let ops: Vec<Small> = ops
+            .into_iter()
+            .map(|mut op| {
+                if op.f == "cas" && op.value.is_none() {
+                    op.value = Some(0);
+                }
+                op
+            })
+            .collect();
+        let history = small_history(&ops, &order);
+        let expected = if brute_force(&history) { Valid::True } else { Valid::False };
+        prop_assert_eq!(verdict("cas-register", &history), expected, "{:#?}", history);
+    }
+}
+
+#[test]
+fn cas_succeeds_from_the_expected_value_only() {
+    let good = HistoryBuilder::default()
+        .call(1, "write", json!(1))
+        .call(1, "cas", json!([1, 2]))
+        .invoke(2, "cas", json!([1, 3]))
+        .fail(2, "cas", json!([1, 3]))
+        .call(2, "read", json!(2))
+        .build();
+    assert_eq!(verdict("cas-register", &good), Valid::True);
+    let bad = HistoryBuilder::default()
+        .call(1, "write", json!(1))
+        .call(1, "cas", json!([1, 2]))
+        .call(2, "cas", json!([1, 3]))
+        .build();
+    assert_eq!(verdict("cas-register", &bad), Valid::False);
+}
+
+#[test]
+fn a_mutex_acquired_twice_without_release_is_not_linearizable() {
+    let double = HistoryBuilder::default()
+        .call(1, "acquire", None)
+        .call(2, "acquire", None)
+        .build();
+    assert_eq!(verdict("mutex", &double), Valid::False);
+    assert_eq!(verdict("owner-mutex", &double), Valid::False);
+    let handed_over = HistoryBuilder::default()
+        .call(1, "acquire", None)
+        .invoke(2, "acquire", None)
+        .call(1, "release", None)
+        .ok(2, "acquire", None)
+        .build();
+    assert_eq!(verdict("mutex", &handed_over), Valid::True);
+    assert_eq!(verdict("owner-mutex", &handed_over), Valid::True);
+}
+
+#[test]
+fn a_release_by_another_process_is_fine_for_a_mutex_only() {
+    let history = HistoryBuilder::default()
+        .call(1, "acquire", None)
+        .call(2, "release", None)
+        .call(3, "acquire", None)
+        .build();
+    assert_eq!(verdict("mutex", &history), Valid::True);
+    let result = check(
+        &history,
+        find_model("owner-mutex").unwrap(),
+        Limits::default(),
+    )
+    .unwrap();
+    assert_eq!(result.valid, Valid::False);
+    let refused = &result.failures[0].explanation.refused[0];
+    assert_eq!(refused.op.process, Process::Client(2));
+    assert_eq!(refused.reason, "process 2 releases a lock process 1 holds");
+}
+
+#[test]
+fn an_info_acquire_may_never_have_happened() {
+    let history = HistoryBuilder::default()
+        .invoke(1, "acquire", None)
+        .info(1, "acquire", None)
+        .call(2, "acquire", None)
+        .call(2, "release", None)
+        .build();
+    assert_eq!(verdict("owner-mutex", &history), Valid::True);
+}
+
+#[test]
+fn a_set_read_must_hold_every_completed_add() {
+    let good = HistoryBuilder::default()
+        .call(1, "add", json!(1))
+        .invoke(2, "add", json!(2))
+        .call(3, "read", json!([1]))
+        .ok(2, "add", json!(2))
+        .call(3, "read", json!([2, 1]))
+        .build();
+    assert_eq!(verdict("set", &good), Valid::True);
+    let lost = HistoryBuilder::default()
+        .call(1, "add", json!(1))
+        .call(1, "add", json!(2))
+        .call(3, "read", json!([2]))
+        .build();
+    assert_eq!(verdict("set", &lost), Valid::False);
+}
+
+#[test]
+fn a_counter_read_is_the_sum_of_some_adds() {
+    let good = HistoryBuilder::default()
+        .call(1, "add", json!(2))
+        .invoke(2, "add", json!(3))
+        .info(2, "add", json!(3))
+        .call(3, "read", json!(5))
+        .call(3, "read", json!(5))
+        .build();
+    assert_eq!(verdict("counter", &good), Valid::True);
+    let bad = HistoryBuilder::default()
+        .call(1, "add", json!(2))
+        .call(3, "read", json!(3))
+        .build();
+    assert_eq!(verdict("counter", &bad), Valid::False);
+}
+
+#[test]
+fn multi_register_reads_see_one_write_whole() {
+    let good = HistoryBuilder::default()
+        .call(1, "write", json!({"x": 1, "y": 1}))
+        .invoke(1, "write", json!({"x": 2, "y": 2}))
+        .call(2, "read", json!({"x": 1, "y": 1}))
+        .ok(1, "write", json!({"x": 2, "y": 2}))
+        .call(2, "read", json!({"x": 2}))
+        .build();
+    assert_eq!(verdict("multi-register", &good), Valid::True);
+    let torn = HistoryBuilder::default()
+        .call(1, "write", json!({"x": 1, "y": 1}))
+        .invoke(1, "write", json!({"x": 2, "y": 2}))
+        .call(2, "read", json!({"x": 2, "y": 1}))
+        .build();
+    assert_eq!(verdict("multi-register", &torn), Valid::False);
+}
+
+#[test]
+fn a_completion_without_an_invoke_is_an_error_naming_its_index() {
+    let history = HistoryBuilder::default()
+        .call(1, "write", json!(1))
+        .ok(7, "write", json!(1))
+        .build();
+    let error = check(&history, find_model("register").unwrap(), Limits::default()).unwrap_err();
+    assert_eq!(
+        error,
+        CheckError::CompletionWithoutInvoke {
+            index: 2,
+            process: Process::Client(7)
+        }
+    );
+}
+
+#[test]
+fn many_concurrent_info_writes_give_unknown_within_the_limits() {
+    let mut history = HistoryBuilder::default();
+    for process in 0..48 {
+        history.invoke(process, "write", json!(process));
+    }
+    for process in 0..48 {
+        history.info(process, "write", json!(process));
+    }
+    for value in [3, 5, 3, 5, 3] {
+        history.call(100, "read", json!(value));
+    }
+    let limits = Limits {
+        time: Duration::from_secs(1),
+        memory_bytes: 64 << 20,
+    };
+    let started = Instant::now();
+    let result = check(&history.build(), find_model("register").unwrap(), limits).unwrap();
+    assert!(started.elapsed() < limits.time + Duration::from_secs(5));
+    assert_eq!(result.valid, Valid::Unknown);
+    assert!(result.peak_cache_bytes <= limits.memory_bytes);
+    let cause = result.cause.unwrap();
+    assert!(
+        cause.starts_with("time limit 1s reached")
+            || cause.starts_with("memory bound 64 MiB reached"),
+        "{cause}"
+    );
+}
