@@ -1,39 +1,309 @@
-//! `splitbrain check`: the checkers again, on a stored history.
+//! Checking a history: every checker on a run's `history.jsonl` (at the end of a run, and
+//! again by `splitbrain check`), and the linearizability checker alone on a Jepsen or knossos
+//! EDN history.
+//!
+//! The linearizability model follows from the operations unless one is asked for: a register
+//! history (`write`, `cas`) is checked as a `cas-register`, key by key, and counts in the
+//! verdict; a lock history (`acquire`) is checked as an `owner-mutex` and is shown beside lock
+//! safety without counting, because a mutex has no leases: a lease that ran out and was taken
+//! by another client is not linearizable as a mutex, yet is exactly what a lease lock
+//! promises, and lock safety judges leases.
 
 use std::path::Path;
+use std::time::Duration;
 
-use splitbrain_checker::HistoryError;
+use anyhow::Context;
+use splitbrain_checker::linearizability::{self, find_model, Limits, Linearizability, MODELS};
+use splitbrain_checker::{
+    acquisition_stats, fencing, lock_safety, lost_writes, read_edn_history, read_history,
+    stuck_lock, EdnOptions, HistoryError, Op, Valid,
+};
 
+use crate::cli::CheckArgs;
 use crate::error::{Exit, HarnessError};
-use crate::run::check_history;
+use crate::results::{injected_faults, OpCounts, Results};
 use crate::summary;
 
-/// Checks `path` (a history.jsonl, or a run folder holding one) and prints the summary.
-pub fn check(path: &Path) -> Result<Exit, HarnessError> {
-    let history = if path.is_dir() {
-        path.join("history.jsonl")
+/// How the linearizability checker runs on a history.
+#[derive(Debug, Clone, Copy)]
+pub struct LinearizabilityCheck {
+    /// The model asked for; `None`: the one the operations call for, if any.
+    pub model: Option<&'static linearizability::RegisteredModel>,
+    pub limits: Limits,
+}
+
+impl Default for LinearizabilityCheck {
+    /// The model the operations call for, within 30 s and 1 GiB.
+    fn default() -> Self {
+        LinearizabilityCheck {
+            model: None,
+            limits: Limits {
+                time: Duration::from_secs(30),
+                memory_bytes: 1 << 30,
+            },
+        }
+    }
+}
+
+/// `splitbrain check`: checks `args.history` (a history.jsonl, a run folder holding one, or
+/// an EDN history) and prints the summary.
+pub fn check(args: &CheckArgs) -> Result<Exit, HarnessError> {
+    let path = if args.history.is_dir() {
+        args.history.join("history.jsonl")
     } else {
-        path.to_path_buf()
+        args.history.clone()
     };
-    if !history.is_file() {
+    if !path.is_file() {
         return Err(HarnessError::BadInput(format!(
-            "{}: no such history file; give a history.jsonl or a run folder under results/",
-            history.display()
+            "{}: no such history file; give a history.jsonl, a run folder under results/, or \
+             a Jepsen EDN history",
+            path.display()
         )));
     }
-    let results = check_history(&history, false, None).map_err(|e| match e {
-        HarnessError::Crash(e) => match e.downcast_ref::<HistoryError>() {
-            Some(parse @ HistoryError::Parse { .. }) => HarnessError::BadInput(format!(
-                "{} is not a JSON-lines history: {parse}",
-                history.display()
-            )),
-            _ => HarnessError::Crash(e),
+    let model = match &args.model {
+        Some(name) => Some(find_model(name).ok_or_else(|| {
+            HarnessError::BadInput(format!(
+                "unknown model `{name}` in --model; choose one of: {}",
+                MODELS.iter().map(|m| m.name).collect::<Vec<_>>().join(", ")
+            ))
+        })?),
+        None => None,
+    };
+    let lin = LinearizabilityCheck {
+        model,
+        limits: Limits {
+            time: args.time_limit,
+            memory_bytes: args.memory_limit_mib << 20,
         },
-        other => other,
-    })?;
-    print!(
-        "{}",
-        summary::render(&format!("check {}", history.display()), &results)
-    );
+    };
+    let title = format!("check {}", path.display());
+    let text =
+        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    if is_edn(&path, &text) {
+        let Some(model) = model else {
+            return Err(HarnessError::BadInput(format!(
+                "{} is an EDN history, which only the linearizability checker reads: add \
+                 --model (one of: {})",
+                path.display(),
+                MODELS.iter().map(|m| m.name).collect::<Vec<_>>().join(", ")
+            )));
+        };
+        let options = EdnOptions {
+            independent: args.independent,
+        };
+        let ops = read_edn_history(&text, options).map_err(|e| not_a_history(&path, e))?;
+        let result = linearizability::check(&ops, model, lin.limits)
+            .map_err(|e| HarnessError::BadInput(format!("{}: {e}", path.display())))?;
+        print!("{}", summary::render_linearizability(&title, &result));
+        return Ok(Exit::Verdict(result.valid));
+    }
+    let ops = read_history(text.as_bytes())
+        .map_err(|e| not_a_history(&path, e))?
+        .ops;
+    let linearizability = model_for(&ops, &lin)
+        .map(|(model, counts)| {
+            linearizability::check(&ops, model, lin.limits).map(|result| (result, counts))
+        })
+        .transpose()
+        .map_err(|e| HarnessError::BadInput(format!("{}: {e}", path.display())))?;
+    let results = check_ops(&ops, false, None, linearizability);
+    print!("{}", summary::render(&title, &results));
     Ok(Exit::Verdict(results.valid))
+}
+
+fn not_a_history(path: &Path, e: HistoryError) -> HarnessError {
+    match e {
+        HistoryError::Parse { .. } => HarnessError::BadInput(format!(
+            "{} is not a history splitbrain reads: {e}",
+            path.display()
+        )),
+        HistoryError::Io(e) => HarnessError::Crash(anyhow::Error::from(e)),
+    }
+}
+
+/// Whether a history file is EDN rather than JSON lines: by its name, or by its first
+/// character being `[` or a map opening with a keyword.
+fn is_edn(path: &Path, text: &str) -> bool {
+    if path.extension().is_some_and(|e| e == "edn") {
+        return true;
+    }
+    let start = text.trim_start();
+    start.starts_with('[') || start.starts_with('#') || start.starts_with(";") || {
+        start.starts_with('{') && start[1..].trim_start().starts_with(':')
+    }
+}
+
+/// Reads back a run's history and checks it with every checker.
+pub fn check_history(
+    path: &Path,
+    interrupted: bool,
+    error: Option<String>,
+) -> Result<Results, HarnessError> {
+    let ops = match std::fs::File::open(path) {
+        Ok(file) => {
+            read_history(std::io::BufReader::new(file))
+                .with_context(|| format!("reading back {}", path.display()))?
+                .ops
+        }
+        // A run that failed before its clients started has no history.
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+        Err(e) => {
+            return Err(anyhow::Error::from(e)
+                .context(format!("opening {}", path.display()))
+                .into())
+        }
+    };
+    let linearizability = linearizable(&ops, &LinearizabilityCheck::default());
+    Ok(check_ops(&ops, interrupted, error, linearizability))
+}
+
+/// Every checker on `ops`, with the linearizability result (and whether it counts in the
+/// verdict) where a model applies.
+pub fn check_ops(
+    ops: &[Op],
+    interrupted: bool,
+    error: Option<String>,
+    linearizability: Option<(Linearizability, bool)>,
+) -> Results {
+    let lock_safety = lock_safety::check(ops);
+    let lost_writes = lost_writes::check(ops);
+    let fencing = fencing::check(ops);
+    let stuck_lock = stuck_lock::check(ops, stuck_bound(ops));
+    let (linearizability, counts) = match linearizability {
+        Some((result, counts)) => (Some(result), counts),
+        None => (None, false),
+    };
+    let mut valid = [
+        lock_safety.valid,
+        lost_writes.valid,
+        fencing.valid,
+        stuck_lock.valid,
+    ]
+    .into_iter()
+    .fold(Valid::True, Valid::merge);
+    if let (Some(result), true) = (&linearizability, counts) {
+        valid = valid.merge(result.valid);
+    }
+    Results {
+        valid: if error.is_some() {
+            valid.merge(Valid::Unknown)
+        } else {
+            valid
+        },
+        interrupted,
+        ops: OpCounts::of(ops),
+        faults: injected_faults(ops),
+        acquisition: acquisition_stats::check(ops),
+        lock_safety,
+        lost_writes,
+        fencing,
+        stuck_lock,
+        linearizability,
+        linearizability_counts: counts,
+        error,
+    }
+}
+
+/// The model to check `ops` with, and whether its verdict counts: the one asked for, which
+/// does; otherwise the one the operations call for (see the module's documentation).
+fn model_for(
+    ops: &[Op],
+    lin: &LinearizabilityCheck,
+) -> Option<(&'static linearizability::RegisteredModel, bool)> {
+    if let Some(model) = lin.model {
+        return Some((model, true));
+    }
+    let has = |f: &str| ops.iter().any(|op| op.f == f && !op.process.is_nemesis());
+    if has("acquire") {
+        Some((find_model("owner-mutex")?, false))
+    } else if has("write") || has("cas") {
+        Some((find_model("cas-register")?, true))
+    } else {
+        None
+    }
+}
+
+/// The linearizability check where a model applies, and whether it counts; a history whose
+/// operations do not pair up is `unknown`, with why, rather than a failed run.
+fn linearizable(ops: &[Op], lin: &LinearizabilityCheck) -> Option<(Linearizability, bool)> {
+    let (model, counts) = model_for(ops, lin)?;
+    let result =
+        linearizability::check(ops, model, lin.limits).unwrap_or_else(|e| Linearizability {
+            valid: Valid::Unknown,
+            model: model.name.to_string(),
+            keys: 0,
+            keys_checked: 0,
+            ops_checked: 0,
+            ops_ignored: 0,
+            ignored_fs: Vec::new(),
+            states_explored: 0,
+            peak_cache_bytes: 0,
+            cause: Some(format!("the history cannot be checked: {e}")),
+            failures: Vec::new(),
+        });
+    Some((result, counts))
+}
+
+/// How long a lock key may refuse everyone past its last lease before it counts as stuck:
+/// one more TTL (the longest asked for), so that retry and clock noise never count.
+fn stuck_bound(history: &[Op]) -> std::time::Duration {
+    let ttl_ms = history
+        .iter()
+        .filter_map(|op| op.ttl_ms)
+        .max()
+        .unwrap_or(1_000);
+    std::time::Duration::from_millis(ttl_ms)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use splitbrain_checker::{OpType, Process};
+
+    fn op(process: u64, kind: OpType, f: &str) -> Op {
+        Op::new(Process::Client(process), kind, f)
+    }
+
+    #[test]
+    fn edn_is_told_apart_from_json_lines() {
+        let jsonl = Path::new("history.jsonl");
+        assert!(is_edn(jsonl, "[{:type :invoke}]"));
+        assert!(is_edn(jsonl, "  {:process 0, :type :invoke}"));
+        assert!(is_edn(Path::new("h.edn"), r#"{"index":0}"#));
+        assert!(!is_edn(jsonl, r#"{"index":0,"type":"invoke"}"#));
+    }
+
+    #[test]
+    fn registers_count_in_the_verdict_and_locks_do_not() {
+        let check = |ops: &[Op]| {
+            let result = linearizable(ops, &LinearizabilityCheck::default());
+            check_ops(ops, false, None, result)
+        };
+        let stale_read = vec![
+            op(0, OpType::Invoke, "write").value(1).key("r"),
+            op(0, OpType::Ok, "write").value(1).key("r"),
+            op(1, OpType::Invoke, "read").key("r"),
+            op(1, OpType::Ok, "read").value(2).key("r"),
+        ];
+        let results = check(&stale_read);
+        assert_eq!(
+            results.linearizability.as_ref().unwrap().model,
+            "cas-register"
+        );
+        assert_eq!(results.valid, Valid::False);
+
+        // A lease that ran out: B takes the lock A never released. Not a mutex, and not a
+        // violation of the lease either (A never held past its validity).
+        let expired = vec![
+            op(0, OpType::Invoke, "acquire").key("lock"),
+            op(0, OpType::Ok, "acquire").key("lock"),
+            op(1, OpType::Invoke, "acquire").key("lock"),
+            op(1, OpType::Ok, "acquire").key("lock"),
+        ];
+        let results = check(&expired);
+        let mutex = results.linearizability.as_ref().unwrap();
+        assert_eq!(mutex.model, "owner-mutex");
+        assert_eq!(mutex.valid, Valid::False);
+        assert!(!results.linearizability_counts);
+    }
 }

@@ -168,8 +168,23 @@ pub struct RunArgs {
 
 #[derive(Debug, Args)]
 pub struct CheckArgs {
-    /// A history.jsonl, or a run directory that holds one.
+    /// A history.jsonl, a run directory that holds one, or a Jepsen/knossos EDN history.
     pub history: PathBuf,
+    /// Check linearizability with this model (register, cas-register, mutex, owner-mutex,
+    /// set, counter, multi-register); by default the one the operations call for. EDN
+    /// histories need one.
+    #[arg(long)]
+    pub model: Option<String>,
+    /// How long the linearizability search may run before its verdict is unknown.
+    #[arg(long, default_value = "30s", value_parser = duration, allow_hyphen_values = true)]
+    pub time_limit: Duration,
+    /// How much memory (MiB) the linearizability search may hold before its verdict is
+    /// unknown.
+    #[arg(long, default_value_t = 1024)]
+    pub memory_limit_mib: usize,
+    /// EDN ops carry Jepsen's independent `[key value]` tuples: check each key on its own.
+    #[arg(long)]
+    pub independent: bool,
 }
 
 #[derive(Debug, Subcommand)]

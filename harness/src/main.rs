@@ -56,7 +56,7 @@ async fn dispatch(command: Command) -> Exit {
         }
         Command::Check(args) => {
             logging::to_stderr();
-            check::check(&args.history)
+            check::check(&args)
         }
         Command::Matrix(args) => {
             progress::set_quiet(args.quiet);

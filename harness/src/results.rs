@@ -8,6 +8,7 @@ use anyhow::Context;
 use serde::Serialize;
 use splitbrain_checker::acquisition_stats::AcquisitionStats;
 use splitbrain_checker::fencing::Fencing;
+use splitbrain_checker::linearizability::Linearizability;
 use splitbrain_checker::lock_safety::LockSafety;
 use splitbrain_checker::lost_writes::LostWrites;
 use splitbrain_checker::stuck_lock::StuckLock;
@@ -123,6 +124,12 @@ pub struct Results {
     #[serde(rename = "stuck-lock")]
     pub stuck_lock: StuckLock,
     pub acquisition: AcquisitionStats,
+    /// The linearizability checker's result, where the operations call for a model.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub linearizability: Option<Linearizability>,
+    /// Whether that result is part of `valid` (a register's is; a lock's mutex check is not).
+    #[serde(rename = "linearizability-in-verdict")]
+    pub linearizability_counts: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
 }

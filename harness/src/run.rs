@@ -4,14 +4,10 @@
 //! comes back here, where the run's containers are removed and the history written so far is
 //! checked and kept.
 
-use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::Context;
-use splitbrain_checker::{
-    acquisition_stats, fencing, lock_safety, lost_writes, read_history, stuck_lock, Op, Valid,
-};
 use splitbrain_compose::topology::MASTER_NAME;
 use splitbrain_compose::{image, topology, Deployment};
 use splitbrain_nemesis::links::{toxiproxy, LinkState, Links, Toxics};
@@ -22,9 +18,10 @@ use splitbrain_workloads::{
 };
 use tokio_util::sync::CancellationToken;
 
+use crate::check::check_history;
 use crate::error::{Exit, HarnessError};
 use crate::progress;
-use crate::results::{injected_faults, OpCounts, Results, RunDir, TestRecord, Versions};
+use crate::results::{RunDir, TestRecord, Versions};
 use crate::spec::TestSpec;
 use crate::summary;
 
@@ -133,67 +130,6 @@ pub async fn run(spec: TestSpec, interrupt: CancellationToken) -> Result<Exit, H
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
 struct Unsupported(String);
-
-/// Reads back the run's history and checks it.
-pub fn check_history(
-    path: &Path,
-    interrupted: bool,
-    error: Option<String>,
-) -> Result<Results, HarnessError> {
-    let ops = match std::fs::File::open(path) {
-        Ok(file) => {
-            read_history(std::io::BufReader::new(file))
-                .with_context(|| format!("reading back {}", path.display()))?
-                .ops
-        }
-        // A run that failed before its clients started has no history.
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-        Err(e) => {
-            return Err(anyhow::Error::from(e)
-                .context(format!("opening {}", path.display()))
-                .into())
-        }
-    };
-    let lock_safety = lock_safety::check(&ops);
-    let lost_writes = lost_writes::check(&ops);
-    let fencing = fencing::check(&ops);
-    let stuck_lock = stuck_lock::check(&ops, stuck_bound(&ops));
-    let valid = [
-        lock_safety.valid,
-        lost_writes.valid,
-        fencing.valid,
-        stuck_lock.valid,
-    ]
-    .into_iter()
-    .fold(Valid::True, Valid::merge);
-    Ok(Results {
-        valid: if error.is_some() {
-            valid.merge(Valid::Unknown)
-        } else {
-            valid
-        },
-        interrupted,
-        ops: OpCounts::of(&ops),
-        faults: injected_faults(&ops),
-        acquisition: acquisition_stats::check(&ops),
-        lock_safety,
-        lost_writes,
-        fencing,
-        stuck_lock,
-        error,
-    })
-}
-
-/// How long a lock key may refuse everyone past its last lease before it counts as stuck:
-/// one more TTL (the longest asked for), so that retry and clock noise never count.
-fn stuck_bound(history: &[Op]) -> std::time::Duration {
-    let ttl_ms = history
-        .iter()
-        .filter_map(|op| op.ttl_ms)
-        .max()
-        .unwrap_or(1_000);
-    std::time::Duration::from_millis(ttl_ms)
-}
 
 /// Image, bring-up, workload under faults, heal, logs, teardown.
 async fn run_core(

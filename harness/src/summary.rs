@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
+use splitbrain_checker::linearizability::Linearizability;
 use splitbrain_checker::lock_safety::DoubleGrant;
 use splitbrain_checker::Valid;
 
@@ -77,6 +78,9 @@ pub fn render(title: &str, results: &Results) -> String {
             writes.unexpected_count
         );
     }
+    if let Some(result) = &results.linearizability {
+        linearizability_lines(&mut out, result, results.linearizability_counts);
+    }
     let fencing = &results.fencing;
     if fencing.grants_checked > 0 {
         let _ = writeln!(
@@ -147,6 +151,79 @@ pub fn render(title: &str, results: &Results) -> String {
     out
 }
 
+/// The summary of a linearizability check on its own (an EDN history).
+pub fn render_linearizability(title: &str, result: &Linearizability) -> String {
+    let mut out = format!("\n{title}\n");
+    linearizability_lines(&mut out, result, true);
+    let verdict = match result.valid {
+        Valid::True => "valid: linearizable".to_string(),
+        Valid::False => "INVALID: not linearizable".to_string(),
+        Valid::Unknown => format!(
+            "unknown: {}",
+            result.cause.as_deref().unwrap_or("not searched to the end")
+        ),
+    };
+    let _ = writeln!(out, "  verdict  {verdict}");
+    out
+}
+
+/// The linearizability result: the model, how far the search went, and for a key that is
+/// not linearizable, what the search could not place next.
+fn linearizability_lines(out: &mut String, result: &Linearizability, counts: bool) {
+    let outcome = match result.valid {
+        Valid::True => "linearizable".to_string(),
+        Valid::False => "NOT linearizable".to_string(),
+        Valid::Unknown => format!(
+            "unknown ({})",
+            result.cause.as_deref().unwrap_or("not searched to the end")
+        ),
+    };
+    let aside = if counts {
+        ""
+    } else {
+        " (beside the verdict: a mutex has no leases, so a lease that ran out counts against \
+         it; lock safety judges the leases)"
+    };
+    let _ = writeln!(
+        out,
+        "  model    {} over {} key{}: {outcome}; {} ops, {} states, {:.1} MiB at most{aside}",
+        result.model,
+        result.keys,
+        plural(result.keys),
+        result.ops_checked,
+        result.states_explored,
+        result.peak_cache_bytes as f64 / f64::from(1 << 20)
+    );
+    for failure in result.failures.iter().take(SHOWN) {
+        let explanation = &failure.explanation;
+        let _ = writeln!(
+            out,
+            "    key {}: after {} op{} linearized, none of these could come next:",
+            failure.key.as_deref().unwrap_or("(no key)"),
+            explanation.linearized_count,
+            plural(explanation.linearized_count)
+        );
+        for refused in explanation.refused.iter().take(SHOWN) {
+            let op = &refused.op;
+            let value = op
+                .value
+                .as_ref()
+                .map(|v| format!(" {v}"))
+                .unwrap_or_default();
+            let _ = writeln!(
+                out,
+                "      op {} process {} {}{value} ({:?} at {}): {}",
+                op.index,
+                op.process,
+                op.f,
+                op.outcome,
+                seconds(op.invoke_ns as f64 / 1e6),
+                refused.reason
+            );
+        }
+    }
+}
+
 /// The verdict, with what each checker that found something found.
 pub fn verdict(results: &Results) -> String {
     let safety = &results.lock_safety;
@@ -188,18 +265,31 @@ pub fn verdict(results: &Results) -> String {
             plural(stuck.stuck_period_count)
         ));
     }
+    let counted = results
+        .linearizability
+        .as_ref()
+        .filter(|_| results.linearizability_counts);
+    if let Some(result) = counted.filter(|r| r.valid == Valid::False) {
+        found.push(format!("not linearizable as a {}", result.model));
+    }
     match results.valid {
         Valid::True => {
-            let mut line = if safety.fenced_double_grant_count > 0 {
-                "valid: every holder that outlived its lease was fenced off by the storage"
-            } else {
-                "valid: no two processes held a lock at once"
+            let mut parts = Vec::new();
+            if safety.fenced_double_grant_count > 0 {
+                parts.push("every holder that outlived its lease was fenced off by the storage");
+            } else if safety.holds > 0 {
+                parts.push("no two processes held a lock at once");
             }
-            .to_string();
             if writes.attempted > 0 {
-                line += ", no acknowledged write lost";
+                parts.push("no acknowledged write lost");
             }
-            line
+            if counted.is_some() {
+                parts.push("linearizable");
+            }
+            if parts.is_empty() {
+                parts.push("nothing to find fault with");
+            }
+            format!("valid: {}", parts.join(", "))
         }
         Valid::False => format!("INVALID: {}", found.join(", ")),
         Valid::Unknown if safety.possible_double_grant_count > 0 => format!(
@@ -212,7 +302,10 @@ pub fn verdict(results: &Results) -> String {
         {
             "unknown: the storage's final read did not succeed".to_string()
         }
-        Valid::Unknown => "unknown: the run did not finish".to_string(),
+        Valid::Unknown => match counted.and_then(|r| r.cause.as_deref()) {
+            Some(cause) => format!("unknown: linearizability {cause}"),
+            None => "unknown: the run did not finish".to_string(),
+        },
     }
 }
 

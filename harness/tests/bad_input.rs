@@ -278,3 +278,35 @@ fn a_register_workload_needs_one_master() {
     let line = refused(&["run", "--deployment", "redlock", "--workload", "register"]);
     assert!(line.contains("--workload register"), "{line}");
 }
+
+#[test]
+fn histories_the_checker_cannot_take_name_where() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, text: &str| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        path.display().to_string()
+    };
+    let malformed = write(
+        "malformed.edn",
+        "[{:type :invoke, :f :read\n :process 0}\n {:type :ok :f :read :process 0 :value }]",
+    );
+    let line = refused(&["check", &malformed, "--model", "register"]);
+    assert!(line.contains("line 3, column 2"), "{line}");
+    let line = refused(&["check", &malformed]);
+    assert!(line.contains("add --model"), "{line}");
+    let orphan = write(
+        "orphan.jsonl",
+        "{\"index\":0,\"time\":0,\"process\":3,\"type\":\"ok\",\"f\":\"write\",\"value\":1}\n",
+    );
+    let line = refused(&["check", &orphan]);
+    assert!(
+        line.contains("op 0: process 3 completes an operation it never invoked"),
+        "{line}"
+    );
+    let line = refused(&["check", &orphan, "--model", "knossos"]);
+    assert!(
+        line.contains("unknown model `knossos`") && line.contains("cas-register"),
+        "{line}"
+    );
+}

@@ -21,8 +21,8 @@ use tokio_util::sync::CancellationToken;
 
 pub use file::{Cell, Expect};
 
+use crate::check::check_history;
 use crate::error::{Exit, HarnessError};
-use crate::run::check_history;
 use crate::summary;
 
 /// Which slice of the cells to run: the `index`-th of `count` (from 1), every `count`-th cell.
