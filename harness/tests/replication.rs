@@ -278,6 +278,11 @@ fn killing_the_master_moves_it_and_the_register_history_is_recorded() {
             "some {f} succeeded"
         );
     }
+    let results = support::results_of(&results.join("latest"));
+    let linearizability = &results["linearizability"];
+    assert_eq!(linearizability["model"], "cas-register", "{results}");
+    assert_eq!(linearizability["keys"], 3, "{linearizability}");
+    assert_eq!(results["linearizability-in-verdict"], true);
     for key in ["r0", "r1", "r2"] {
         let final_read = ops
             .iter()
@@ -286,4 +291,53 @@ fn killing_the_master_moves_it_and_the_register_history_is_recorded() {
             .unwrap();
         assert_eq!(final_read.kind, OpType::Ok, "final read of {key}");
     }
+}
+
+#[test]
+fn registers_on_an_isolated_master_are_not_linearizable() {
+    if docker_skipped() {
+        return;
+    }
+    support::node_image();
+    let (_keep, results) = results_dir();
+    let out = run_splitbrain(&[
+        "run",
+        "--deployment",
+        "sentinel",
+        "--workload",
+        "register",
+        "--resources",
+        "3",
+        "--nemesis",
+        "partition-primary",
+        "--nemesis-interval",
+        "8s",
+        "--client-groups",
+        "3",
+        "--time-limit",
+        "25s",
+        "--seed",
+        "1",
+        "--results",
+        results.to_str().unwrap(),
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(
+        stdout.contains("not linearizable as a cas-register"),
+        "{stdout}"
+    );
+    let results = support::results_of(&results.join("latest"));
+    let failure = &results["linearizability"]["failures"][0];
+    let refused = &failure["explanation"]["refused"][0];
+    // A read or a compare-and-set saw a value the register, as the majority kept it, no
+    // longer held.
+    assert!(
+        ["read", "cas"].contains(&refused["op"]["f"].as_str().unwrap())
+            && refused["reason"]
+                .as_str()
+                .unwrap()
+                .contains("but the register holds"),
+        "{refused}"
+    );
 }
