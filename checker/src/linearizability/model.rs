@@ -38,6 +38,13 @@ pub trait Model: Send + Sync {
     /// there (a read of another value, an acquire of a held lock).
     fn step(&self, state: &Self::State, op: &Self::Op) -> Option<Self::State>;
 
+    /// Whether `op` only reads: wherever the model allows it, it leaves the state as it is. The
+    /// search linearizes such an operation as soon as the model allows it, trying nothing else
+    /// there, which saves much backtracking. The default, `false`, is always correct.
+    fn is_read(&self, _op: &Self::Op) -> bool {
+        false
+    }
+
     /// `state` as JSON, for explanations.
     fn describe_state(&self, state: &Self::State, values: &Values) -> Value;
 

@@ -37,6 +37,8 @@ use super::model::{Model, Prepared};
 
 /// The end of a list, and "no operation".
 const NONE: u32 = u32::MAX;
+/// The head of a list.
+const HEAD: u32 = 0;
 /// Loop iterations between two looks at the clock and the other keys.
 const CHECK_EVERY: u32 = 1 << 10;
 
@@ -126,18 +128,33 @@ impl List {
 /// Where the search looks for the next candidate.
 #[derive(Clone, Copy)]
 enum Cursor {
+    /// At a node of the `ok` list, looking for a read the model allows: linearized at once.
+    Read(u32),
     /// At a node of the `ok` list.
     Ok(u32),
-    /// At a node of the `info` list; only calls before `bound`, the position of the first
-    /// return left, are candidates.
-    Info { node: u32, bound: usize },
+    /// At a node of the `info` list, going back towards its head: every call before the first
+    /// return left is a candidate, the most recent first.
+    Info(u32),
+    /// At a dead end.
+    Backtrack,
+}
+
+/// What came of trying to linearize an operation next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Linearize {
+    /// The model does not allow it here.
+    Refused,
+    /// The configuration it leads to was entered before, or one that dominates it.
+    Seen,
+    Entered,
 }
 
 /// One linearized operation on the stack.
 struct Frame<S> {
     op: u32,
-    /// For an `info` operation, the bound its cursor had.
-    bound: usize,
+    /// A read linearized at once: if nothing follows from it, nothing follows from the
+    /// configuration before it either.
+    forced: bool,
     state_before: S,
 }
 
@@ -225,7 +242,7 @@ impl<'p, 'h, M: Model> Search<'p, 'h, M> {
         let state_bytes = self.part.model.state_heap_bytes(&self.state);
         self.cache
             .enter(&self.linearized, &self.state, state_bytes, &mut self.memory)?;
-        let mut cursor = Cursor::Ok(self.ok.first());
+        let mut cursor = Cursor::Read(self.ok.first());
         let mut ticks = 0u32;
         while self.remaining_ok > 0 {
             ticks = ticks.wrapping_add(1);
@@ -235,40 +252,42 @@ impl<'p, 'h, M: Model> Search<'p, 'h, M> {
                 }
             }
             cursor = match cursor {
-                Cursor::Ok(node) if node == NONE => Cursor::Info {
-                    node: self.info.first(),
-                    bound: usize::MAX,
-                },
-                Cursor::Ok(node) if self.ok.is_return(node) => Cursor::Info {
-                    node: self.info.first(),
-                    bound: self.ok.position(node),
-                },
-                Cursor::Ok(node) => {
-                    if self.try_linearize(self.ok.op(node), 0)? {
-                        Cursor::Ok(self.ok.first())
-                    } else {
-                        Cursor::Ok(self.ok.next[node as usize])
+                Cursor::Read(node) if node == NONE || self.ok.is_return(node) => {
+                    Cursor::Ok(self.ok.first())
+                }
+                Cursor::Read(node) => {
+                    let op = self.ok.op(node);
+                    let read = self.part.model.is_read(&self.part.ops[op as usize]);
+                    match read.then(|| self.try_linearize(op, true)).transpose()? {
+                        Some(Linearize::Entered) => Cursor::Read(self.ok.first()),
+                        // A configuration this read leads to was searched in full already.
+                        Some(Linearize::Seen) => Cursor::Backtrack,
+                        None | Some(Linearize::Refused) => {
+                            Cursor::Read(self.ok.next[node as usize])
+                        }
                     }
                 }
-                Cursor::Info { node, bound }
-                    if node == NONE || self.info.position(node) > bound =>
-                {
-                    match self.backtrack() {
-                        Some(cursor) => cursor,
-                        None => return Ok(false),
-                    }
+                Cursor::Ok(node) if node == NONE => Cursor::Info(self.last_info_before(usize::MAX)),
+                Cursor::Ok(node) if self.ok.is_return(node) => {
+                    Cursor::Info(self.last_info_before(self.ok.position(node)))
                 }
-                Cursor::Info { node, bound } => {
+                Cursor::Ok(node) => match self.try_linearize(self.ok.op(node), false)? {
+                    Linearize::Entered => Cursor::Read(self.ok.first()),
+                    _ => Cursor::Ok(self.ok.next[node as usize]),
+                },
+                Cursor::Info(HEAD) | Cursor::Backtrack => match self.backtrack() {
+                    Some(cursor) => cursor,
+                    None => return Ok(false),
+                },
+                Cursor::Info(node) => {
                     let op = self.info.op(node);
                     let twin = self.twin_before[op as usize - self.part.ok_count];
                     let earliest_of_its_kind = twin == NONE || self.linearized.contains(twin);
-                    if earliest_of_its_kind && self.try_linearize(op, bound)? {
-                        Cursor::Ok(self.ok.first())
+                    if earliest_of_its_kind && self.try_linearize(op, false)? == Linearize::Entered
+                    {
+                        Cursor::Read(self.ok.first())
                     } else {
-                        Cursor::Info {
-                            node: self.info.next[node as usize],
-                            bound,
-                        }
+                        Cursor::Info(self.info.prev[node as usize])
                     }
                 }
             };
@@ -276,33 +295,45 @@ impl<'p, 'h, M: Model> Search<'p, 'h, M> {
         Ok(true)
     }
 
+    /// The node of the last `info` call not yet linearized that was invoked before `position`;
+    /// the head if there is none.
+    fn last_info_before(&self, position: usize) -> u32 {
+        let info_calls = &self.part.calls.calls[self.part.ok_count..];
+        let mut invoked = info_calls.partition_point(|call| call.invoke_position < position);
+        while invoked > 0 {
+            let op = (self.part.ok_count + invoked - 1) as u32;
+            if !self.linearized.contains(op) {
+                return self.call_node[op as usize];
+            }
+            invoked -= 1;
+        }
+        HEAD
+    }
+
     /// Linearizes `op` next if the model allows it and the configuration it leads to is new.
-    fn try_linearize(&mut self, op: u32, bound: usize) -> Result<bool, Stop> {
+    fn try_linearize(&mut self, op: u32, forced: bool) -> Result<Linearize, Stop> {
         let model = self.part.model;
         let Some(next) = model.step(&self.state, &self.part.ops[op as usize]) else {
-            return Ok(false);
+            return Ok(Linearize::Refused);
         };
         if op as usize >= self.part.ok_count && next == self.state {
             // Dominated by the configuration it leaves, where the operation is still to come.
-            return Ok(false);
+            return Ok(Linearize::Seen);
         }
         self.linearized.flip(op);
         let state_bytes = model.state_heap_bytes(&next);
-        match self
+        let entered = self
             .cache
-            .enter(&self.linearized, &next, state_bytes, &mut self.memory)
-        {
-            Ok(true) => {}
-            entered => {
-                self.linearized.flip(op);
-                return entered;
-            }
+            .enter(&self.linearized, &next, state_bytes, &mut self.memory);
+        if entered != Ok(true) {
+            self.linearized.flip(op);
+            return entered.map(|_| Linearize::Seen);
         }
         self.states += 1;
         let stack_capacity = self.stack.capacity();
         self.stack.push(Frame {
             op,
-            bound,
+            forced,
             state_before: std::mem::replace(&mut self.state, next),
         });
         let grown = self.stack.capacity() - stack_capacity;
@@ -315,30 +346,31 @@ impl<'p, 'h, M: Model> Search<'p, 'h, M> {
         } else {
             self.info.unlink(self.call_node[op as usize]);
         }
-        self.keep_if_best().map(|()| true)
+        self.keep_if_best().map(|()| Linearize::Entered)
     }
 
-    /// Undoes the last linearization; `None` if there is none left to undo.
+    /// Undoes linearizations up to the last one that has an alternative; `None` if none has.
     fn backtrack(&mut self) -> Option<Cursor> {
-        let frame = self.stack.pop()?;
-        self.memory
-            .free(self.part.model.state_heap_bytes(&self.state));
-        self.best_shared = self.best_shared.min(self.stack.len());
-        self.state = frame.state_before;
-        self.linearized.flip(frame.op);
-        let op = frame.op as usize;
-        Some(if op < self.part.ok_count {
-            self.ok.relink(self.return_node[op]);
-            self.ok.relink(self.call_node[op]);
-            self.remaining_ok += 1;
-            Cursor::Ok(self.ok.next[self.call_node[op] as usize])
-        } else {
-            self.info.relink(self.call_node[op]);
-            Cursor::Info {
-                node: self.info.next[self.call_node[op] as usize],
-                bound: frame.bound,
+        loop {
+            let frame = self.stack.pop()?;
+            self.memory
+                .free(self.part.model.state_heap_bytes(&self.state));
+            self.best_shared = self.best_shared.min(self.stack.len());
+            self.state = frame.state_before;
+            self.linearized.flip(frame.op);
+            let op = frame.op as usize;
+            let call = self.call_node[op] as usize;
+            if op >= self.part.ok_count {
+                self.info.relink(call as u32);
+                return Some(Cursor::Info(self.info.prev[call]));
             }
-        })
+            self.ok.relink(self.return_node[op]);
+            self.ok.relink(call as u32);
+            self.remaining_ok += 1;
+            if !frame.forced {
+                return Some(Cursor::Ok(self.ok.next[call]));
+            }
+        }
     }
 
     /// Copies the stack into `best` if it is the deepest yet, from where the two differ.

@@ -86,6 +86,10 @@ impl Model for Set {
         }
     }
 
+    fn is_read(&self, op: &SetOp) -> bool {
+        matches!(op, SetOp::Read(_))
+    }
+
     fn describe_state(&self, set: &Elements, values: &Values) -> Value {
         set.describe(values)
     }
