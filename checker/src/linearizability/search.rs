@@ -12,15 +12,20 @@
 //! - **Cache** (Lowe). Every configuration entered (linearized operations, model state) is
 //!   remembered, and one seen before, or dominated by one seen before, is not entered again:
 //!   everything reachable from it has been searched (see `cache.rs`).
+//! - **Reads first.** An operation the model marks as a read ([`Model::is_read`]) that the
+//!   model allows now is linearized at once, and nothing else is tried in its place: a read
+//!   leaves the state as it is, so any linearization from here can be rearranged to begin
+//!   with it. If nothing follows from it, nothing follows from here. Without this, the search
+//!   tries writes before concurrent reads of the old value, and backtracks.
 //! - **`info` operations** have no return entry: they may take effect any time after their
 //!   invoke, or never, so the search is done once every `ok` operation is linearized. They sit
-//!   in a list of their own and are tried only after every `ok` candidate at a configuration:
-//!   most `info` operations never took effect, and trying them last keeps the search on the
-//!   likely path. Two `info` operations that the model sees as equal (two writes of one value)
-//!   are interchangeable once both are invoked, so only the earliest one not yet linearized is
-//!   tried: k pending equal writes cost k + 1 branches, not 2^k. And an `info` operation that
-//!   would leave the state as it is (a write of the value held) is not tried: leaving it for
-//!   later can only do better.
+//!   in a list of their own and are tried only after every `ok` candidate at a configuration,
+//!   the most recently invoked first: most `info` operations never took effect, and one that
+//!   did most likely did soon after its invoke. Two `info` operations that the model sees as
+//!   equal (two writes of one value) are interchangeable once both are invoked, so only the
+//!   earliest one not yet linearized is tried: k pending equal writes cost k + 1 branches, not
+//!   2^k. And an `info` operation that would leave the state as it is (a write of the value
+//!   held) is not tried: leaving it for later can only do better.
 //! - **Limits.** Time and memory are checked as the search goes: the cache and the stack are
 //!   charged to the [`Budget`] all keys share, and running out stops the search, never the
 //!   process.
