@@ -42,13 +42,7 @@ fn workload() -> impl Strategy<Value = ObjectWorkload> {
                 ops,
                 processes,
                 keys,
-                // A set's reads must each find the exact subset of the adds before them, and
-                // every add that timed out doubles the subsets to try: keep those few.
-                info_percent: if model == "set" {
-                    info_percent / 4
-                } else {
-                    info_percent
-                },
+                info_percent,
                 seed,
             },
         )

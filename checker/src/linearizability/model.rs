@@ -45,6 +45,17 @@ pub trait Model: Send + Sync {
         false
     }
 
+    /// Whether the model implements [`Model::never_allows`]: the search then looks a few
+    /// operations ahead for one refused for good, which costs a little at every step.
+    const NEVER_ALLOWS: bool = false;
+
+    /// Whether no state reachable from `state` allows `op`: a set that holds an element a read
+    /// lacks will hold it for good. The search abandons a configuration where an operation that
+    /// must still be linearized is refused for good. The default, `false`, is always correct.
+    fn never_allows(&self, _state: &Self::State, _op: &Self::Op) -> bool {
+        false
+    }
+
     /// `state` as JSON, for explanations.
     fn describe_state(&self, state: &Self::State, values: &Values) -> Value;
 

@@ -17,6 +17,10 @@
 //!   leaves the state as it is, so any linearization from here can be rearranged to begin
 //!   with it. If nothing follows from it, nothing follows from here. Without this, the search
 //!   tries writes before concurrent reads of the old value, and backtracks.
+//! - **Dead ends seen early.** For a model whose refusals can be final (a set never loses an
+//!   element, so a read that lacks one never passes again: [`Model::never_allows`]), a
+//!   configuration where a candidate, or one of the next few operations, is refused for good is
+//!   left at once, rather than after searching everything that follows it.
 //! - **`info` operations** have no return entry: they may take effect any time after their
 //!   invoke, or never, so the search is done once every `ok` operation is linearized. They sit
 //!   in a list of their own and are tried only after every `ok` candidate at a configuration,
@@ -44,6 +48,8 @@ use super::model::{Model, Prepared};
 const NONE: u32 = u32::MAX;
 /// The head of a list.
 const HEAD: u32 = 0;
+/// How many operations past the candidates are checked for [`Model::never_allows`].
+const LOOKAHEAD: usize = 64;
 /// Loop iterations between two looks at the clock and the other keys.
 const CHECK_EVERY: u32 = 1 << 10;
 
@@ -258,18 +264,25 @@ impl<'p, 'h, M: Model> Search<'p, 'h, M> {
             }
             cursor = match cursor {
                 Cursor::Read(node) if node == NONE || self.ok.is_return(node) => {
-                    Cursor::Ok(self.ok.first())
+                    if M::NEVER_ALLOWS && self.refused_for_good_ahead(node) {
+                        Cursor::Backtrack
+                    } else {
+                        Cursor::Ok(self.ok.first())
+                    }
                 }
                 Cursor::Read(node) => {
                     let op = self.ok.op(node);
-                    let read = self.part.model.is_read(&self.part.ops[op as usize]);
+                    let model = self.part.model;
+                    let prepared = &self.part.ops[op as usize];
+                    let read = model.is_read(prepared);
                     match read.then(|| self.try_linearize(op, true)).transpose()? {
                         Some(Linearize::Entered) => Cursor::Read(self.ok.first()),
                         // A configuration this read leads to was searched in full already.
                         Some(Linearize::Seen) => Cursor::Backtrack,
-                        None | Some(Linearize::Refused) => {
-                            Cursor::Read(self.ok.next[node as usize])
+                        _ if M::NEVER_ALLOWS && model.never_allows(&self.state, prepared) => {
+                            Cursor::Backtrack
                         }
+                        _ => Cursor::Read(self.ok.next[node as usize]),
                     }
                 }
                 Cursor::Ok(node) if node == NONE => Cursor::Info(self.last_info_before(usize::MAX)),
@@ -298,6 +311,24 @@ impl<'p, 'h, M: Model> Search<'p, 'h, M> {
             };
         }
         Ok(true)
+    }
+
+    /// Whether one of the next [`LOOKAHEAD`] `ok` operations invoked from `node` on (not yet
+    /// candidates) will never be allowed from here: each must still be linearized, so nothing
+    /// follows from this configuration.
+    fn refused_for_good_ahead(&self, mut node: u32) -> bool {
+        let mut looked = 0;
+        while node != NONE && looked < LOOKAHEAD {
+            if !self.ok.is_return(node) {
+                looked += 1;
+                let op = &self.part.ops[self.ok.op(node) as usize];
+                if self.part.model.never_allows(&self.state, op) {
+                    return true;
+                }
+            }
+            node = self.ok.next[node as usize];
+        }
+        false
     }
 
     /// The node of the last `info` call not yet linearized that was invoked before `position`;
