@@ -444,30 +444,7 @@ impl<'p, 'h, M: Model> Search<'p, 'h, M> {
         }
         let init = model.init();
         let state = self.best.last().map_or(&init, |(_, state)| state);
-
-        // The failed search has put every entry back: walk the lists as the history has them.
-        let mut candidates = Vec::new();
-        let mut bound = usize::MAX;
-        let mut node = self.ok.first();
-        while node != NONE {
-            let op = self.ok.op(node);
-            if !linearized[op as usize] {
-                if self.ok.is_return(node) {
-                    bound = self.ok.position(node);
-                    break;
-                }
-                candidates.push(op);
-            }
-            node = self.ok.next[node as usize];
-        }
-        let mut node = self.info.first();
-        while node != NONE && self.info.position(node) < bound {
-            let op = self.info.op(node);
-            if !linearized[op as usize] {
-                candidates.push(op);
-            }
-            node = self.info.next[node as usize];
-        }
+        let refused = self.refused_after(&linearized, state);
 
         let shown = self.best.len().saturating_sub(EXPLAINED_OPS);
         let state_before = match shown {
@@ -484,8 +461,8 @@ impl<'p, 'h, M: Model> Search<'p, 'h, M> {
                     state_after: model.describe_state(after, values),
                 })
                 .collect(),
-            refused_count: candidates.len(),
-            refused: candidates
+            refused_count: refused.len(),
+            refused: refused
                 .iter()
                 .take(EXPLAINED_OPS)
                 .map(|&op| {
@@ -494,6 +471,9 @@ impl<'p, 'h, M: Model> Search<'p, 'h, M> {
                         op: OpSummary::of(&calls[op as usize]),
                         state: model.describe_state(state, values),
                         reason: match model.step(state, prepared) {
+                            None if model.never_allows(state, prepared) => {
+                                format!("{}, for good", model.refusal(state, prepared, values))
+                            }
                             None => model.refusal(state, prepared, values),
                             Some(_) => "the model allows it here, but no linearization of \
                                         the rest follows"
@@ -503,5 +483,47 @@ impl<'p, 'h, M: Model> Search<'p, 'h, M> {
                 })
                 .collect(),
         }
+    }
+
+    /// The operations that could come after those `linearized`, where the state is `state`:
+    /// the candidates, then any of the next few the model refuses for good.
+    fn refused_after(&self, linearized: &[bool], state: &M::State) -> Vec<u32> {
+        let is_pending = |node: u32| !linearized[self.ok.op(node) as usize];
+        let mut refused = Vec::new();
+        // The failed search has put every entry back: walk the lists as the history has them.
+        let mut node = self.ok.first();
+        while node != NONE && !(is_pending(node) && self.ok.is_return(node)) {
+            if is_pending(node) {
+                refused.push(self.ok.op(node));
+            }
+            node = self.ok.next[node as usize];
+        }
+        let first_return = match node {
+            NONE => usize::MAX,
+            _ => self.ok.position(node),
+        };
+        let mut info = self.info.first();
+        while info != NONE && self.info.position(info) < first_return {
+            if !linearized[self.info.op(info) as usize] {
+                refused.push(self.info.op(info));
+            }
+            info = self.info.next[info as usize];
+        }
+        let mut looked = 0;
+        while node != NONE && looked < LOOKAHEAD {
+            let op = self.ok.op(node);
+            if is_pending(node) && !self.ok.is_return(node) {
+                looked += 1;
+                if self
+                    .part
+                    .model
+                    .never_allows(state, &self.part.ops[op as usize])
+                {
+                    refused.push(op);
+                }
+            }
+            node = self.ok.next[node as usize];
+        }
+        refused
     }
 }
