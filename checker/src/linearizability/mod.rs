@@ -3,7 +3,7 @@
 //! the clients saw? Knossos's semantics, with Wing and Gong's search as Lowe improved it (see
 //! `search.rs`), split by key.
 //!
-//! Rules, each with a unit test below:
+//! Rules, each with a unit test in `tests.rs`:
 //!
 //! 1. **Pairing.** A client's invoke is paired with the next completion of the same process.
 //!    Jepsen processes are single-threaded, so a completion of a process with nothing pending,

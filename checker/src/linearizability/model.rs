@@ -4,7 +4,8 @@
 //! The search never changes for a new model. A model turns each operation of a history into
 //! its own small op type once, before the search ([`Model::prepare`]), interning JSON values to
 //! integers through [`Values`] so that states stay small and cheap to hash and compare; the
-//! search then only calls [`Model::step`].
+//! search then calls [`Model::step`], and two optional hints that only make it faster:
+//! [`Model::is_read`] and [`Model::never_allows`].
 
 use std::hash::Hash;
 
@@ -22,6 +23,10 @@ pub trait Model: Send + Sync {
     /// One operation, prepared for the search. Two `info` operations with equal ops are
     /// interchangeable, and the search tries only the earliest of them.
     type Op: Clone + Eq + Hash + Send + Sync;
+
+    /// Whether the model implements [`Model::never_allows`]: the search then looks a few
+    /// operations ahead for one refused for good, which costs a little at every step.
+    const NEVER_ALLOWS: bool = false;
 
     /// The operations the model knows (`f`s), for listings and for rule 4 of the checker.
     fn fs(&self) -> &'static [&'static str];
@@ -44,10 +49,6 @@ pub trait Model: Send + Sync {
     fn is_read(&self, _op: &Self::Op) -> bool {
         false
     }
-
-    /// Whether the model implements [`Model::never_allows`]: the search then looks a few
-    /// operations ahead for one refused for good, which costs a little at every step.
-    const NEVER_ALLOWS: bool = false;
 
     /// Whether no state reachable from `state` allows `op`: a set that holds an element a read
     /// lacks will hold it for good. The search abandons a configuration where an operation that
