@@ -3,8 +3,8 @@
 //! - Histories of correct objects ([`object_history`]: each operation takes effect at one
 //!   instant inside its interval, some time out) are linearizable, for every model; with one
 //!   `ok` read's value changed to one never written, they are not.
-//! - On small random register histories, linearizable or not, the checker agrees with a brute
-//!   force search over every order of every subset of the operations.
+//! - On small random cas-register and set histories, linearizable or not, the checker agrees
+//!   with a brute force search over every order of every subset of the operations.
 //! - Hand-written cases for each model, good and bad, and a pathological history that must come
 //!   back unknown within the time limit and the memory bound.
 
@@ -97,37 +97,53 @@ proptest! {
     }
 }
 
-/// One operation of a small random register history: its own process, invoked and completed
-/// at random points of the event order.
+/// One operation of a small random history: its own process, invoked and completed at random
+/// points of the event order.
 #[derive(Debug, Clone)]
 struct Small {
     f: &'static str,
-    /// The value written, read, or the cas's new value.
-    value: Option<u64>,
-    expected: u64,
+    value: Option<Value>,
     outcome: Option<OpType>,
 }
 
-fn small() -> impl Strategy<Value = Small> {
-    let f = prop_oneof![Just("read"), Just("write"), Just("cas")];
-    let outcome = prop_oneof![
+fn outcome() -> impl Strategy<Value = Option<OpType>> {
+    prop_oneof![
         6 => Just(Some(OpType::Ok)),
         2 => Just(Some(OpType::Info)),
         1 => Just(Some(OpType::Fail)),
         1 => Just(None),
-    ];
+    ]
+}
+
+/// A register operation on values 0 to 2; a tenth of reads and writes are of nil.
+fn small_register_op() -> impl Strategy<Value = Small> {
+    let f = prop_oneof![Just("read"), Just("write"), Just("cas")];
     (
         f,
         proptest::option::weighted(0.9, 0..3u64),
         0..3u64,
-        outcome,
+        outcome(),
     )
         .prop_map(|(f, value, expected, outcome)| Small {
             f,
-            value,
-            expected,
+            value: match f {
+                "cas" => Some(json!([expected, value.unwrap_or(0)])),
+                _ => value.map(|v| json!(v)),
+            },
             outcome,
         })
+}
+
+/// A set operation: an add of 0 to 2, or a read of some of them.
+fn small_set_op() -> impl Strategy<Value = Small> {
+    let add = (0..3u64).prop_map(|e| ("add", Some(json!(e))));
+    let read = proptest::option::weighted(0.9, proptest::collection::btree_set(0..3u64, 0..3))
+        .prop_map(|read| ("read", read.map(|elements| json!(elements))));
+    (prop_oneof![add, read], outcome()).prop_map(|((f, value), outcome)| Small {
+        f,
+        value,
+        outcome,
+    })
 }
 
 /// The history of `ops`, invokes and completions ordered by `order`: event `i` of the
@@ -146,10 +162,7 @@ fn small_history(ops: &[Small], order: &[usize]) -> Vec<Op> {
             .find(|&i| next_event[i] < events(&ops[i]))
             .unwrap();
         let small = &ops[op];
-        let value = match small.f {
-            "cas" => small.value.map(|new| json!([small.expected, new])),
-            _ => small.value.map(|v| json!(v)),
-        };
+        let value = small.value.clone();
         let process = op as u64;
         if next_event[op] == 0 {
             let invoke_value = if small.f == "read" {
@@ -171,9 +184,41 @@ fn small_history(ops: &[Small], order: &[usize]) -> Vec<Op> {
     history.build()
 }
 
+/// A model's step, on JSON states: the state after `f` with `value`, if allowed.
+type Step = fn(&Value, &str, Option<&Value>) -> Option<Value>;
+
+fn cas_register_step(state: &Value, f: &str, value: Option<&Value>) -> Option<Value> {
+    match (f, value) {
+        ("read", None) => Some(state.clone()),
+        ("read", Some(v)) => (v == state).then(|| state.clone()),
+        ("write", v) => Some(v.cloned().unwrap_or(Value::Null)),
+        (_, Some(pair)) => (pair[0] == *state).then(|| pair[1].clone()),
+        (_, None) => None,
+    }
+}
+
+/// A set's state is the sorted array of its elements.
+fn set_step(state: &Value, f: &str, value: Option<&Value>) -> Option<Value> {
+    let sorted = |elements: &Value| {
+        let mut elements = elements.as_array().cloned().unwrap_or_default();
+        elements.sort_by_key(Value::to_string);
+        elements.dedup();
+        Value::Array(elements)
+    };
+    match (f, value) {
+        ("add", element) => {
+            let mut elements = state.as_array().cloned().unwrap_or_default();
+            elements.push(element.cloned().unwrap_or(Value::Null));
+            Some(sorted(&Value::Array(elements)))
+        }
+        (_, None) => Some(state.clone()),
+        (_, Some(read)) => (sorted(read) == *state).then(|| state.clone()),
+    }
+}
+
 /// Whether some order of the `ok` operations and some of the `info` ones, respecting real time,
-/// is a legal cas-register execution: tried exhaustively.
-fn brute_force(history: &[Op]) -> bool {
+/// is a legal execution from `init` by `step`: tried exhaustively.
+fn brute_force(history: &[Op], init: Value, step: Step) -> bool {
     struct Call {
         f: String,
         value: Option<Value>,
@@ -208,7 +253,7 @@ fn brute_force(history: &[Op]) -> bool {
             }
         }
     }
-    fn search(calls: &[Call], used: &mut Vec<bool>, state: &Value) -> bool {
+    fn search(calls: &[Call], used: &mut Vec<bool>, state: &Value, step: Step) -> bool {
         let missing_ok = |used: &[bool], i: usize| !used[i] && calls[i].returned.is_some();
         if !(0..calls.len()).any(|i| missing_ok(used, i)) {
             return true;
@@ -220,16 +265,11 @@ fn brute_force(history: &[Op]) -> bool {
                 continue;
             }
             let call = &calls[i];
-            let next = match (call.f.as_str(), &call.value) {
-                ("read", None) | ("read", Some(Value::Null)) => Some(state.clone()),
-                ("read", Some(v)) => (v == state).then(|| state.clone()),
-                ("write", v) => Some(v.clone().unwrap_or(Value::Null)),
-                (_, Some(pair)) => (pair[0] == *state).then(|| pair[1].clone()),
-                (_, None) => None,
-            };
+            let value = call.value.as_ref().filter(|v| !v.is_null());
+            let next = step(state, &call.f, value);
             if let Some(next) = next {
                 used[i] = true;
-                if search(calls, used, &next) {
+                if search(calls, used, &next, step) {
                     return true;
                 }
                 used[i] = false;
@@ -238,7 +278,7 @@ fn brute_force(history: &[Op]) -> bool {
         false
     }
     let mut used = vec![false; calls.len()];
-    search(&calls, &mut used, &Value::Null)
+    search(&calls, &mut used, &init, step)
 }
 
 proptest! {
@@ -246,22 +286,24 @@ proptest! {
 
     #[test]
     fn small_register_histories_agree_with_brute_force(
-        ops in vec(small(), 1..8),
+        ops in vec(small_register_op(), 1..8),
         order in vec(any::<usize>(), 16),
     ) {
-        // A cas whose value is missing is malformed; give every cas a value.
-        let ops: Vec<Small> = ops
-            .into_iter()
-            .map(|mut op| {
-                if op.f == "cas" && op.value.is_none() {
-                    op.value = Some(0);
-                }
-                op
-            })
-            .collect();
         let history = small_history(&ops, &order);
-        let expected = if brute_force(&history) { Valid::True } else { Valid::False };
+        let linearizable = brute_force(&history, Value::Null, cas_register_step);
+        let expected = if linearizable { Valid::True } else { Valid::False };
         prop_assert_eq!(verdict("cas-register", &history), expected, "{:#?}", history);
+    }
+
+    #[test]
+    fn small_set_histories_agree_with_brute_force(
+        ops in vec(small_set_op(), 1..8),
+        order in vec(any::<usize>(), 16),
+    ) {
+        let history = small_history(&ops, &order);
+        let linearizable = brute_force(&history, json!([]), set_step);
+        let expected = if linearizable { Valid::True } else { Valid::False };
+        prop_assert_eq!(verdict("set", &history), expected, "{:#?}", history);
     }
 }
 

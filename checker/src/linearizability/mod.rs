@@ -3,7 +3,7 @@
 //! the clients saw? Knossos's semantics, with Wing and Gong's search as Lowe improved it (see
 //! `search.rs`), split by key.
 //!
-//! Rules, each with a unit test below:
+//! Rules, each with a unit test in `tests.rs`:
 //!
 //! 1. **Pairing.** A client's invoke is paired with the next completion of the same process.
 //!    Jepsen processes are single-threaded, so a completion of a process with nothing pending,
@@ -91,7 +91,8 @@ pub struct Linearizability {
     pub ignored_fs: Vec<String>,
     /// Configurations (linearized operations, model state) the search entered.
     pub states_explored: u64,
-    /// The most memory the search's caches and stacks held at once, as estimated.
+    /// The most memory the search's caches and stacks held at once, as estimated and reserved
+    /// from the memory bound (in chunks of 64 KiB per key being searched).
     pub peak_cache_bytes: usize,
     /// Why the verdict is unknown: the limit reached.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -4,7 +4,8 @@
 //! The search never changes for a new model. A model turns each operation of a history into
 //! its own small op type once, before the search ([`Model::prepare`]), interning JSON values to
 //! integers through [`Values`] so that states stay small and cheap to hash and compare; the
-//! search then only calls [`Model::step`].
+//! search then calls [`Model::step`], and two optional hints that only make it faster:
+//! [`Model::is_read`] and [`Model::never_allows`].
 
 use std::hash::Hash;
 
@@ -23,6 +24,10 @@ pub trait Model: Send + Sync {
     /// interchangeable, and the search tries only the earliest of them.
     type Op: Clone + Eq + Hash + Send + Sync;
 
+    /// Whether the model implements [`Model::never_allows`]: the search then looks a few
+    /// operations ahead for one refused for good, which costs a little at every step.
+    const NEVER_ALLOWS: bool = false;
+
     /// The operations the model knows (`f`s), for listings and for rule 4 of the checker.
     fn fs(&self) -> &'static [&'static str];
 
@@ -37,6 +42,20 @@ pub trait Model: Send + Sync {
     /// The state after `op` from `state`, or `None` if the object could not have done `op`
     /// there (a read of another value, an acquire of a held lock).
     fn step(&self, state: &Self::State, op: &Self::Op) -> Option<Self::State>;
+
+    /// Whether `op` only reads: wherever the model allows it, it leaves the state as it is. The
+    /// search linearizes such an operation as soon as the model allows it, trying nothing else
+    /// there, which saves much backtracking. The default, `false`, is always correct.
+    fn is_read(&self, _op: &Self::Op) -> bool {
+        false
+    }
+
+    /// Whether no state reachable from `state` allows `op`: a set that holds an element a read
+    /// lacks will hold it for good. The search abandons a configuration where an operation that
+    /// must still be linearized is refused for good. The default, `false`, is always correct.
+    fn never_allows(&self, _state: &Self::State, _op: &Self::Op) -> bool {
+        false
+    }
 
     /// `state` as JSON, for explanations.
     fn describe_state(&self, state: &Self::State, values: &Values) -> Value;

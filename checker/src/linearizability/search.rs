@@ -12,15 +12,24 @@
 //! - **Cache** (Lowe). Every configuration entered (linearized operations, model state) is
 //!   remembered, and one seen before, or dominated by one seen before, is not entered again:
 //!   everything reachable from it has been searched (see `cache.rs`).
+//! - **Reads first.** An operation the model marks as a read ([`Model::is_read`]) that the
+//!   model allows now is linearized at once, and nothing else is tried in its place: a read
+//!   leaves the state as it is, so any linearization from here can be rearranged to begin
+//!   with it. If nothing follows from it, nothing follows from here. Without this, the search
+//!   tries writes before concurrent reads of the old value, and backtracks.
+//! - **Dead ends seen early.** For a model whose refusals can be final (a set never loses an
+//!   element, so a read that lacks one never passes again: [`Model::never_allows`]), a
+//!   configuration where a candidate, or one of the next few operations, is refused for good is
+//!   left at once, rather than after searching everything that follows it.
 //! - **`info` operations** have no return entry: they may take effect any time after their
 //!   invoke, or never, so the search is done once every `ok` operation is linearized. They sit
-//!   in a list of their own and are tried only after every `ok` candidate at a configuration:
-//!   most `info` operations never took effect, and trying them last keeps the search on the
-//!   likely path. Two `info` operations that the model sees as equal (two writes of one value)
-//!   are interchangeable once both are invoked, so only the earliest one not yet linearized is
-//!   tried: k pending equal writes cost k + 1 branches, not 2^k. And an `info` operation that
-//!   would leave the state as it is (a write of the value held) is not tried: leaving it for
-//!   later can only do better.
+//!   in a list of their own and are tried only after every `ok` candidate at a configuration,
+//!   the most recently invoked first: most `info` operations never took effect, and one that
+//!   did most likely did soon after its invoke. Two `info` operations that the model sees as
+//!   equal (two writes of one value) are interchangeable once both are invoked, so only the
+//!   earliest one not yet linearized is tried: k pending equal writes cost k + 1 branches, not
+//!   2^k. And an `info` operation that would leave the state as it is (a write of the value
+//!   held) is not tried: leaving it for later can only do better.
 //! - **Limits.** Time and memory are checked as the search goes: the cache and the stack are
 //!   charged to the [`Budget`] all keys share, and running out stops the search, never the
 //!   process.
@@ -37,6 +46,10 @@ use super::model::{Model, Prepared};
 
 /// The end of a list, and "no operation".
 const NONE: u32 = u32::MAX;
+/// The head of a list.
+const HEAD: u32 = 0;
+/// How many operations past the candidates are checked for [`Model::never_allows`].
+const LOOKAHEAD: usize = 64;
 /// Loop iterations between two looks at the clock and the other keys.
 const CHECK_EVERY: u32 = 1 << 10;
 
@@ -126,18 +139,33 @@ impl List {
 /// Where the search looks for the next candidate.
 #[derive(Clone, Copy)]
 enum Cursor {
+    /// At a node of the `ok` list, looking for a read the model allows: linearized at once.
+    Read(u32),
     /// At a node of the `ok` list.
     Ok(u32),
-    /// At a node of the `info` list; only calls before `bound`, the position of the first
-    /// return left, are candidates.
-    Info { node: u32, bound: usize },
+    /// At a node of the `info` list, going back towards its head: every call before the first
+    /// return left is a candidate, the most recent first.
+    Info(u32),
+    /// At a dead end.
+    Backtrack,
+}
+
+/// What came of trying to linearize an operation next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Linearize {
+    /// The model does not allow it here.
+    Refused,
+    /// The configuration it leads to was entered before, or one that dominates it.
+    Seen,
+    Entered,
 }
 
 /// One linearized operation on the stack.
 struct Frame<S> {
     op: u32,
-    /// For an `info` operation, the bound its cursor had.
-    bound: usize,
+    /// A read linearized at once: if nothing follows from it, nothing follows from the
+    /// configuration before it either.
+    forced: bool,
     state_before: S,
 }
 
@@ -225,7 +253,7 @@ impl<'p, 'h, M: Model> Search<'p, 'h, M> {
         let state_bytes = self.part.model.state_heap_bytes(&self.state);
         self.cache
             .enter(&self.linearized, &self.state, state_bytes, &mut self.memory)?;
-        let mut cursor = Cursor::Ok(self.ok.first());
+        let mut cursor = Cursor::Read(self.ok.first());
         let mut ticks = 0u32;
         while self.remaining_ok > 0 {
             ticks = ticks.wrapping_add(1);
@@ -235,40 +263,49 @@ impl<'p, 'h, M: Model> Search<'p, 'h, M> {
                 }
             }
             cursor = match cursor {
-                Cursor::Ok(node) if node == NONE => Cursor::Info {
-                    node: self.info.first(),
-                    bound: usize::MAX,
-                },
-                Cursor::Ok(node) if self.ok.is_return(node) => Cursor::Info {
-                    node: self.info.first(),
-                    bound: self.ok.position(node),
-                },
-                Cursor::Ok(node) => {
-                    if self.try_linearize(self.ok.op(node), 0)? {
-                        Cursor::Ok(self.ok.first())
+                Cursor::Read(node) if node == NONE || self.ok.is_return(node) => {
+                    if M::NEVER_ALLOWS && self.refused_for_good_ahead(node) {
+                        Cursor::Backtrack
                     } else {
-                        Cursor::Ok(self.ok.next[node as usize])
+                        Cursor::Ok(self.ok.first())
                     }
                 }
-                Cursor::Info { node, bound }
-                    if node == NONE || self.info.position(node) > bound =>
-                {
-                    match self.backtrack() {
-                        Some(cursor) => cursor,
-                        None => return Ok(false),
+                Cursor::Read(node) => {
+                    let op = self.ok.op(node);
+                    let model = self.part.model;
+                    let prepared = &self.part.ops[op as usize];
+                    let read = model.is_read(prepared);
+                    match read.then(|| self.try_linearize(op, true)).transpose()? {
+                        Some(Linearize::Entered) => Cursor::Read(self.ok.first()),
+                        // A configuration this read leads to was searched in full already.
+                        Some(Linearize::Seen) => Cursor::Backtrack,
+                        _ if M::NEVER_ALLOWS && model.never_allows(&self.state, prepared) => {
+                            Cursor::Backtrack
+                        }
+                        _ => Cursor::Read(self.ok.next[node as usize]),
                     }
                 }
-                Cursor::Info { node, bound } => {
+                Cursor::Ok(node) if node == NONE => Cursor::Info(self.last_info_before(usize::MAX)),
+                Cursor::Ok(node) if self.ok.is_return(node) => {
+                    Cursor::Info(self.last_info_before(self.ok.position(node)))
+                }
+                Cursor::Ok(node) => match self.try_linearize(self.ok.op(node), false)? {
+                    Linearize::Entered => Cursor::Read(self.ok.first()),
+                    _ => Cursor::Ok(self.ok.next[node as usize]),
+                },
+                Cursor::Info(HEAD) | Cursor::Backtrack => match self.backtrack() {
+                    Some(cursor) => cursor,
+                    None => return Ok(false),
+                },
+                Cursor::Info(node) => {
                     let op = self.info.op(node);
                     let twin = self.twin_before[op as usize - self.part.ok_count];
                     let earliest_of_its_kind = twin == NONE || self.linearized.contains(twin);
-                    if earliest_of_its_kind && self.try_linearize(op, bound)? {
-                        Cursor::Ok(self.ok.first())
+                    if earliest_of_its_kind && self.try_linearize(op, false)? == Linearize::Entered
+                    {
+                        Cursor::Read(self.ok.first())
                     } else {
-                        Cursor::Info {
-                            node: self.info.next[node as usize],
-                            bound,
-                        }
+                        Cursor::Info(self.info.prev[node as usize])
                     }
                 }
             };
@@ -276,33 +313,63 @@ impl<'p, 'h, M: Model> Search<'p, 'h, M> {
         Ok(true)
     }
 
+    /// Whether one of the next [`LOOKAHEAD`] `ok` operations invoked from `node` on (not yet
+    /// candidates) will never be allowed from here: each must still be linearized, so nothing
+    /// follows from this configuration.
+    fn refused_for_good_ahead(&self, mut node: u32) -> bool {
+        let mut looked = 0;
+        while node != NONE && looked < LOOKAHEAD {
+            if !self.ok.is_return(node) {
+                looked += 1;
+                let op = &self.part.ops[self.ok.op(node) as usize];
+                if self.part.model.never_allows(&self.state, op) {
+                    return true;
+                }
+            }
+            node = self.ok.next[node as usize];
+        }
+        false
+    }
+
+    /// The node of the last `info` call not yet linearized that was invoked before `position`;
+    /// the head if there is none.
+    fn last_info_before(&self, position: usize) -> u32 {
+        let info_calls = &self.part.calls.calls[self.part.ok_count..];
+        let mut invoked = info_calls.partition_point(|call| call.invoke_position < position);
+        while invoked > 0 {
+            let op = (self.part.ok_count + invoked - 1) as u32;
+            if !self.linearized.contains(op) {
+                return self.call_node[op as usize];
+            }
+            invoked -= 1;
+        }
+        HEAD
+    }
+
     /// Linearizes `op` next if the model allows it and the configuration it leads to is new.
-    fn try_linearize(&mut self, op: u32, bound: usize) -> Result<bool, Stop> {
+    fn try_linearize(&mut self, op: u32, forced: bool) -> Result<Linearize, Stop> {
         let model = self.part.model;
         let Some(next) = model.step(&self.state, &self.part.ops[op as usize]) else {
-            return Ok(false);
+            return Ok(Linearize::Refused);
         };
         if op as usize >= self.part.ok_count && next == self.state {
             // Dominated by the configuration it leaves, where the operation is still to come.
-            return Ok(false);
+            return Ok(Linearize::Seen);
         }
         self.linearized.flip(op);
         let state_bytes = model.state_heap_bytes(&next);
-        match self
+        let entered = self
             .cache
-            .enter(&self.linearized, &next, state_bytes, &mut self.memory)
-        {
-            Ok(true) => {}
-            entered => {
-                self.linearized.flip(op);
-                return entered;
-            }
+            .enter(&self.linearized, &next, state_bytes, &mut self.memory);
+        if entered != Ok(true) {
+            self.linearized.flip(op);
+            return entered.map(|_| Linearize::Seen);
         }
         self.states += 1;
         let stack_capacity = self.stack.capacity();
         self.stack.push(Frame {
             op,
-            bound,
+            forced,
             state_before: std::mem::replace(&mut self.state, next),
         });
         let grown = self.stack.capacity() - stack_capacity;
@@ -315,30 +382,31 @@ impl<'p, 'h, M: Model> Search<'p, 'h, M> {
         } else {
             self.info.unlink(self.call_node[op as usize]);
         }
-        self.keep_if_best().map(|()| true)
+        self.keep_if_best().map(|()| Linearize::Entered)
     }
 
-    /// Undoes the last linearization; `None` if there is none left to undo.
+    /// Undoes linearizations up to the last one that has an alternative; `None` if none has.
     fn backtrack(&mut self) -> Option<Cursor> {
-        let frame = self.stack.pop()?;
-        self.memory
-            .free(self.part.model.state_heap_bytes(&self.state));
-        self.best_shared = self.best_shared.min(self.stack.len());
-        self.state = frame.state_before;
-        self.linearized.flip(frame.op);
-        let op = frame.op as usize;
-        Some(if op < self.part.ok_count {
-            self.ok.relink(self.return_node[op]);
-            self.ok.relink(self.call_node[op]);
-            self.remaining_ok += 1;
-            Cursor::Ok(self.ok.next[self.call_node[op] as usize])
-        } else {
-            self.info.relink(self.call_node[op]);
-            Cursor::Info {
-                node: self.info.next[self.call_node[op] as usize],
-                bound: frame.bound,
+        loop {
+            let frame = self.stack.pop()?;
+            self.memory
+                .free(self.part.model.state_heap_bytes(&self.state));
+            self.best_shared = self.best_shared.min(self.stack.len());
+            self.state = frame.state_before;
+            self.linearized.flip(frame.op);
+            let op = frame.op as usize;
+            let call = self.call_node[op] as usize;
+            if op >= self.part.ok_count {
+                self.info.relink(call as u32);
+                return Some(Cursor::Info(self.info.prev[call]));
             }
-        })
+            self.ok.relink(self.return_node[op]);
+            self.ok.relink(call as u32);
+            self.remaining_ok += 1;
+            if !frame.forced {
+                return Some(Cursor::Ok(self.ok.next[call]));
+            }
+        }
     }
 
     /// Copies the stack into `best` if it is the deepest yet, from where the two differ.
@@ -376,30 +444,7 @@ impl<'p, 'h, M: Model> Search<'p, 'h, M> {
         }
         let init = model.init();
         let state = self.best.last().map_or(&init, |(_, state)| state);
-
-        // The failed search has put every entry back: walk the lists as the history has them.
-        let mut candidates = Vec::new();
-        let mut bound = usize::MAX;
-        let mut node = self.ok.first();
-        while node != NONE {
-            let op = self.ok.op(node);
-            if !linearized[op as usize] {
-                if self.ok.is_return(node) {
-                    bound = self.ok.position(node);
-                    break;
-                }
-                candidates.push(op);
-            }
-            node = self.ok.next[node as usize];
-        }
-        let mut node = self.info.first();
-        while node != NONE && self.info.position(node) < bound {
-            let op = self.info.op(node);
-            if !linearized[op as usize] {
-                candidates.push(op);
-            }
-            node = self.info.next[node as usize];
-        }
+        let refused = self.refused_after(&linearized, state);
 
         let shown = self.best.len().saturating_sub(EXPLAINED_OPS);
         let state_before = match shown {
@@ -416,8 +461,8 @@ impl<'p, 'h, M: Model> Search<'p, 'h, M> {
                     state_after: model.describe_state(after, values),
                 })
                 .collect(),
-            refused_count: candidates.len(),
-            refused: candidates
+            refused_count: refused.len(),
+            refused: refused
                 .iter()
                 .take(EXPLAINED_OPS)
                 .map(|&op| {
@@ -426,6 +471,9 @@ impl<'p, 'h, M: Model> Search<'p, 'h, M> {
                         op: OpSummary::of(&calls[op as usize]),
                         state: model.describe_state(state, values),
                         reason: match model.step(state, prepared) {
+                            None if model.never_allows(state, prepared) => {
+                                format!("{}, for good", model.refusal(state, prepared, values))
+                            }
                             None => model.refusal(state, prepared, values),
                             Some(_) => "the model allows it here, but no linearization of \
                                         the rest follows"
@@ -435,5 +483,47 @@ impl<'p, 'h, M: Model> Search<'p, 'h, M> {
                 })
                 .collect(),
         }
+    }
+
+    /// The operations that could come after those `linearized`, where the state is `state`:
+    /// the candidates, then any of the next few the model refuses for good.
+    fn refused_after(&self, linearized: &[bool], state: &M::State) -> Vec<u32> {
+        let is_pending = |node: u32| !linearized[self.ok.op(node) as usize];
+        let mut refused = Vec::new();
+        // The failed search has put every entry back: walk the lists as the history has them.
+        let mut node = self.ok.first();
+        while node != NONE && !(is_pending(node) && self.ok.is_return(node)) {
+            if is_pending(node) {
+                refused.push(self.ok.op(node));
+            }
+            node = self.ok.next[node as usize];
+        }
+        let first_return = match node {
+            NONE => usize::MAX,
+            _ => self.ok.position(node),
+        };
+        let mut info = self.info.first();
+        while info != NONE && self.info.position(info) < first_return {
+            if !linearized[self.info.op(info) as usize] {
+                refused.push(self.info.op(info));
+            }
+            info = self.info.next[info as usize];
+        }
+        let mut looked = 0;
+        while node != NONE && looked < LOOKAHEAD {
+            let op = self.ok.op(node);
+            if is_pending(node) && !self.ok.is_return(node) {
+                looked += 1;
+                if self
+                    .part
+                    .model
+                    .never_allows(state, &self.part.ops[op as usize])
+                {
+                    refused.push(op);
+                }
+            }
+            node = self.ok.next[node as usize];
+        }
+        refused
     }
 }

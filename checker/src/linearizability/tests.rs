@@ -368,3 +368,19 @@ fn every_registered_model_is_found_by_name() {
     assert_eq!(MODELS.len(), 7);
     assert!(find_model("queue").is_none());
 }
+
+#[test]
+fn rule_9_a_refusal_for_good_says_so() {
+    let history = HistoryBuilder::default()
+        .call(1, "add", json!(1))
+        .call(1, "add", json!(2))
+        .call(2, "read", json!([1]))
+        .build();
+    let result = check_with("set", &history);
+    let explanation = &result.failures[0].explanation;
+    assert_eq!(explanation.linearized_count, 2);
+    assert_eq!(
+        explanation.refused[0].reason,
+        "the read lacks [2], for good"
+    );
+}

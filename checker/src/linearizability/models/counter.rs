@@ -46,6 +46,10 @@ impl Model for Counter {
         }
     }
 
+    fn is_read(&self, op: &CounterOp) -> bool {
+        matches!(op, CounterOp::Read(_))
+    }
+
     fn describe_state(&self, total: &i64, _: &Values) -> Value {
         Value::from(*total)
     }

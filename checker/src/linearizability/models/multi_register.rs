@@ -113,6 +113,10 @@ impl Model for MultiRegister {
         Some(next)
     }
 
+    fn is_read(&self, op: &Self::Op) -> bool {
+        op.iter().all(|access| !access.write)
+    }
+
     fn describe_state(&self, state: &Registers, values: &Values) -> Value {
         let registers = state.0.iter().map(|&(register, value)| {
             let name = match values.get(register) {

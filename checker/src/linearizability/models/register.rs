@@ -70,6 +70,10 @@ impl Model for Register {
         }
     }
 
+    fn is_read(&self, op: &RegisterOp) -> bool {
+        matches!(op, RegisterOp::Read(_))
+    }
+
     fn describe_state(&self, state: &u32, values: &Values) -> Value {
         values.get(*state).clone()
     }

@@ -57,6 +57,7 @@ impl Elements {
 impl Model for Set {
     type State = Elements;
     type Op = SetOp;
+    const NEVER_ALLOWS: bool = true;
 
     fn fs(&self) -> &'static [&'static str] {
         &["add", "read"]
@@ -84,6 +85,15 @@ impl Model for Set {
             SetOp::Add(element) => Some(set.with(*element)),
             SetOp::Read(read) => (read == set).then(|| set.clone()),
         }
+    }
+
+    fn is_read(&self, op: &SetOp) -> bool {
+        matches!(op, SetOp::Read(_))
+    }
+
+    /// Adds only grow the set: a read that lacks an element the set holds never passes.
+    fn never_allows(&self, set: &Elements, op: &SetOp) -> bool {
+        matches!(op, SetOp::Read(read) if set.without(read) != Elements::default())
     }
 
     fn describe_state(&self, set: &Elements, values: &Values) -> Value {
@@ -146,6 +156,8 @@ mod tests {
             process: 1,
         };
         assert!(Set.prepare(&bad, &mut values).is_err());
+        assert!(Set.never_allows(&set, &read_13));
+        assert!(!Set.never_allows(&Set.init(), &read_13));
         let nil = Call {
             f: "read",
             value: None,
