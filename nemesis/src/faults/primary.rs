@@ -73,8 +73,10 @@ impl Fault for PrimaryPartition {
         for other in &others {
             grudge.insert(other.clone(), vec![primary.clone()]);
         }
-        apply(deployment, &grudge).await?;
+        // Clients first: a majority-side client that could still reach the master after its
+        // replicas were cut off would have writes acknowledged there that no failover keeps.
         let cut = split_clients(&target.links, &primary, &others);
+        apply(deployment, &grudge).await?;
         Ok(Started {
             measured: Some(
                 serde_json::json!({ "primary": primary, "grudge": grudge, "links cut": cut }),
