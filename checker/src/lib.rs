@@ -11,7 +11,7 @@ pub mod history;
 pub mod linearizability;
 pub mod lock_safety;
 pub mod lost_writes;
-mod operation;
+pub mod operation;
 pub mod stuck_lock;
 #[doc(hidden)]
 pub mod testing;

@@ -7,7 +7,7 @@ use crate::{Op, OpType, Process};
 
 /// A client's invoke and, if the history has it, its completion.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Operation<'a> {
+pub struct Operation<'a> {
     pub invoke: &'a Op,
     /// `None` when the process never completed the op: the history ended first, or the
     /// process invoked again without completing it. Its outcome is unknown, like `info`.
@@ -50,7 +50,7 @@ impl<'a> Operation<'a> {
 /// Pairs every client invoke with the next op of its process, in order of invoke.
 ///
 /// Nemesis ops and completions with no invoke before them are left out.
-pub(crate) fn operations(history: &[Op]) -> Vec<Operation<'_>> {
+pub fn operations(history: &[Op]) -> Vec<Operation<'_>> {
     let mut pending: HashMap<Process, &Op> = HashMap::new();
     let mut paired = Vec::with_capacity(history.len() / 2 + 1);
     for op in history.iter().filter(|op| !op.process.is_nemesis()) {

@@ -14,7 +14,7 @@ use splitbrain_checker::lock_safety::FaultWindow;
 
 use super::faults::{self, FaultPalette};
 use super::html::esc;
-use super::operations::{Operation, Outcome};
+use super::operations::{Drawn, Operation, Outcome};
 use super::scale::{latency_label, nice_step, LinearScale, LogScale, TimeScale};
 use super::svg::{self, Rects};
 
@@ -94,7 +94,7 @@ fn latency_chart(id: &str, operations: &[&Operation], input: &ChartInput) -> Str
             continue;
         };
         let (x, y) = (scale.x(operation.invoke.time), y_scale.y(ns as f64 / 1e6));
-        let outcome = operation.outcome();
+        let outcome = operation.ending();
         if !seen.insert(((x / CELL_PX) as i64, (y / CELL_PX) as i64, outcome)) {
             continue;
         }
@@ -131,7 +131,7 @@ pub fn throughput(input: &ChartInput) -> String {
     for operation in input.operations {
         if let Some(done) = operation.completion {
             let bucket = ((done.time / bucket_ns.max(1)) as usize).min(counts.len() - 1);
-            counts[bucket][outcome_row(operation.outcome())] += 1;
+            counts[bucket][outcome_row(operation.ending())] += 1;
         }
     }
     let rate = |count: u32| count as f64 / bucket_s;

@@ -1,16 +1,9 @@
 //! What a report draws besides the checkers' findings, derived once from the history: client
 //! operations (each invoke with its completion) and who was master when.
 
-use std::collections::HashMap;
-
 use splitbrain_checker::{Op, OpType, Process};
 
-/// A client operation: an invoke and, if the history has one, its completion.
-#[derive(Debug, Clone, Copy)]
-pub struct Operation<'a> {
-    pub invoke: &'a Op,
-    pub completion: Option<&'a Op>,
-}
+pub use splitbrain_checker::operation::{operations, Operation};
 
 /// How an operation ended; `Unknown` is `info` or no completion at all.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -33,15 +26,30 @@ impl Outcome {
     }
 }
 
-impl<'a> Operation<'a> {
-    pub fn process(&self) -> u64 {
+/// What a report needs to know of an operation to draw it.
+pub trait Drawn<'a> {
+    fn process(&self) -> u64;
+    fn ending(&self) -> Outcome;
+    /// Invoke to completion, in nanoseconds; `None` if it never completed.
+    fn latency_ns(&self) -> Option<u64>;
+    /// When it ended, or its invoke if it never did.
+    fn end_ns(&self) -> u64;
+    /// The error its completion gave, if any.
+    fn error(&self) -> Option<&'a str>;
+    /// Whether a lock hold bar already shows it: a granted acquire, a release or a renewal
+    /// that returned `ok`.
+    fn shown_by_hold(&self) -> bool;
+}
+
+impl<'a> Drawn<'a> for Operation<'a> {
+    fn process(&self) -> u64 {
         match self.invoke.process {
             Process::Client(p) => p,
             Process::Nemesis(_) => unreachable!("operations are client operations"),
         }
     }
 
-    pub fn outcome(&self) -> Outcome {
+    fn ending(&self) -> Outcome {
         match self.completion.map(|op| op.kind) {
             Some(OpType::Ok) => Outcome::Ok,
             Some(OpType::Fail) => Outcome::Fail,
@@ -49,56 +57,23 @@ impl<'a> Operation<'a> {
         }
     }
 
-    /// Invoke to completion, in nanoseconds; `None` if it never completed.
-    pub fn latency_ns(&self) -> Option<u64> {
+    fn latency_ns(&self) -> Option<u64> {
         self.completion
             .map(|op| op.time.saturating_sub(self.invoke.time))
     }
 
-    /// When it ended, or its invoke if it never did.
-    pub fn end_ns(&self) -> u64 {
+    fn end_ns(&self) -> u64 {
         self.completion.map_or(self.invoke.time, |op| op.time)
     }
 
-    /// The error its completion gave, if any.
-    pub fn error(&self) -> Option<&'a str> {
+    fn error(&self) -> Option<&'a str> {
         self.completion.and_then(|op| op.error.as_deref())
     }
 
-    /// Whether a lock hold bar already shows it: a granted acquire, a release or a renewal
-    /// that returned `ok`.
-    pub fn shown_by_hold(&self) -> bool {
-        self.outcome() == Outcome::Ok
+    fn shown_by_hold(&self) -> bool {
+        self.ending() == Outcome::Ok
             && matches!(self.invoke.f.as_str(), "acquire" | "release" | "renew")
     }
-}
-
-/// Pairs every client invoke with the next op of its process, in order of invoke. An invoke
-/// followed by another invoke of its process, or by the end, never completed.
-pub fn operations(history: &[Op]) -> Vec<Operation<'_>> {
-    let mut pending: HashMap<Process, &Op> = HashMap::new();
-    let mut paired = Vec::with_capacity(history.len() / 2 + 1);
-    for op in history.iter().filter(|op| !op.process.is_nemesis()) {
-        if op.kind == OpType::Invoke {
-            if let Some(abandoned) = pending.insert(op.process, op) {
-                paired.push(Operation {
-                    invoke: abandoned,
-                    completion: None,
-                });
-            }
-        } else if let Some(invoke) = pending.remove(&op.process) {
-            paired.push(Operation {
-                invoke,
-                completion: Some(op),
-            });
-        }
-    }
-    paired.extend(pending.into_values().map(|invoke| Operation {
-        invoke,
-        completion: None,
-    }));
-    paired.sort_unstable_by_key(|operation| operation.invoke.index);
-    paired
 }
 
 /// Who the harness saw as master, from one nemesis `master` op to the next (or the end).
@@ -147,7 +122,7 @@ mod tests {
         let paired = operations(&history);
         let summary: Vec<_> = paired
             .iter()
-            .map(|o| (o.process(), o.outcome(), o.latency_ns()))
+            .map(|o| (o.process(), o.ending(), o.latency_ns()))
             .collect();
         assert_eq!(
             summary,

@@ -25,7 +25,7 @@ use super::aggregate::{density, merge_spans, shade, DENSITY_PX, SHADES};
 use super::checks::GrantList;
 use super::faults::{self, FaultPalette};
 use super::html::{esc, seconds};
-use super::operations::{MasterPeriod, Operation, Outcome};
+use super::operations::{Drawn, MasterPeriod, Operation, Outcome};
 use super::scale::TimeScale;
 use super::svg::{self, Rects};
 
@@ -310,7 +310,7 @@ fn marks(operations: &[&Operation], scale: &TimeScale, top: f64, per_row: usize)
         let in_row: Vec<&Operation> = operations
             .iter()
             .copied()
-            .filter(|o| o.outcome() == outcome)
+            .filter(|o| o.ending() == outcome)
             .collect();
         let y = top + MARK_TOP + row as f64 * (MARK_HEIGHT + 0.5);
         let class = format!("op-{}", outcome.class());
@@ -371,7 +371,7 @@ fn describe_operation(operation: &Operation) -> String {
         "process {} {}{key}{value} {} at {}{took}{error}",
         operation.process(),
         operation.invoke.f,
-        operation.outcome().class(),
+        operation.ending().class(),
         seconds(operation.invoke.time as f64 / 1e6)
     )
 }
