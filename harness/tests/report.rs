@@ -386,12 +386,27 @@ fn a_stored_run_gets_a_report_with_its_timeline_faults_and_double_grants() {
 fn a_data_workload_draws_every_op_and_shows_another_checkers_result() {
     let dir = tempfile::tempdir().unwrap();
     let run = dir.path().join("results/sentinel-register/20261130T010000");
+    let op = |index: u64, f: &str, value: serde_json::Value| {
+        json!({"index": index, "process": 1, "f": f, "value": value, "outcome": "ok",
+               "invoke_ns": index * 1_000_000, "complete_ns": index * 1_000_000 + 500})
+    };
     let linearizability = json!({"linearizability": {
         "valid": false,
         "model": "cas-register",
-        "cause": "no linearization of <read 3>",
-        "failures": [{"key": "r0", "explanation": {"op": {"f": "read", "value": 3}, "last_ok": [1, 2]}}],
-    }});
+        "keys": 1, "keys_checked": 1, "ops_checked": 3, "ops_ignored": 0, "ignored_fs": [],
+        "states_explored": 4, "peak_cache_bytes": 65536,
+        "failures": [{"key": "<r0>", "explanation": {
+            "linearized_count": 2,
+            "state_before": null,
+            "linearized": [
+                {"op": op(1, "write", json!(1)), "state_after": 1},
+                {"op": op(3, "write", json!(2)), "state_after": 2},
+            ],
+            "refused_count": 1,
+            "refused": [{"op": op(5, "read", json!(3)), "state": 2,
+                         "reason": "read 3, but the register holds 2"}],
+        }}],
+    }, "linearizability-in-verdict": true});
     write_run(
         &run,
         test_json("sentinel-register", "register", 5, 2),
@@ -401,7 +416,9 @@ fn a_data_workload_draws_every_op_and_shows_another_checkers_result() {
     let html = report(&run);
     assert_self_contained(&html);
     assert!(html.contains("id=\"check-linearizability\""));
-    assert!(html.contains("no linearization of &lt;read 3&gt;"));
+    assert!(html.contains("linearizability (cas-register)"), "{html}");
+    assert!(html.contains("key <code>&lt;r0&gt;</code>: 2 operations linearized"));
+    assert!(html.contains("read 3, but the register holds 2"));
     assert!(
         html.contains("register held &lt;another&gt; value"),
         "errors are escaped"

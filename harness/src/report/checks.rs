@@ -1,13 +1,15 @@
 //! The checkers' findings, from `results.json`: lock-safety's double grants (each with both
 //! holds, the overlap and the faults active, anchored so the timeline can link to it), lost
-//! writes, fencing violations, stuck periods and acquisition statistics. A section the report
-//! has no view of (the linearizability checker's, say) is shown as its JSON.
+//! writes, fencing violations, stuck periods, acquisition statistics and linearizability (the
+//! last operations linearized and those that could not come next). A section the report has
+//! no view of (a newer checker's) is shown as its JSON.
 
 use std::fmt::Write;
 
 use serde_json::Value;
 use splitbrain_checker::acquisition_stats::AcquisitionStats;
 use splitbrain_checker::fencing::{FencePair, Fencing};
+use splitbrain_checker::linearizability::{Linearizability, OpSummary};
 use splitbrain_checker::lock_safety::{DoubleGrant, Hold, LockSafety, REPORTED_VIOLATIONS};
 use splitbrain_checker::lost_writes::LostWrites;
 use splitbrain_checker::stuck_lock::StuckLock;
@@ -105,6 +107,9 @@ pub fn render(results: &RecordedResults) -> String {
         .filter(|s| s.held_refusals > 0 || s.valid != Valid::True)
     {
         out += &stuck_lock(stuck);
+    }
+    if let Some(result) = &results.linearizability {
+        out += &linearizability(result, results.linearizability_counts);
     }
     if let Some(stats) = results.acquisition.as_ref().filter(|s| s.attempts > 0) {
         out += &acquisition(stats);
@@ -419,6 +424,117 @@ fn acquisition(stats: &AcquisitionStats) -> String {
         vec!["attempt latency".into(), latency(&stats.attempt_latency)],
     ];
     out += &table(&["", ""], &rows);
+    out
+}
+
+/// How many of the last linearized operations a failure's table shows.
+const LINEARIZED_SHOWN: usize = 10;
+
+fn linearizability(result: &Linearizability, counts: bool) -> String {
+    let mut out = heading(
+        "linearizability",
+        &format!("linearizability ({})", result.model),
+        result.valid,
+    );
+    let aside = if counts {
+        ""
+    } else {
+        " Shown beside the verdict, not in it: a mutex has no leases, so a lease that ran out \
+         counts against it, and lock safety judges the leases."
+    };
+    let _ = write!(
+        out,
+        "<p>{} key{}, {} operations checked, {} configurations searched, {:.1} MiB at most.{}{}</p>",
+        result.keys,
+        if result.keys == 1 { "" } else { "s" },
+        result.ops_checked,
+        result.states_explored,
+        result.peak_cache_bytes as f64 / f64::from(1 << 20),
+        result
+            .cause
+            .as_ref()
+            .map(|cause| format!(" Unknown: {}.", esc(cause)))
+            .unwrap_or_default(),
+        aside
+    );
+    let cells = |op: &OpSummary| {
+        vec![
+            op.index.to_string(),
+            op.process.to_string(),
+            esc(&op.f),
+            op.value
+                .as_ref()
+                .map(|v| format!("<code>{}</code>", esc(&v.to_string())))
+                .unwrap_or_default(),
+            format!("{:?}", op.outcome).to_lowercase(),
+            seconds(op.invoke_ns as f64 / 1e6),
+        ]
+    };
+    for failure in &result.failures {
+        let explanation = &failure.explanation;
+        let key = failure.key.as_deref().unwrap_or("(no key)");
+        let _ = write!(
+            out,
+            "<h4 id=\"lin-{}\">key <code>{}</code>: {} operations linearized, then none of these \
+             could come next</h4>",
+            esc(key),
+            esc(key),
+            explanation.linearized_count
+        );
+        let refused: Vec<Vec<String>> = explanation
+            .refused
+            .iter()
+            .map(|r| {
+                let mut row = cells(&r.op);
+                row.push(format!("<code>{}</code>", esc(&r.state.to_string())));
+                row.push(esc(&r.reason));
+                row
+            })
+            .collect();
+        out += &table(
+            &[
+                "op", "process", "f", "value", "outcome", "invoked", "state", "why not",
+            ],
+            &refused,
+        );
+        if explanation.refused_count > explanation.refused.len() {
+            let _ = write!(
+                out,
+                "<p class=\"note\">The first {} of {} are listed.</p>",
+                explanation.refused.len(),
+                explanation.refused_count
+            );
+        }
+        let skip = explanation
+            .linearized
+            .len()
+            .saturating_sub(LINEARIZED_SHOWN);
+        let linearized: Vec<Vec<String>> = explanation.linearized[skip..]
+            .iter()
+            .map(|l| {
+                let mut row = cells(&l.op);
+                row.push(format!("<code>{}</code>", esc(&l.state_after.to_string())));
+                row
+            })
+            .collect();
+        let _ = write!(
+            out,
+            "<p>The last {} operations linearized before them, in order:</p>",
+            linearized.len()
+        );
+        out += &table(
+            &[
+                "op",
+                "process",
+                "f",
+                "value",
+                "outcome",
+                "invoked",
+                "state after",
+            ],
+            &linearized,
+        );
+    }
     out
 }
 

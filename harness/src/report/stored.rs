@@ -13,6 +13,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 use splitbrain_checker::acquisition_stats::AcquisitionStats;
 use splitbrain_checker::fencing::Fencing;
+use splitbrain_checker::linearizability::Linearizability;
 use splitbrain_checker::lock_safety::LockSafety;
 use splitbrain_checker::lost_writes::LostWrites;
 use splitbrain_checker::stuck_lock::StuckLock;
@@ -102,7 +103,10 @@ pub struct RecordedResults {
     pub fencing: Option<Fencing>,
     pub stuck_lock: Option<StuckLock>,
     pub acquisition: Option<AcquisitionStats>,
-    /// Sections the report has no view of (`linearizability`, a newer checker) or could not
+    pub linearizability: Option<Linearizability>,
+    /// Whether the linearizability result is part of the verdict.
+    pub linearizability_counts: bool,
+    /// Sections the report has no view of (a newer checker's) or could not
     /// read, shown as they are.
     pub other: Vec<(String, Value)>,
 }
@@ -125,6 +129,15 @@ impl RecordedResults {
                 "fencing" => typed(&mut results.fencing, name, section, &mut results.other),
                 "stuck-lock" => typed(&mut results.stuck_lock, name, section, &mut results.other),
                 "acquisition" => typed(&mut results.acquisition, name, section, &mut results.other),
+                "linearizability" => typed(
+                    &mut results.linearizability,
+                    name,
+                    section,
+                    &mut results.other,
+                ),
+                "linearizability-in-verdict" => {
+                    results.linearizability_counts = section.as_bool().unwrap_or(false)
+                }
                 _ => results.other.push((name, section)),
             }
         }
