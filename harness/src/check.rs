@@ -184,7 +184,8 @@ pub fn check_ops(
     if let (Some(result), true) = (&linearizability, counts) {
         valid = valid.merge(result.valid);
     }
-    Results {
+    let mut results = Results {
+        verdict: String::new(),
         valid: if error.is_some() {
             valid.merge(Valid::Unknown)
         } else {
@@ -201,7 +202,9 @@ pub fn check_ops(
         linearizability,
         linearizability_counts: counts,
         error,
-    }
+    };
+    results.verdict = summary::verdict(&results);
+    results
 }
 
 /// The model to check `ops` with, and whether its verdict counts: the one asked for, which

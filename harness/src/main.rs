@@ -65,7 +65,6 @@ async fn dispatch(command: Command) -> Exit {
                 results: args.results,
                 junit: args.junit,
                 shard: args.shard,
-                quiet: args.quiet,
             };
             matrix::run(options, interrupt_on_signals()).await
         }

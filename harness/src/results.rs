@@ -112,6 +112,8 @@ pub struct Versions {
 #[derive(Debug, Serialize)]
 pub struct Results {
     pub valid: Valid,
+    /// The verdict in words, with what each checker found (`INVALID: 3 double grants`).
+    pub verdict: String,
     /// The run was stopped early (Ctrl-C); the verdict covers the history up to then.
     pub interrupted: bool,
     pub ops: OpCounts,

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use splitbrain_checker::{lock_safety, OpType};
 use splitbrain_workloads::ClientConfig;
-use support::{docker_skipped, Fixture};
+use support::{docker_skipped, Fixture, StoredRun};
 
 const TTL: Duration = Duration::from_secs(60);
 
@@ -115,10 +115,7 @@ fn cluster_failover_promotes_replicas_during_a_run() {
     if docker_skipped() {
         return;
     }
-    support::node_image();
-    let (_keep, results) = support::results_dir();
-    let out = support::run_splitbrain(&[
-        "run",
+    let run = StoredRun::new(&[
         "--deployment",
         "cluster",
         "--client",
@@ -133,12 +130,10 @@ fn cluster_failover_promotes_replicas_during_a_run() {
         "12s",
         "--seed",
         "1",
-        "--results",
-        results.to_str().unwrap(),
     ]);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(matches!(out.status.code(), Some(0..=2)), "{stdout}");
-    let history = std::fs::read_to_string(results.join("latest/history.jsonl")).unwrap();
+    let stdout = run.stdout();
+    run.assert_verdict();
+    let history = std::fs::read_to_string(run.dir.join("history.jsonl")).unwrap();
     let accepted = history
         .lines()
         .filter(|l| l.contains(r#""fault":"failover""#) && l.contains(r#""reply":"OK""#))
@@ -152,10 +147,7 @@ fn killing_the_slot_master_promotes_its_replica_and_fenced_keys_share_a_slot() {
     if docker_skipped() {
         return;
     }
-    support::node_image();
-    let (_keep, results) = support::results_dir();
-    let out = support::run_splitbrain(&[
-        "run",
+    let run = StoredRun::new(&[
         "--deployment",
         "cluster",
         "--client",
@@ -175,15 +167,9 @@ fn killing_the_slot_master_promotes_its_replica_and_fenced_keys_share_a_slot() {
         "15s",
         "--seed",
         "1",
-        "--results",
-        results.to_str().unwrap(),
     ]);
-    assert!(
-        matches!(out.status.code(), Some(0..=2)),
-        "{}",
-        support::printed(&out)
-    );
-    let ops = support::read_ops(&results.join("latest"));
+    run.assert_verdict();
+    let ops = run.ops();
     let (killed, masters) = support::killed_master_and_masters(&ops);
     assert_eq!(masters[0], vec![killed.clone()], "{masters:?}");
     assert!(

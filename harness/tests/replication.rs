@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use splitbrain_checker::{lock_safety, Op, OpType, Process};
 use splitbrain_workloads::Outcome;
-use support::{docker_skipped, results_dir, run_splitbrain, Fixture};
+use support::{docker_skipped, Fixture, StoredRun};
 
 /// A lease long enough to outlive the whole failover.
 const TTL: Duration = Duration::from_secs(60);
@@ -121,10 +121,7 @@ fn sentinel_comes_up_agreeing_and_failovers_are_recorded() {
     if docker_skipped() {
         return;
     }
-    support::node_image();
-    let (_keep, results) = results_dir();
-    let out = run_splitbrain(&[
-        "run",
+    let run = StoredRun::new(&[
         "--deployment",
         "sentinel",
         "--client",
@@ -139,16 +136,9 @@ fn sentinel_comes_up_agreeing_and_failovers_are_recorded() {
         "20s",
         "--seed",
         "1",
-        "--results",
-        results.to_str().unwrap(),
     ]);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        matches!(out.status.code(), Some(0..=2)),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let history = std::fs::read_to_string(results.join("latest/history.jsonl")).unwrap();
+    run.assert_verdict();
+    let history = std::fs::read_to_string(run.dir.join("history.jsonl")).unwrap();
     let masters: Vec<&str> = history
         .lines()
         .filter(|l| l.contains(r#""f":"master""#))
@@ -166,10 +156,7 @@ fn jepsen_2013_an_isolated_master_acknowledges_writes_that_the_failover_throws_a
     if docker_skipped() {
         return;
     }
-    support::node_image();
-    let (_keep, results) = results_dir();
-    let out = run_splitbrain(&[
-        "run",
+    let run = StoredRun::new(&[
         "--deployment",
         "sentinel",
         "--workload",
@@ -188,17 +175,14 @@ fn jepsen_2013_an_isolated_master_acknowledges_writes_that_the_failover_throws_a
         "25s",
         "--seed",
         "1",
-        "--results",
-        results.to_str().unwrap(),
     ]);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(out.status.code(), Some(1), "{stdout}");
-    let results_json = support::results_of(&results.join("latest"));
+    run.assert_exit(1);
+    let results_json = run.results();
     let writes = &results_json["lost-writes"];
     let lost = writes["lost_count"].as_u64().unwrap();
     let acknowledged = writes["acknowledged"].as_u64().unwrap();
     assert!(lost >= 100 && lost < acknowledged, "{writes}");
-    let history = std::fs::read_to_string(results.join("latest/history.jsonl")).unwrap();
+    let history = std::fs::read_to_string(run.dir.join("history.jsonl")).unwrap();
     assert!(
         history
             .lines()
@@ -216,7 +200,7 @@ fn jepsen_2013_an_isolated_master_acknowledges_writes_that_the_failover_throws_a
         .map(|id| id.as_u64().unwrap())
         .collect();
     assert!(!lost_ids.is_empty(), "{writes}");
-    let ops = support::read_ops(&results.join("latest"));
+    let ops = run.ops();
     let partitioned = ops
         .iter()
         .find(|op| op.fault.as_deref() == Some("partition-primary") && op.f == "start")
@@ -249,10 +233,7 @@ fn killing_the_master_moves_it_and_the_register_history_is_recorded() {
     if docker_skipped() {
         return;
     }
-    support::node_image();
-    let (_keep, results) = results_dir();
-    let out = run_splitbrain(&[
-        "run",
+    let run = StoredRun::new(&[
         "--deployment",
         "sentinel",
         "--workload",
@@ -269,16 +250,9 @@ fn killing_the_master_moves_it_and_the_register_history_is_recorded() {
         "15s",
         "--seed",
         "1",
-        "--results",
-        results.to_str().unwrap(),
     ]);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        matches!(out.status.code(), Some(0..=2)),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let ops = support::read_ops(&results.join("latest"));
+    run.assert_verdict();
+    let ops = run.ops();
     let (killed, masters) = support::killed_master_and_masters(&ops);
     assert_eq!(killed, "n1", "n1 is master until the first fault");
     assert!(
@@ -291,7 +265,7 @@ fn killing_the_master_moves_it_and_the_register_history_is_recorded() {
             "some {f} succeeded"
         );
     }
-    let results = support::results_of(&results.join("latest"));
+    let results = run.results();
     let linearizability = &results["linearizability"];
     assert_eq!(linearizability["model"], "cas-register", "{results}");
     assert_eq!(linearizability["keys"], 3, "{linearizability}");
@@ -311,10 +285,7 @@ fn registers_on_an_isolated_master_are_not_linearizable() {
     if docker_skipped() {
         return;
     }
-    support::node_image();
-    let (_keep, results) = results_dir();
-    let out = run_splitbrain(&[
-        "run",
+    let run = StoredRun::new(&[
         "--deployment",
         "sentinel",
         "--workload",
@@ -331,16 +302,14 @@ fn registers_on_an_isolated_master_are_not_linearizable() {
         "25s",
         "--seed",
         "1",
-        "--results",
-        results.to_str().unwrap(),
     ]);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    let stdout = run.stdout();
+    run.assert_exit(1);
     assert!(
         stdout.contains("not linearizable as a cas-register"),
         "{stdout}"
     );
-    let results = support::results_of(&results.join("latest"));
+    let results = run.results();
     let failure = &results["linearizability"]["failures"][0];
     let refused = &failure["explanation"]["refused"][0];
     // A read or a compare-and-set saw a value the register, as the majority kept it, no

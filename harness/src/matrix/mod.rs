@@ -10,9 +10,8 @@ mod file;
 mod html;
 mod junit;
 
-use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
@@ -21,9 +20,8 @@ use tokio_util::sync::CancellationToken;
 
 pub use file::{Cell, Expect};
 
-use crate::check::check_history;
 use crate::error::{Exit, HarnessError};
-use crate::summary;
+use crate::progress;
 
 /// Which slice of the cells to run: the `index`-th of `count` (from 1), every `count`-th cell.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -96,7 +94,6 @@ pub struct MatrixOptions {
     pub results: PathBuf,
     pub junit: Option<PathBuf>,
     pub shard: Option<Shard>,
-    pub quiet: bool,
 }
 
 /// Checks every cell, runs this shard's, writes `results/matrix-<time>/` and prints the table.
@@ -124,7 +121,7 @@ pub async fn run(
     ));
     std::fs::create_dir_all(dir.join("logs"))
         .with_context(|| format!("creating {}", dir.display()))?;
-    let progress = Progress::new(options.quiet, mine.len(), total);
+    let progress = Progress::new(mine.len(), total);
     let mut outcomes: Vec<CellOutcome> = Vec::new();
     for (done, cell) in mine.iter().enumerate() {
         if interrupt.is_cancelled() {
@@ -262,12 +259,16 @@ async fn run_cell(
         Some(2) => Some(Valid::Unknown),
         _ => None,
     };
-    let verdict_line = match (&verdict, &run_dir) {
-        (Some(_), Some(run)) => match check_history(&run.join("history.jsonl"), false, None) {
-            Ok(results) => summary::verdict(&results),
-            Err(e) => format!("the history could not be checked again: {e}"),
-        },
-        _ => {
+    // The run wrote its verdict in words into results.json.
+    let written = |run: &Path| -> Option<String> {
+        let text = std::fs::read_to_string(run.join("results.json")).ok()?;
+        let results: serde_json::Value = serde_json::from_str(&text).ok()?;
+        Some(results["verdict"].as_str()?.to_string())
+    };
+    let verdict_line = match (&verdict, run_dir.as_deref().and_then(written)) {
+        (Some(_), Some(line)) => line,
+        (Some(valid), None) => valid.label().to_string(),
+        (None, _) => {
             let text = std::fs::read_to_string(dir.join(&log)).unwrap_or_default();
             let last = text
                 .lines()
@@ -378,35 +379,25 @@ fn relative(from: &Path, to: &Path) -> PathBuf {
     path
 }
 
-/// What the person watching sees while the matrix runs: on a terminal, one line redrawn every
-/// second; otherwise (CI logs) a line as each cell starts and ends.
+/// What the person watching sees while the matrix runs, through the run's own progress
+/// display: a step line as each cell ends, and between, a status line with the running cell
+/// and the time left (redrawn on a terminal, now and then otherwise).
 struct Progress {
-    quiet: bool,
-    terminal: bool,
     cells: usize,
-    started: Instant,
 }
 
 impl Progress {
-    fn new(quiet: bool, cells: usize, total: usize) -> Progress {
-        let progress = Progress {
-            quiet,
-            terminal: std::io::stderr().is_terminal(),
-            cells,
-            started: Instant::now(),
+    fn new(cells: usize, total: usize) -> Progress {
+        let shard = if cells == total {
+            String::new()
+        } else {
+            format!(" (this shard's share of {total})")
         };
-        if !quiet {
-            let shard = if cells == total {
-                String::new()
-            } else {
-                format!(" (this shard's share of {total})")
-            };
-            eprintln!("matrix: {cells} cells{shard}");
-        }
-        progress
+        progress::step(&format!("matrix: {cells} cells{shard}"));
+        Progress { cells }
     }
 
-    /// Starts showing `cell` as running; the returned task redraws it until aborted.
+    /// Shows `cell` as running until the returned task is aborted.
     fn running(
         &self,
         done: usize,
@@ -425,50 +416,36 @@ impl Progress {
             .map(|c| per_cell.unwrap_or(c.time_limit_secs + 15.0))
             .sum();
         let label = format!("[{}/{}] {}", done + 1, self.cells, cell.name);
-        if self.quiet {
-            return tokio::spawn(async {}).abort_handle();
-        }
-        if !self.terminal {
-            eprintln!(
-                "{label}: running ({} elapsed, about {} left)",
-                clock(self.started.elapsed().as_secs_f64()),
-                clock(guess)
-            );
-            return tokio::spawn(async {}).abort_handle();
-        }
         let start = Instant::now();
         tokio::spawn(async move {
+            let mut ticks = tokio::time::interval(progress::status_interval());
             loop {
+                ticks.tick().await;
                 let running = start.elapsed().as_secs_f64();
-                eprint!(
-                    "\r\x1b[2K{label}  {}  about {} left",
+                progress::status(&format!(
+                    "{label}: running {}, about {} left",
                     clock(running),
                     clock((guess - running).max(0.0))
-                );
-                tokio::time::sleep(Duration::from_secs(1)).await;
+                ));
             }
         })
         .abort_handle()
     }
 
     fn finished(&self, done: usize, outcome: &CellOutcome) {
-        if self.quiet {
-            return;
-        }
         let mark = match outcome.met {
             Met::Yes => "ok",
             Met::No => "FAILED",
             Met::Error => "ERROR",
         };
-        let clear = if self.terminal { "\r\x1b[2K" } else { "" };
-        eprintln!(
-            "{clear}[{}/{}] {}: {mark}, {} in {}",
+        progress::step(&format!(
+            "[{}/{}] {}: {mark}, {} in {}",
             done + 1,
             self.cells,
             outcome.cell.name,
             outcome.verdict_line,
             clock(outcome.seconds)
-        );
+        ));
     }
 }
 

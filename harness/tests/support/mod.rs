@@ -265,6 +265,59 @@ pub fn results_dir() -> (tempfile::TempDir, PathBuf) {
     (dir, path)
 }
 
+/// One `splitbrain run` (the node image built first) into a results folder of its own, which
+/// lives as long as this.
+pub struct StoredRun {
+    _results: tempfile::TempDir,
+    pub out: Output,
+    /// The run's folder.
+    pub dir: PathBuf,
+}
+
+impl StoredRun {
+    /// Runs `splitbrain run ARGS --results <fresh folder>`.
+    pub fn new(args: &[&str]) -> StoredRun {
+        node_image();
+        let (keep, results) = results_dir();
+        let results_arg = results.display().to_string();
+        let argv: Vec<&str> = std::iter::once("run")
+            .chain(args.iter().copied())
+            .chain(["--results", &results_arg])
+            .collect();
+        StoredRun {
+            out: run_splitbrain(&argv),
+            dir: results.join("latest"),
+            _results: keep,
+        }
+    }
+
+    pub fn stdout(&self) -> String {
+        String::from_utf8_lossy(&self.out.stdout).to_string()
+    }
+
+    /// Asserts the run ended with this exit code.
+    pub fn assert_exit(&self, code: i32) {
+        assert_eq!(self.out.status.code(), Some(code), "{}", printed(&self.out));
+    }
+
+    /// Asserts the run ended with a verdict, whichever (exit 0, 1 or 2).
+    pub fn assert_verdict(&self) {
+        assert!(
+            matches!(self.out.status.code(), Some(0..=2)),
+            "{}",
+            printed(&self.out)
+        );
+    }
+
+    pub fn ops(&self) -> Vec<Op> {
+        read_ops(&self.dir)
+    }
+
+    pub fn results(&self) -> serde_json::Value {
+        results_of(&self.dir)
+    }
+}
+
 /// A run folder's `results.json`.
 pub fn results_of(run_dir: &std::path::Path) -> serde_json::Value {
     let text = std::fs::read_to_string(run_dir.join("results.json")).expect("results.json");
