@@ -92,6 +92,20 @@ pub struct Op {
     /// opposed to what it asked for, which is in `value`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub measured: Option<serde_json::Value>,
+    /// On an acquire's `ok`: the client library renews the lease by itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub renewal: Option<Renewal>,
+}
+
+/// How a client library that renews its own lease in the background (a watchdog thread, as
+/// python-redis-lock and Redisson have) tells of its renewals.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Renewal {
+    /// Every renewal is recorded as a `renew` op of the holder's process.
+    Reported,
+    /// The library renews but tells nobody.
+    Silent,
 }
 
 impl Op {
@@ -113,6 +127,7 @@ impl Op {
             fault: None,
             error: None,
             measured: None,
+            renewal: None,
         }
     }
 

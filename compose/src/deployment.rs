@@ -1,6 +1,7 @@
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::Path;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bollard::exec::StartExecResults;
@@ -52,6 +53,9 @@ pub struct Deployment {
     storage: Option<Storage>,
     /// The nodes form a Redis Cluster.
     cluster: bool,
+    /// Nodes whose server was crashed by [`Deployment::kill`] and not restarted yet; shared by
+    /// every clone.
+    crashed: Arc<Mutex<HashSet<String>>>,
 }
 
 /// The storage service of a run: a PostgreSQL container beside the nodes that no fault
@@ -172,6 +176,7 @@ impl Deployment {
             nodes,
             storage: None,
             cluster: formation.is_some(),
+            crashed: Arc::default(),
         };
         for node in &deployment.nodes {
             wait_ready(node).await?;
@@ -416,38 +421,40 @@ impl Deployment {
             .ok_or_else(|| ComposeError::UnknownNode(name.to_string()))
     }
 
-    /// SIGKILLs a node's Redis. Without persistence it forgets every key.
+    /// Crashes a node: SIGKILLs its Redis (and its Sentinel) inside the running container, and
+    /// returns once the server no longer accepts connections. Without persistence it forgets
+    /// every key. The container's entry point supervises the processes (see
+    /// `images/redis-node/splitbrain-node`): a process restart takes tens of milliseconds where a
+    /// container restart takes seconds on a busy machine, longer than the leases at stake.
     pub async fn kill(&self, name: &str) -> Result<(), ComposeError> {
         let node = self.node(name)?;
-        let options = KillContainerOptions {
-            signal: "SIGKILL".into(),
-        };
-        match self
-            .docker
-            .kill_container(&node.container, Some(options))
-            .await
-        {
-            // 409: it is not running (already killed): the kill's effect holds.
-            Ok(())
-            | Err(bollard::errors::Error::DockerResponseServerError {
-                status_code: 409, ..
-            }) => Ok(()),
-            Err(e) => Err(e.into()),
-        }
+        self.signal(node, "SIGUSR1").await?;
+        self.crashed_nodes().insert(name.to_string());
+        wait_refused(node).await
     }
 
-    /// Starts a killed node again (same address) and waits until it answers PING.
+    /// Starts a crashed node's processes again and waits until it answers PING.
     pub async fn restart(&self, name: &str) -> Result<(), ComposeError> {
         let node = self.node(name)?;
-        match self.docker.start_container(&node.container, None).await {
-            // 304: already running.
-            Ok(())
-            | Err(bollard::errors::Error::DockerResponseServerError {
-                status_code: 304, ..
-            }) => {}
-            Err(e) => return Err(e.into()),
-        }
-        wait_ready(node).await
+        self.signal(node, "SIGUSR2").await?;
+        wait_ready(node).await?;
+        self.crashed_nodes().remove(name);
+        Ok(())
+    }
+
+    /// Sends a signal to a node's entry point, its process supervisor.
+    async fn signal(&self, node: &Node, signal: &str) -> Result<(), ComposeError> {
+        let options = KillContainerOptions {
+            signal: signal.into(),
+        };
+        self.docker
+            .kill_container(&node.container, Some(options))
+            .await?;
+        Ok(())
+    }
+
+    fn crashed_nodes(&self) -> std::sync::MutexGuard<'_, HashSet<String>> {
+        self.crashed.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Freezes every process of a node (SIGSTOP through the cgroup freezer).
@@ -523,7 +530,7 @@ impl Deployment {
                 .state
                 .unwrap_or_default();
             let state = NodeState {
-                running: state.running == Some(true),
+                running: state.running == Some(true) && !self.crashed_nodes().contains(&node.name),
                 paused: state.paused == Some(true),
             };
             health.push((node.name.clone(), state));
@@ -776,6 +783,22 @@ async fn sentinel_view(addr: SocketAddr) -> Result<SentinelView, String> {
         master_ip: field("ip"),
         replicas: field("num-slaves").parse().unwrap_or(0),
         other_sentinels: field("num-other-sentinels").parse().unwrap_or(0),
+    })
+}
+
+/// Waits until a crashed node's server no longer accepts connections.
+async fn wait_refused(node: &Node) -> Result<(), ComposeError> {
+    let started = Instant::now();
+    while started.elapsed() < READY_TIMEOUT {
+        let connect = tokio::net::TcpStream::connect(node.addr);
+        match tokio::time::timeout(Duration::from_millis(500), connect).await {
+            Ok(Err(_)) => return Ok(()),
+            Ok(Ok(_)) | Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
+        }
+    }
+    Err(ComposeError::NodeNotDown {
+        node: node.name.clone(),
+        seconds: READY_TIMEOUT.as_secs(),
     })
 }
 

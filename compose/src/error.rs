@@ -13,6 +13,8 @@ pub enum ComposeError {
         seconds: u64,
         last_error: String,
     },
+    #[error("node {node} still accepted connections {seconds} s after it was crashed")]
+    NodeNotDown { node: String, seconds: u64 },
     #[error("bad deployment options: {0}")]
     BadOptions(String),
     #[error("no free subnet for the run's network: {0}")]

@@ -62,6 +62,13 @@ impl ClientPauses {
         !disarmed
     }
 
+    /// Whether worker `w` is armed: it freezes at its next checkpoint.
+    pub fn is_armed(&self, worker: usize) -> bool {
+        self.slots
+            .get(worker)
+            .is_some_and(|slot| matches!(*slot.borrow(), State::Armed(_)))
+    }
+
     /// Lets every worker go on at once, frozen or armed.
     pub fn thaw_all(&self) {
         for slot in self.slots.iter() {

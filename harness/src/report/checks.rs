@@ -16,7 +16,7 @@ use splitbrain_checker::stuck_lock::StuckLock;
 use splitbrain_checker::Valid;
 
 use super::faults;
-use super::html::{anchored_table, esc, seconds, table, verdict_badge};
+use super::html::{anchored_table, aside_badge, esc, seconds, table, verdict_badge};
 use super::stored::RecordedResults;
 
 /// A section shown as JSON is cut at this many characters; results.json has the rest.
@@ -132,6 +132,15 @@ fn heading(id: &str, name: &str, valid: Valid) -> String {
         "<h3 id=\"check-{id}\">{} {}</h3>",
         esc(name),
         verdict_badge(Some(valid))
+    )
+}
+
+/// The heading of a checker whose verdict is shown beside the run's, not in it.
+fn aside_heading(id: &str, name: &str, valid: Valid) -> String {
+    format!(
+        "<h3 id=\"check-{id}\">{} {}</h3>",
+        esc(name),
+        aside_badge(Some(valid))
     )
 }
 
@@ -431,11 +440,12 @@ fn acquisition(stats: &AcquisitionStats) -> String {
 const LINEARIZED_SHOWN: usize = 10;
 
 fn linearizability(result: &Linearizability, counts: bool) -> String {
-    let mut out = heading(
-        "linearizability",
-        &format!("linearizability ({})", result.model),
-        result.valid,
-    );
+    let title = format!("linearizability ({})", result.model);
+    let mut out = if counts {
+        heading("linearizability", &title, result.valid)
+    } else {
+        aside_heading("linearizability", &title, result.valid)
+    };
     let aside = if counts {
         ""
     } else {

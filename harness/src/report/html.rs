@@ -49,6 +49,20 @@ pub fn verdict_badge(valid: Option<Valid>) -> String {
     format!("<span class=\"verdict verdict-{class}\">{label}</span>")
 }
 
+/// A checker's verdict that is shown beside the run's verdict, not in it (the owner-mutex
+/// model on a lock history): grey whatever it says, so it never reads as the run's verdict.
+pub fn aside_badge(valid: Option<Valid>) -> String {
+    let label = match valid {
+        Some(Valid::True) => "valid",
+        Some(Valid::Unknown) | None => "unknown",
+        Some(Valid::False) => "invalid",
+    };
+    format!(
+        "<span class=\"verdict verdict-aside\" title=\"shown beside the verdict, not part of \
+         it\">{label}, not in the verdict</span>"
+    )
+}
+
 /// Milliseconds since the start of the run, as seconds to the millisecond.
 pub fn seconds(ms: f64) -> String {
     format!("{:.3} s", ms / 1000.0)
@@ -96,6 +110,7 @@ a { color: #1f5fbf; }
 .verdict-valid { background: #2e8540; }
 .verdict-unknown { background: #d98e04; }
 .verdict-invalid { background: #d7263d; }
+.verdict-aside { background: #e3e6ea; color: #4a5563; font-weight: 400; }
 .facts { display: grid; grid-template-columns: max-content auto; gap: 2px 16px; margin: 8px 0; }
 .facts dt { color: #4a5563; }
 .facts dd { margin: 0; }

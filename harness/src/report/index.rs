@@ -9,7 +9,7 @@ use anyhow::Context;
 use serde_json::Value;
 use splitbrain_checker::Valid;
 
-use super::html::{self, esc, href, verdict_badge};
+use super::html::{self, aside_badge, esc, href, verdict_badge};
 use super::stored::{is_run, read_json, StoredTest};
 use crate::error::HarnessError;
 
@@ -190,7 +190,8 @@ pub fn listing_page(title: &str, names: &[String]) -> String {
     html::page(title, &body)
 }
 
-/// The verdicts of checkers the index has no column for (linearizability, say).
+/// The verdicts of checkers the index has no column for (linearizability, say); one that
+/// `results.json` marks as not in the verdict (`<name>-in-verdict: false`) is shown grey.
 fn other_checkers(results: &Value) -> String {
     const KNOWN: [&str; 4] = ["lock-safety", "lost-writes", "fencing", "stuck-lock"];
     let Value::Object(sections) = results else {
@@ -201,7 +202,13 @@ fn other_checkers(results: &Value) -> String {
         .filter(|(name, _)| !KNOWN.contains(&name.as_str()))
         .filter_map(|(name, section)| {
             let valid = serde_json::from_value::<Valid>(section.get("valid")?.clone()).ok();
-            Some(format!("{} {}", esc(name), verdict_badge(valid)))
+            let aside = sections.get(&format!("{name}-in-verdict")) == Some(&Value::Bool(false));
+            let badge = if aside {
+                aside_badge(valid)
+            } else {
+                verdict_badge(valid)
+            };
+            Some(format!("{} {badge}", esc(name)))
         })
         .collect::<Vec<_>>()
         .join(" ")
@@ -252,5 +259,17 @@ mod tests {
         let shown = other_checkers(&results);
         assert!(shown.starts_with("linearizability <span class=\"verdict verdict-invalid\">"));
         assert!(!shown.contains("lock-safety"));
+    }
+
+    #[test]
+    fn checkers_beside_the_verdict_are_never_coloured_as_one() {
+        let results = serde_json::json!({
+            "valid": true,
+            "linearizability": {"valid": false, "model": "owner-mutex"},
+            "linearizability-in-verdict": false,
+        });
+        let shown = other_checkers(&results);
+        assert!(shown.contains("verdict-aside"), "{shown}");
+        assert!(!shown.contains("verdict-invalid"), "{shown}");
     }
 }

@@ -26,11 +26,13 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::json;
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
+use splitbrain_checker::Renewal;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+use tokio::sync::mpsc;
 
 use super::set_nx_px::spin_delay;
-use super::{ClientConfig, ClientKind, Fences, Grant, LockClient, Outcome};
+use super::{ClientConfig, ClientKind, Fences, Grant, LockClient, Outcome, RenewalReport};
 
 /// How users name this client: `exec:` and the command.
 pub const EXEC_PREFIX: &str = "exec:";
@@ -40,6 +42,10 @@ const PROTOCOL: u32 = 1;
 
 /// Stderr lines kept to explain a program's death.
 const STDERR_KEPT: usize = 20;
+
+/// How long a program may take to answer `hello`: starting an interpreter and importing a
+/// library on a busy machine takes seconds, and start-up is never part of an operation.
+const HELLO_TIMEOUT: Duration = Duration::from_secs(30);
 
 pub(super) const KIND: ClientKind = ClientKind {
     name: "exec:<command>",
@@ -80,6 +86,7 @@ fn build(config: &ClientConfig) -> Result<Box<dyn LockClient>, String> {
         command,
         program: None,
         broken: None,
+        renewal: None,
     }))
 }
 
@@ -100,14 +107,43 @@ struct Exec {
     reply_timeout: Duration,
     program: Option<Program>,
     broken: Option<ExecError>,
+    /// What the program said of its own lease renewal in its `hello` reply.
+    renewal: Option<Renewal>,
 }
 
-/// One running instance of the client program.
+/// One running instance of the client program, in a process group of its own so that a pause
+/// freezes, and the end of the program kills, everything it started.
 struct Program {
     child: Child,
+    /// The process group: the `sh` wrapper's pid.
+    group: Option<i32>,
     stdin: ChildStdin,
-    stdout: Lines<BufReader<ChildStdout>>,
+    /// The program's reply lines, in order; closed when its stdout closes.
+    replies: mpsc::UnboundedReceiver<std::io::Result<String>>,
+    /// Renewal reports, which the program may write between replies.
+    renewals: mpsc::UnboundedReceiver<RenewalReport>,
     stderr: Arc<Mutex<VecDeque<String>>>,
+}
+
+impl Program {
+    /// Sends `signal` to every process of the program's group.
+    fn signal_group(&self, signal: i32) {
+        if let Some(group) = self.group {
+            // SAFETY: killpg only sends a signal; a group that is gone gives ESRCH.
+            unsafe {
+                libc::killpg(group, signal);
+            }
+        }
+    }
+}
+
+impl Drop for Program {
+    /// Whatever the program started ends with it (a library's renewal thread, a helper
+    /// process), on every path out of the run.
+    fn drop(&mut self) {
+        self.signal_group(libc::SIGCONT);
+        self.signal_group(libc::SIGKILL);
+    }
 }
 
 /// One reply line.
@@ -124,6 +160,27 @@ struct Reply {
     fence: Option<u64>,
     #[serde(default)]
     error: Option<String>,
+    /// In the `hello` reply: the library renews held leases by itself.
+    #[serde(default)]
+    renewal: Option<Renewal>,
+}
+
+/// A line the program writes of its own accord, between replies.
+#[derive(Debug, Deserialize)]
+#[serde(tag = "event", rename_all = "lowercase", deny_unknown_fields)]
+enum Event {
+    /// `{"event":"renew","resource":…,"token":…,"type":…,"ttl_ms":…}`: the library renewed
+    /// a held lease (`ok`: for `ttl_ms` from when the renewal began).
+    Renew {
+        resource: String,
+        token: String,
+        #[serde(rename = "type")]
+        kind: ReplyKind,
+        #[serde(default)]
+        ttl_ms: Option<u64>,
+        #[serde(default)]
+        error: Option<String>,
+    },
 }
 
 #[derive(Debug, Deserialize, PartialEq)]
@@ -170,6 +227,7 @@ impl Exec {
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
+            .process_group(0)
             .kill_on_drop(true)
             .spawn()
             .map_err(|e| self.failure(format!("could not be started: {e}"), None))?;
@@ -181,23 +239,32 @@ impl Exec {
         let kept = Arc::new(Mutex::new(VecDeque::new()));
         let pid = child.id().unwrap_or_default();
         tokio::spawn(forward_stderr(stderr, pid, kept.clone()));
+        let (reply_sender, replies) = mpsc::unbounded_channel();
+        let (renewal_sender, renewals) = mpsc::unbounded_channel();
+        tokio::spawn(read_stdout(stdout, reply_sender, renewal_sender));
         let mut program = Program {
             child,
+            group: i32::try_from(pid).ok().filter(|&pid| pid > 0),
             stdin,
-            stdout: BufReader::new(stdout).lines(),
+            replies,
+            renewals,
             stderr: kept,
         };
         let hello = self.hello.clone();
-        match self.exchange(&mut program, &hello).await {
-            Ok(reply) if reply.kind == ReplyKind::Ok => Ok(program),
+        match self.exchange(&mut program, &hello, HELLO_TIMEOUT).await {
+            Ok(reply) if reply.kind == ReplyKind::Ok => {
+                self.renewal = reply.renewal;
+                Ok(program)
+            }
             Ok(reply) => Err(self.failure(
                 format!("refused the hello: {}", reply.error.unwrap_or_default()),
                 Some(&program.stderr),
             )),
             Err(NoReply::TimedOut) => Err(self.failure(
                 format!(
-                    "did not answer the hello within {} s",
-                    self.reply_timeout.as_secs()
+                    "did not answer the hello within {} s (its start-up is not part of any \
+                     operation, but a program that takes this long to start is taken as hung)",
+                    HELLO_TIMEOUT.as_secs()
                 ),
                 Some(&program.stderr),
             )),
@@ -210,6 +277,7 @@ impl Exec {
         &self,
         program: &mut Program,
         request: &serde_json::Value,
+        timeout: Duration,
     ) -> Result<Reply, NoReply> {
         let op = request["op"].as_str().unwrap_or_default().to_string();
         let mut line = request.to_string();
@@ -221,9 +289,9 @@ impl Exec {
             if written.is_ok() {
                 let _ = program.stdin.flush().await;
             }
-            program.stdout.next_line().await
+            program.replies.recv().await.transpose()
         };
-        let read = match tokio::time::timeout(self.reply_timeout, sent).await {
+        let read = match tokio::time::timeout(timeout, sent).await {
             Err(_) => {
                 let _ = program.child.start_kill();
                 return Err(NoReply::TimedOut);
@@ -258,24 +326,36 @@ impl Exec {
         })
     }
 
-    /// Sends a request to the running program (starting one if none runs) and turns the reply
-    /// into an outcome; a broken program is remembered for [`LockClient::broken`].
-    async fn request(&mut self, request: serde_json::Value) -> Result<Reply, String> {
+    /// Starts the program if none runs and has it answer `hello`; a program that cannot start
+    /// is remembered for [`LockClient::broken`].
+    async fn ensure_started(&mut self) -> Result<(), String> {
         if self.broken.is_some() {
             return Err("the client program is broken".into());
         }
-        let mut program = match self.program.take() {
-            Some(program) => program,
-            None => match self.start().await {
-                Ok(program) => program,
+        if self.program.is_none() {
+            match self.start().await {
+                Ok(program) => self.program = Some(program),
                 Err(e) => {
                     let message = e.to_string();
                     self.broken = Some(e);
                     return Err(message);
                 }
-            },
+            }
+        }
+        Ok(())
+    }
+
+    /// Sends a request to the running program (starting one if none runs) and turns the reply
+    /// into an outcome; a broken program is remembered for [`LockClient::broken`].
+    async fn request(&mut self, request: serde_json::Value) -> Result<Reply, String> {
+        self.ensure_started().await?;
+        let Some(mut program) = self.program.take() else {
+            return Err("the client program is not running".into());
         };
-        match self.exchange(&mut program, &request).await {
+        match self
+            .exchange(&mut program, &request, self.reply_timeout)
+            .await
+        {
             Ok(reply) => {
                 self.program = Some(program);
                 Ok(reply)
@@ -290,6 +370,52 @@ impl Exec {
                 self.broken = Some(e);
                 Err(message)
             }
+        }
+    }
+}
+
+/// Reads the program's stdout: renewal reports to `renewals`, every other line to `replies`,
+/// which closes when stdout does.
+async fn read_stdout(
+    stdout: ChildStdout,
+    replies: mpsc::UnboundedSender<std::io::Result<String>>,
+    renewals: mpsc::UnboundedSender<RenewalReport>,
+) {
+    let mut lines = BufReader::new(stdout).lines();
+    loop {
+        let line = match lines.next_line().await {
+            Ok(Some(line)) => line,
+            Ok(None) => return,
+            Err(e) => {
+                let _ = replies.send(Err(e));
+                return;
+            }
+        };
+        if line.trim_start().starts_with('{') && line.contains("\"event\"") {
+            if let Ok(Event::Renew {
+                resource,
+                token,
+                kind,
+                ttl_ms,
+                error,
+            }) = serde_json::from_str::<Event>(&line)
+            {
+                let outcome = match kind {
+                    ReplyKind::Ok => Outcome::Ok(()),
+                    ReplyKind::Fail => Outcome::Fail(error.unwrap_or_default()),
+                    ReplyKind::Unknown => Outcome::Info(error.unwrap_or_default()),
+                };
+                let _ = renewals.send(RenewalReport {
+                    resource,
+                    token,
+                    ttl: ttl_ms.map(Duration::from_millis),
+                    outcome,
+                });
+                continue;
+            }
+        }
+        if replies.send(Ok(line)).is_err() {
+            return;
         }
     }
 }
@@ -354,5 +480,26 @@ impl LockClient for Exec {
 
     fn broken(&self) -> Option<String> {
         self.broken.as_ref().map(ToString::to_string)
+    }
+
+    async fn prepare(&mut self) -> Result<(), String> {
+        self.ensure_started().await
+    }
+
+    fn renewal(&self) -> Option<Renewal> {
+        self.renewal
+    }
+
+    async fn next_renewal(&mut self) -> Option<RenewalReport> {
+        match &mut self.program {
+            Some(program) => program.renewals.recv().await,
+            None => None,
+        }
+    }
+
+    fn suspend(&mut self, frozen: bool) {
+        if let Some(program) = &self.program {
+            program.signal_group(if frozen { libc::SIGSTOP } else { libc::SIGCONT });
+        }
     }
 }

@@ -16,7 +16,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use splitbrain_checker::acquisition;
+use splitbrain_checker::{acquisition, Renewal};
 
 use crate::CrashPoint;
 
@@ -67,6 +67,34 @@ pub trait LockClient: Send {
     fn broken(&self) -> Option<String> {
         None
     }
+    /// Gets ready for the next operation before it is recorded (an external program starts
+    /// and says hello), so that start-up is never timed as part of an operation.
+    async fn prepare(&mut self) -> Result<(), String> {
+        Ok(())
+    }
+    /// Whether the client renews held leases by itself, in the background (a library's
+    /// watchdog thread), and whether it reports those renewals through
+    /// [`LockClient::next_renewal`].
+    fn renewal(&self) -> Option<Renewal> {
+        None
+    }
+    /// The next renewal the client made by itself; `None` when it reports none.
+    async fn next_renewal(&mut self) -> Option<RenewalReport> {
+        None
+    }
+    /// Freezes (or thaws) whatever runs the client outside the harness (an external program
+    /// and everything it started), for a client pause.
+    fn suspend(&mut self, _frozen: bool) {}
+}
+
+/// A lease renewal that a client made by itself, as it reported it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RenewalReport {
+    pub resource: String,
+    pub token: String,
+    /// The lease it renewed for, from when the renewal began; `None`: the lease asked for.
+    pub ttl: Option<Duration>,
+    pub outcome: Outcome<()>,
 }
 
 /// What every client is built from.

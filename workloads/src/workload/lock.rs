@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rand::Rng;
-use splitbrain_checker::{Op, OpType, Process};
+use splitbrain_checker::{Op, OpType, Process, Renewal};
 use tokio_util::sync::CancellationToken;
 
 use crate::clients::{ClientConfig, ClientKind, Grant, LockClient, Outcome};
@@ -196,6 +196,9 @@ impl Worker {
         let mut process = worker as u64;
         let mut failures = 0u32;
         while !stop.is_cancelled() {
+            if client.prepare().await.is_err() {
+                return Err(WorkloadError::Broken(client.broken().unwrap_or_default()));
+            }
             let started = Instant::now();
             let acquired = self.acquire(client.as_mut(), process, &resource).await;
             if let Some(broken) = client.broken() {
@@ -219,11 +222,11 @@ impl Worker {
             // Release with a tenth of the validity to spare: a client that releases at the
             // last instant races its own lease, and that race is the harness's, not the lock's.
             // A client with a lease watchdog renews as it goes: it holds for `--hold` however
-            // long, or else for up to two TTLs.
+            // long, or else for up to two TTLs; so does a client that renews by itself.
             let renew_every = client.renewal_interval(ttl);
-            let budget = match renew_every {
-                Some(_) => self.workload.hold.unwrap_or(ttl * 2),
-                None => grant.validity.mul_f64(0.9),
+            let budget = match (renew_every, client.renewal()) {
+                (None, None) => grant.validity.mul_f64(0.9),
+                _ => self.workload.hold.unwrap_or(ttl * 2),
             };
             let read = self.read(process, &grant).await;
             let left = budget.saturating_sub(started.elapsed());
@@ -234,8 +237,12 @@ impl Worker {
             };
             // A client-pause fault freezes the client here; afterwards it holds for the time
             // it planned, as if no time had passed.
-            pauses.checkpoint(worker).await;
+            self.pause_point(client.as_mut()).await;
             match renew_every {
+                None if client.renewal() == Some(Renewal::Reported) => {
+                    self.hold_recording_renewals(hold, client.as_mut(), process, &grant)
+                        .await
+                }
                 None => sleep_unless_stopped(hold, stop).await,
                 Some(every) => {
                     let watchdog = Watchdog {
@@ -248,7 +255,7 @@ impl Worker {
                     let recorder = &self.shared.recorder;
                     watchdog
                         .hold(hold, client.as_mut(), &grant, recorder, pauses, stop)
-                        .await
+                        .await;
                 }
             }
             if let Some(doc) = read {
@@ -268,6 +275,60 @@ impl Worker {
         Ok(())
     }
 
+    /// A client pause's freeze point inside the critical section: an armed worker freezes
+    /// here, and with it whatever runs the client outside the harness (an external program's
+    /// renewal thread), as a GC pause stops every thread of a process.
+    async fn pause_point(&self, client: &mut dyn LockClient) -> Duration {
+        let pauses = &self.shared.pauses;
+        if !pauses.is_armed(self.worker) {
+            return Duration::ZERO;
+        }
+        client.suspend(true);
+        let frozen = pauses.checkpoint(self.worker).await;
+        client.suspend(false);
+        frozen
+    }
+
+    /// Holds a lock for `hold` while the client renews it by itself, recording each renewal
+    /// it reports for this grant as a `renew` op (dated when the report arrives).
+    async fn hold_recording_renewals(
+        &self,
+        hold: Duration,
+        client: &mut dyn LockClient,
+        process: u64,
+        grant: &Grant,
+    ) {
+        let until = tokio::time::Instant::now() + hold;
+        loop {
+            let report = tokio::select! {
+                () = tokio::time::sleep_until(until) => return,
+                () = self.stop.cancelled() => return,
+                report = client.next_renewal() => report,
+            };
+            let Some(report) = report else {
+                // The client reports nothing more: hold out the rest.
+                sleep_unless_stopped(until - tokio::time::Instant::now(), &self.stop).await;
+                return;
+            };
+            if report.token != grant.token {
+                tracing::debug!("a renewal report of an earlier grant, ignored: {report:?}");
+                continue;
+            }
+            let op = |kind| {
+                Op::new(Process::Client(process), kind, "renew")
+                    .key(&report.resource)
+                    .token(&grant.token)
+            };
+            let mut invoke = op(OpType::Invoke);
+            invoke.ttl_ms = Some(report.ttl.unwrap_or(self.workload.ttl).as_millis() as u64);
+            self.shared.recorder.record(invoke);
+            let (kind, error) = completion(report.outcome);
+            let mut done = op(kind);
+            done.error = error;
+            self.shared.recorder.record(done);
+        }
+    }
+
     /// One recorded acquire attempt.
     async fn acquire(&self, client: &mut dyn LockClient, process: u64, resource: &str) -> Attempt {
         let recorder = &self.shared.recorder;
@@ -282,6 +343,7 @@ impl Worker {
                     .fence(grant.fence)
                     .nodes(grant.nodes.clone());
                 ok.validity_ms = Some(grant.validity.as_millis() as u64);
+                ok.renewal = client.renewal();
                 recorder.record(ok);
                 Attempt::Granted(grant)
             }
