@@ -292,6 +292,7 @@ async fn exercise(
             Some(data) => data.key(),
             None => workload.resource(0),
         },
+        grants: shared.recorder.grants(),
     };
     let mut faults = spec.faults();
     for fault in spec.faults() {

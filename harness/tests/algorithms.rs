@@ -360,3 +360,87 @@ fn redis_py_lock_runs_through_exec_and_is_checked_like_any_client() {
         "{killed}"
     );
 }
+
+/// python-redis-lock (`adapters/python_redis_lock.py`), a real library that renews its lease
+/// from a thread of its own and reports each renewal through the exec protocol.
+fn python_redis_lock(extra: &[&str]) -> (std::process::Output, serde_json::Value) {
+    let installed = std::process::Command::new("python3")
+        .args(["-c", "import redis_lock"])
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(
+        installed,
+        "this test needs python-redis-lock: python3 -m pip install python-redis-lock (.ci/run does)"
+    );
+    support::node_image();
+    let adapter = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../adapters/python_redis_lock.py"
+    );
+    let client = format!("exec:python3 {adapter}");
+    let (_keep, results) = results_dir();
+    let mut args = vec![
+        "run",
+        "--deployment",
+        "single",
+        "--client",
+        &client,
+        "--ttl",
+        "1s",
+        "--concurrency",
+        "3",
+        "--results",
+        results.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    let out = run_splitbrain(&args);
+    let json = results_json(&results);
+    (out, json)
+}
+
+#[test]
+fn a_library_renewing_by_itself_holds_for_many_ttls_with_no_faults() {
+    if docker_skipped() {
+        return;
+    }
+    let (out, quiet) = python_redis_lock(&["--nemesis", "none", "--time-limit", "8s"]);
+    assert_eq!(out.status.code(), Some(0), "{}", printed(&out));
+    let holds = quiet["lock-safety"]["holds"].as_u64().unwrap();
+    let renewals = quiet["ops"]["by_f"]["renew"]["ok"].as_u64().unwrap_or(0);
+    assert!(holds >= 2, "{quiet}");
+    // Holds of up to two TTLs, renewed every two thirds of one by the library's own thread.
+    assert!(
+        renewals >= 1,
+        "{holds} holds, {renewals} renewals reported: {quiet}"
+    );
+}
+
+/// A client pause freezes the whole program, the library's renewal thread with it: the lease
+/// runs out, another client takes the lock, and the frozen holder wakes as a zombie. Stale
+/// double grants, and never a stuck lock (the key the thread kept alive was held).
+#[test]
+fn a_library_renewing_by_itself_is_a_zombie_under_client_pause_and_never_stuck() {
+    if docker_skipped() {
+        return;
+    }
+    let (out, paused) = python_redis_lock(&[
+        "--nemesis",
+        "client-pause",
+        "--client-pause",
+        "3s",
+        "--time-limit",
+        "20s",
+        "--seed",
+        "1",
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", printed(&out));
+    let safety = &paused["lock-safety"];
+    let double = safety["double_grant_count"].as_u64().unwrap();
+    assert!(double >= 1, "{paused}");
+    assert_eq!(
+        safety["stale_double_grant_count"].as_u64(),
+        Some(double),
+        "the lock service kept its promise; the frozen holder did not: {safety}"
+    );
+    assert_eq!(paused["stuck-lock"]["valid"], true, "{paused}");
+}

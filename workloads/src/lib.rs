@@ -18,4 +18,4 @@ pub use crashes::{ClientCrashes, CrashPoint};
 pub use master::{ClusterConn, MasterConn, Server};
 pub use node::{NodeConn, NodeError};
 pub use pauses::ClientPauses;
-pub use recorder::Recorder;
+pub use recorder::{Recorder, SeenGrant};

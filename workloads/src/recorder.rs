@@ -4,7 +4,8 @@ use std::path::Path;
 use std::sync::Mutex;
 use std::time::Instant;
 
-use splitbrain_checker::Op;
+use splitbrain_checker::{Op, OpType, Process};
+use tokio::sync::watch;
 
 /// Appends ops to `history.jsonl` as they happen, one JSON object per line, flushed at once, so
 /// a run that crashes or is killed still leaves a readable history.
@@ -14,6 +15,17 @@ use splitbrain_checker::Op;
 pub struct Recorder {
     start: Instant,
     inner: Mutex<Inner>,
+    /// The newest grant recorded, for faults aimed at the holder.
+    grants: watch::Sender<Option<SeenGrant>>,
+}
+
+/// A grant as the recorder saw it go by: who holds which key, granted by which nodes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SeenGrant {
+    pub key: String,
+    pub process: u64,
+    /// The nodes that granted it; empty for a single-server client.
+    pub nodes: Vec<String>,
 }
 
 struct Inner {
@@ -35,6 +47,7 @@ impl Recorder {
                 first_error: None,
                 active_faults: Vec::new(),
             }),
+            grants: watch::Sender::new(None),
         })
     }
 
@@ -50,6 +63,13 @@ impl Recorder {
         if let Err(e) = written {
             inner.first_error.get_or_insert(e);
         }
+        if let (Process::Client(process), OpType::Ok, "acquire") = (op.process, op.kind, &*op.f) {
+            self.grants.send_replace(Some(SeenGrant {
+                key: op.key.clone().unwrap_or_default(),
+                process,
+                nodes: op.node.clone().unwrap_or_default(),
+            }));
+        }
         if let (true, Some(fault)) = (op.process.is_nemesis(), &op.fault) {
             inner.active_faults.retain(|(active, _)| active != fault);
             if op.f == "start" {
@@ -58,6 +78,11 @@ impl Recorder {
             }
         }
         op
+    }
+
+    /// Grants as they are recorded: the newest one, and a way to wait for the next.
+    pub fn grants(&self) -> watch::Receiver<Option<SeenGrant>> {
+        self.grants.subscribe()
     }
 
     /// The faults on right now, as `kill n1,n3`.
@@ -95,7 +120,7 @@ impl Recorder {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use splitbrain_checker::{read_history, OpType, Process};
+    use splitbrain_checker::read_history;
 
     #[test]
     fn every_op_is_on_disk_as_soon_as_it_is_recorded() {

@@ -115,6 +115,7 @@ impl Fixture {
             crashes: ClientCrashes::new(0),
             links: Links::default(),
             key: "lock".into(),
+            grants: self.recorder.grants(),
         }
     }
 

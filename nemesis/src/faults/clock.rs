@@ -142,6 +142,7 @@ impl Fault for Clock {
         Ok(Started {
             measured,
             background,
+            targets: None,
         })
     }
 

@@ -68,6 +68,7 @@ impl Fault for Failover {
             return Ok(Started {
                 measured: Some(serde_json::json!({ "refused": "no node is up" })),
                 background: None,
+                targets: None,
             });
         };
         let port = SENTINEL_PORT.to_string();
@@ -91,6 +92,7 @@ impl Fault for Failover {
                 "reply": reply.output.trim(),
             })),
             background: None,
+            targets: None,
         })
     }
 
@@ -123,6 +125,7 @@ async fn cluster_failover(deployment: &Deployment, pick: usize) -> Result<Starte
         return Ok(Started {
             measured: Some(serde_json::json!({ "refused": "no replica is up" })),
             background: None,
+            targets: None,
         });
     }
     let asked = &replicas[pick % replicas.len()];
@@ -132,5 +135,6 @@ async fn cluster_failover(deployment: &Deployment, pick: usize) -> Result<Starte
     Ok(Started {
         measured: Some(serde_json::json!({ "asked": asked, "reply": reply.output.trim() })),
         background: None,
+        targets: None,
     })
 }

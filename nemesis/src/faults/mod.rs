@@ -6,6 +6,7 @@ mod client_pause;
 mod clock;
 mod failover;
 mod kill;
+mod kill_holder;
 mod link;
 mod packet;
 mod partition;
@@ -20,7 +21,8 @@ use rand::rngs::StdRng;
 use rand::seq::IndexedRandom;
 use rand::Rng;
 use splitbrain_compose::{ComposeError, Deployment};
-use splitbrain_workloads::{ClientCrashes, ClientPauses};
+use splitbrain_workloads::{ClientCrashes, ClientPauses, SeenGrant};
+use tokio::sync::watch;
 
 use crate::links::Links;
 use tokio::task::JoinHandle;
@@ -38,6 +40,8 @@ pub struct Target {
     /// The key the clients contend for: faults on "the current master" aim at its master
     /// (on `cluster`, the master of its slot).
     pub key: String,
+    /// Grants as the clients are given them, for faults aimed at the holder.
+    pub grants: watch::Receiver<Option<SeenGrant>>,
 }
 
 /// What a schedule plans over: node names, the number of client workers, and the number of
@@ -78,6 +82,9 @@ pub struct Started {
     pub measured: Option<serde_json::Value>,
     /// Work that goes on while the fault is active (a strobing clock); aborted before `stop`.
     pub background: Option<JoinHandle<()>>,
+    /// The nodes the fault hit, where it chose them only when it started (the current master,
+    /// the holder's nodes): recorded as its ops' `node` instead of the planned targets.
+    pub targets: Option<Vec<String>>,
 }
 
 /// A fault that can be started on some nodes and stopped (healed) again.
@@ -124,6 +131,7 @@ pub trait Fault: Sync {
 /// Every fault, by name.
 pub static FAULTS: &[&dyn Fault] = &[
     &kill::Kill,
+    &kill_holder::KillHolder,
     &pause::Pause,
     &partition::Partition(None),
     &partition::Partition(Some(partition::Shape::Isolate)),

@@ -60,6 +60,7 @@ impl Fault for PrimaryPartition {
             return Ok(Started {
                 measured: Some(serde_json::json!({ "refused": "no node is master" })),
                 background: None,
+                targets: None,
             });
         };
         let others: Vec<String> = deployment
@@ -82,6 +83,7 @@ impl Fault for PrimaryPartition {
                 serde_json::json!({ "primary": primary, "grudge": grudge, "links cut": cut }),
             ),
             background: None,
+            targets: Some(vec![primary]),
         })
     }
 

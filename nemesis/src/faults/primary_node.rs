@@ -76,6 +76,7 @@ impl Fault for PrimaryNode {
             return Ok(Started {
                 measured: Some(serde_json::json!({ "refused": "no node is master" })),
                 background: None,
+                targets: None,
             });
         };
         self.node_fault()
@@ -84,6 +85,7 @@ impl Fault for PrimaryNode {
         Ok(Started {
             measured: Some(serde_json::json!({ "master": master })),
             background: None,
+            targets: Some(vec![master]),
         })
     }
 
