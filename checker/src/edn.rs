@@ -10,9 +10,16 @@
 //!
 //! A history is either one vector (or list) of op maps, or op maps one after another. Each op
 //! map needs `:type`, `:process` (an integer, or `:nemesis`) and `:f`; it may have `:value`,
-//! `:time` (nanoseconds; 0 if absent), `:index` (its position if absent), `:error` and `:key`.
-//! Other keys are ignored. Jepsen's `independent` histories carry `[key value]` tuples as
-//! client ops' values: [`EdnOptions::independent`] splits them into the op's key and value.
+//! `:time` (nanoseconds; 0 if absent), `:index` (its position if absent), `:error`, `:key` and
+//! `:node` (a node's name, or a list of them). Other keys are ignored. Jepsen's `independent`
+//! histories carry `[key value]` tuples as client ops' values: [`EdnOptions::independent`]
+//! splits them into the op's key and value.
+//!
+//! Values are read as written; what they mean is the checkers' business. Jepsen's clients
+//! often complete a timed-out op as `{:type :info, :value :timed-out}`: that value is no
+//! result, and the linearizability checker keeps the invoke's value for an `info` operation,
+//! as knossos does. In an `independent` history such an `info` (or `fail`) completion need
+//! not be a tuple: it is read without a key, and its operation's key is its invoke's.
 //!
 //! Every error names its line and column: a syntax error where it is, a bad op where its map
 //! begins.
@@ -490,11 +497,27 @@ fn op_from(value: Value, position: usize, options: EdnOptions) -> Result<Op, Str
         Some(Value::String(key)) => Some(key),
         Some(other) => Some(other.to_string()),
     };
+    op.node = match field("node") {
+        Some(Value::String(node)) => Some(vec![node]),
+        Some(Value::Array(nodes)) => nodes
+            .into_iter()
+            .map(|node| match node {
+                Value::String(node) => Some(node),
+                _ => None,
+            })
+            .collect(),
+        _ => None,
+    };
     if options.independent && !process.is_nemesis() {
         let (key, value) = match op.value.take() {
             Some(Value::Array(tuple)) if tuple.len() == 2 => {
                 let mut tuple = tuple.into_iter();
                 (tuple.next().expect("a key"), tuple.next().expect("a value"))
+            }
+            // No result (`:timed-out`, say): the key is the invoke's.
+            other if matches!(kind, OpType::Info | OpType::Fail) => {
+                op.value = other;
+                return Ok(op);
             }
             other => {
                 let found = other.unwrap_or(Value::Null);
@@ -627,6 +650,61 @@ mod tests {
         };
         assert_eq!(line, 1);
         assert!(message.contains("[key value]"), "{message}");
+    }
+
+    #[test]
+    fn the_fields_jepsen_writes_today_are_read_or_ignored() {
+        let text = r#"[{:index 0, :time 12, :type :invoke, :process 0, :f :write, :value 1, :node "n1"}
+ {:index 1, :time 13, :type :info, :process :nemesis, :f :start-partition,
+  :value {"n1" :isolated, "n2" #{"n3"}}, :sub-via #{:partition}}
+ {:index 2, :time 14, :type :info, :process 0, :f :write, :value :timed-out, :node "n1",
+  :error [:timeout "read timed out"], :exception {:via [{:type java.net.SocketTimeoutException}]}}
+ {:index 3, :time 15, :type :invoke, :process 5, :f :read, :value nil, :node ["n2" "n3"]}]"#;
+        let ops = read(text);
+        assert_eq!(ops.len(), 4);
+        assert_eq!(ops[0].node, Some(vec!["n1".to_string()]));
+        assert_eq!(ops[3].node, Some(vec!["n2".to_string(), "n3".to_string()]));
+        assert!(ops[1].process.is_nemesis() && ops[1].f == "start-partition");
+        assert_eq!(ops[2].kind, OpType::Info);
+        assert_eq!(ops[2].value, Some(json!("timed-out")));
+        assert_eq!(
+            ops[2].error.as_deref(),
+            Some(r#"["timeout","read timed out"]"#)
+        );
+        assert_eq!((ops[2].index, ops[2].time), (2, 14));
+    }
+
+    #[test]
+    fn an_independent_completion_without_a_result_needs_no_tuple() {
+        let text = "[{:type :invoke, :f :cas, :value [7 [1 2]], :process 0}\n\
+                     {:type :info, :f :cas, :value :timed-out, :process 0}\n\
+                     {:type :invoke, :f :write, :value [8 3], :process 1}\n\
+                     {:type :fail, :f :write, :value nil, :process 1}\n\
+                     {:type :invoke, :f :write, :value [8 4], :process 2}\n\
+                     {:type :info, :f :write, :value [8 :timed-out], :process 2}]";
+        let ops = read_edn_history(text, EdnOptions { independent: true }).unwrap();
+        let keys_and_values: Vec<_> = ops
+            .iter()
+            .map(|op| (op.key.as_deref(), op.value.clone()))
+            .collect();
+        assert_eq!(
+            keys_and_values,
+            [
+                (Some("7"), Some(json!([1, 2]))),
+                (None, Some(json!("timed-out"))),
+                (Some("8"), Some(json!(3))),
+                (None, None),
+                (Some("8"), Some(json!(4))),
+                (Some("8"), Some(json!("timed-out"))),
+            ]
+        );
+        let ok_without_a_tuple = "[{:type :invoke, :f :read, :value [7 nil], :process 0}\n\
+                                  {:type :ok, :f :read, :value 3, :process 0}]";
+        let error = read_edn_history(ok_without_a_tuple, EdnOptions { independent: true });
+        assert!(
+            matches!(error, Err(HistoryError::Parse { line: 2, .. })),
+            "an ok completion's result must name its key: {error:?}"
+        );
     }
 
     #[test]

@@ -168,15 +168,20 @@ impl Op {
     }
 }
 
-/// A history line that is not a valid op.
+/// Input that is not a history: a line that is not an op, or that could not be read.
 #[derive(Debug, thiserror::Error)]
 pub enum HistoryError {
+    /// A line (or, in EDN, a value) that is not an op; `line` and `column` are 1-based, the
+    /// column counted in characters.
     #[error("line {line}, column {column}: {message}")]
     Parse {
         line: usize,
         column: usize,
         message: String,
     },
+    /// A line that is not UTF-8 text: the input is a binary file, not a history.
+    #[error("line {line} is not UTF-8 text")]
+    NotUtf8 { line: usize },
     #[error("reading the history: {0}")]
     Io(#[from] std::io::Error),
 }
@@ -191,29 +196,48 @@ pub struct ReadHistory {
 
 /// Reads `history.jsonl`: one op per line, blank lines ignored.
 ///
-/// A last line without its newline that does not parse is what a killed writer leaves; it is
-/// dropped and flagged in [`ReadHistory::truncated_tail`]. Any other bad line is an error
-/// naming its line and column.
-pub fn read_history(reader: impl BufRead) -> Result<ReadHistory, HistoryError> {
+/// Every other line must be an op, or the input is not a history: a line that is not JSON, not
+/// an op, or not UTF-8 text is an error naming its line (and, for JSON, its column, counted in
+/// characters). The one exception is what a writer killed mid-line leaves: a last line with no
+/// newline after it that starts with `{` and ends before its op does is dropped and flagged in
+/// [`ReadHistory::truncated_tail`]. An empty input is an empty history, not an error; the
+/// checkers' [`crate::stats`] makes its verdict unknown.
+pub fn read_history(mut reader: impl BufRead) -> Result<ReadHistory, HistoryError> {
     let mut history = ReadHistory::default();
-    let mut lines = reader.split(b'\n').enumerate().peekable();
-    while let Some((number, line)) = lines.next() {
-        let bytes = line?;
-        let text = String::from_utf8_lossy(&bytes);
+    let mut bytes = Vec::new();
+    for line in 1.. {
+        bytes.clear();
+        if reader.read_until(b'\n', &mut bytes)? == 0 {
+            break;
+        }
+        // What a writer killed mid-line leaves: an op cut short, with no newline after it.
+        let cut_short = bytes.last() != Some(&b'\n') && bytes.trim_ascii_start().starts_with(b"{");
+        let text = match std::str::from_utf8(&bytes) {
+            Ok(text) => text,
+            // The cut fell inside a character.
+            Err(e) if cut_short && e.error_len().is_none() => {
+                history.truncated_tail = true;
+                break;
+            }
+            Err(_) => return Err(HistoryError::NotUtf8 { line }),
+        };
         if text.trim().is_empty() {
             continue;
         }
-        match serde_json::from_str::<Op>(&text) {
+        match serde_json::from_str::<Op>(text) {
             Ok(op) => history.ops.push(op),
-            Err(_) if lines.peek().is_none() && !text.ends_with('}') => {
-                history.truncated_tail = true;
-            }
+            Err(e) if cut_short && e.is_eof() => history.truncated_tail = true,
             Err(e) => {
+                // serde_json ends its message with its position, which ours replaces.
+                let position = format!(" at line {} column {}", e.line(), e.column());
+                let message = e.to_string();
+                let message = message.strip_suffix(&position).unwrap_or(&message);
+                let before = &bytes[..e.column().saturating_sub(1).min(bytes.len())];
                 return Err(HistoryError::Parse {
-                    line: number + 1,
-                    column: e.column(),
-                    message: e.to_string(),
-                })
+                    line,
+                    column: 1 + String::from_utf8_lossy(before).chars().count(),
+                    message: message.to_string(),
+                });
             }
         }
     }
@@ -246,24 +270,99 @@ mod tests {
         assert!(!read.truncated_tail);
     }
 
-    #[test]
-    fn a_bad_line_is_named_with_its_position() {
-        let text = "{\"index\":0,\"time\":0,\"process\":1,\"type\":\"invoke\",\"f\":\"acquire\"}\nnot json\n{}\n";
-        match read_history(text.as_bytes()) {
-            Err(HistoryError::Parse { line, column, .. }) => {
-                assert_eq!(line, 2);
-                assert!(column > 0);
-            }
+    const ACQUIRE: &str = r#"{"index":0,"time":0,"process":1,"type":"invoke","f":"acquire"}"#;
+
+    fn parse_error(text: &[u8]) -> (usize, usize, String) {
+        match read_history(text) {
+            Err(HistoryError::Parse {
+                line,
+                column,
+                message,
+            }) => (line, column, message),
             other => panic!("expected a parse error, got {other:?}"),
         }
     }
 
     #[test]
+    fn a_bad_line_is_named_with_its_position() {
+        let text = format!("{ACQUIRE}\nnot json\n{{}}\n");
+        let (line, column, message) = parse_error(text.as_bytes());
+        assert_eq!((line, column), (2, 2), "where `null` stopped matching");
+        assert_eq!(message, "expected ident", "the position is not repeated");
+        let error = read_history(text.as_bytes()).unwrap_err().to_string();
+        assert_eq!(error, "line 2, column 2: expected ident");
+    }
+
+    #[test]
+    fn text_that_is_not_a_history_is_an_error_not_an_empty_history() {
+        assert_eq!(parse_error(b"hello world\n").0, 1);
+        assert_eq!(parse_error(b"hello world\n").1, 1);
+        assert_eq!(
+            parse_error(b"hello world").0,
+            1,
+            "no newline: still not an op"
+        );
+        let junk_tail = format!("{ACQUIRE}\n\nfoo");
+        assert_eq!(parse_error(junk_tail.as_bytes()).0, 3);
+        let (line, column, message) = parse_error(b"{}\n");
+        assert_eq!((line, column), (1, 2));
+        assert!(message.starts_with("missing field"), "{message}");
+    }
+
+    #[test]
+    fn a_binary_file_is_not_utf8_text() {
+        let text = [ACQUIRE.as_bytes(), b"\n\x7fELF\x02\x01\xff\xfe\n"].concat();
+        let error = read_history(text.as_slice()).unwrap_err();
+        assert!(
+            matches!(error, HistoryError::NotUtf8 { line: 2 }),
+            "{error:?}"
+        );
+        assert_eq!(error.to_string(), "line 2 is not UTF-8 text");
+    }
+
+    #[test]
+    fn an_empty_input_is_an_empty_history() {
+        for text in ["", "\n\n", "  \r\n"] {
+            let read = read_history(text.as_bytes()).unwrap();
+            assert!(read.ops.is_empty() && !read.truncated_tail, "{text:?}");
+        }
+    }
+
+    #[test]
+    fn columns_count_characters() {
+        let (_, column, _) = parse_error("{\"f\":\"é\" x}\n".as_bytes());
+        assert_eq!(column, 10);
+    }
+
+    #[test]
     fn a_cut_off_last_line_is_dropped_and_flagged() {
-        let text = "{\"index\":0,\"time\":0,\"process\":1,\"type\":\"invoke\",\"f\":\"acquire\"}\n{\"index\":1,\"ti";
-        let read = read_history(text.as_bytes()).unwrap();
-        assert_eq!(read.ops.len(), 1);
-        assert!(read.truncated_tail);
+        for tail in [
+            r#"{"index":1,"ti"#,
+            r#"{"index":1,"time":1"#,
+            "  {",
+            r#"{"f":"é"#,
+        ] {
+            let text = format!("{ACQUIRE}\n{tail}");
+            let read = read_history(text.as_bytes()).unwrap();
+            assert_eq!(read.ops.len(), 1, "{tail:?}");
+            assert!(read.truncated_tail, "{tail:?}");
+        }
+        let cut_inside_a_character = [ACQUIRE.as_bytes(), b"\n{\"f\":\"\xc3"].concat();
+        let read = read_history(cut_inside_a_character.as_slice()).unwrap();
+        assert!(read.truncated_tail && read.ops.len() == 1);
+    }
+
+    #[test]
+    fn only_the_unfinished_last_line_may_be_cut_short() {
+        let with_newline = format!("{ACQUIRE}\n{{\"index\":1,\"ti\n");
+        assert_eq!(parse_error(with_newline.as_bytes()).0, 2);
+        let in_the_middle = format!("{{\"index\":1,\"ti\n{ACQUIRE}");
+        assert_eq!(parse_error(in_the_middle.as_bytes()).0, 1);
+        let complete_but_not_an_op = format!("{ACQUIRE}\n{{\"index\":1}}");
+        assert_eq!(parse_error(complete_but_not_an_op.as_bytes()).0, 2);
+        let last_without_newline = format!("{ACQUIRE}\n{ACQUIRE}");
+        let read = read_history(last_without_newline.as_bytes()).unwrap();
+        assert_eq!((read.ops.len(), read.truncated_tail), (2, false));
     }
 
     #[test]

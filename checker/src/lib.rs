@@ -12,6 +12,7 @@ pub mod linearizability;
 pub mod lock_safety;
 pub mod lost_writes;
 pub mod operation;
+pub mod stats;
 pub mod stuck_lock;
 #[doc(hidden)]
 pub mod testing;

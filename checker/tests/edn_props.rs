@@ -1,6 +1,6 @@
 //! Property tests of the EDN reader: random ops written as EDN, as a vector or a stream, with
-//! commas, comments and discards between them, read back field for field; and arbitrary text
-//! never panics.
+//! commas, comments, discards and unknown keys between them, read back field for field; and
+//! arbitrary text never panics.
 
 use proptest::collection::vec;
 use proptest::prelude::*;
@@ -44,11 +44,13 @@ fn op() -> impl Strategy<Value = Op> {
         any::<u64>(),
         proptest::option::of(json_value()),
         proptest::option::of(".*"),
+        proptest::option::of(vec("n[1-5]", 1..3)),
     )
-        .prop_map(|(process, kind, f, index, time, value, error)| {
+        .prop_map(|(process, kind, f, index, time, value, error, node)| {
             let mut op = Op::new(process, kind, f).at(index, time);
             op.value = value.filter(|v| !v.is_null());
             op.error = error;
+            op.node = node;
             op
         })
 }
@@ -107,7 +109,22 @@ fn op_edn(op: &Op) -> String {
     if let Some(error) = &op.error {
         text += &format!(" :error {} #_ :discarded", edn_string(error));
     }
-    text + ", :node \"n1\"}"
+    // Jepsen names one node as a string; a list of them, as a vector.
+    match op.node.as_deref() {
+        Some([node]) => text += &format!(", :node {}", edn_string(node)),
+        Some(nodes) => {
+            text += &format!(
+                ", :node [{}]",
+                nodes
+                    .iter()
+                    .map(|n| edn_string(n))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            )
+        }
+        None => {}
+    }
+    text + ", :sub-via #{:unknown-key}}"
 }
 
 proptest! {

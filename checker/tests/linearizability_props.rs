@@ -4,10 +4,14 @@
 //!   instant inside its interval, some time out) are linearizable, for every model; with one
 //!   `ok` read's value changed to one never written, they are not.
 //! - On small random cas-register and set histories, linearizable or not, the checker agrees
-//!   with a brute force search over every order of every subset of the operations.
+//!   with a brute force search over every order of every subset of the operations. Timed-out
+//!   (`info`) operations complete with Jepsen's `timed-out`, which is no result: they keep
+//!   their invoke's value.
 //! - Hand-written cases for each model, good and bad, and a pathological history that must come
 //!   back unknown within the time limit and the memory bound.
+//! - Jepsen EDN histories with timeouts, as Jepsen writes them, agree with the brute force.
 
+use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
 
 use proptest::collection::vec;
@@ -16,11 +20,12 @@ use proptest::sample::Index;
 use serde_json::{json, Value};
 use splitbrain_checker::linearizability::{check, find_model, CheckError, Limits, MODELS};
 use splitbrain_checker::testing::{object_history, HistoryBuilder, ObjectWorkload};
-use splitbrain_checker::{Op, OpType, Process, Valid};
+use splitbrain_checker::{read_edn_history, EdnOptions, Op, OpType, Process, Valid};
 
+/// The checker's verdict; unknown only when there was nothing to check.
 fn verdict(model: &str, history: &[Op]) -> Valid {
     let result = check(history, find_model(model).unwrap(), Limits::default()).unwrap();
-    if result.valid == Valid::Unknown {
+    if result.valid == Valid::Unknown && result.ops_checked > 0 {
         panic!("unknown: {:?}", result.cause);
     }
     result.valid
@@ -174,7 +179,8 @@ fn small_history(ops: &[Small], order: &[usize]) -> Vec<Op> {
         } else {
             match small.outcome.unwrap() {
                 OpType::Ok => history.ok(process, small.f, value),
-                OpType::Info => history.info(process, small.f, None),
+                // What Jepsen's clients write on a timeout: no result.
+                OpType::Info => history.info(process, small.f, json!("timed-out")),
                 _ => history.fail(process, small.f, None),
             };
         }
@@ -281,6 +287,29 @@ fn brute_force(history: &[Op], init: Value, step: Step) -> bool {
     search(&calls, &mut used, &init, step)
 }
 
+/// The verdict the checker must give: unknown when every operation failed (nothing to check),
+/// else whether [`brute_force`] finds a linearization.
+fn brute_force_verdict(history: &[Op], init: Value, step: Step) -> Valid {
+    if operations_that_did_not_fail(history) == 0 {
+        Valid::Unknown
+    } else if brute_force(history, init, step) {
+        Valid::True
+    } else {
+        Valid::False
+    }
+}
+
+/// Client invokes less `fail` completions.
+fn operations_that_did_not_fail(history: &[Op]) -> usize {
+    let client = |kind| {
+        history
+            .iter()
+            .filter(|op| !op.process.is_nemesis() && op.kind == kind)
+            .count()
+    };
+    client(OpType::Invoke) - client(OpType::Fail)
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(3000))]
 
@@ -290,8 +319,7 @@ proptest! {
         order in vec(any::<usize>(), 16),
     ) {
         let history = small_history(&ops, &order);
-        let linearizable = brute_force(&history, Value::Null, cas_register_step);
-        let expected = if linearizable { Valid::True } else { Valid::False };
+        let expected = brute_force_verdict(&history, Value::Null, cas_register_step);
         prop_assert_eq!(verdict("cas-register", &history), expected, "{:#?}", history);
     }
 
@@ -301,8 +329,7 @@ proptest! {
         order in vec(any::<usize>(), 16),
     ) {
         let history = small_history(&ops, &order);
-        let linearizable = brute_force(&history, json!([]), set_step);
-        let expected = if linearizable { Valid::True } else { Valid::False };
+        let expected = brute_force_verdict(&history, json!([]), set_step);
         prop_assert_eq!(verdict("set", &history), expected, "{:#?}", history);
     }
 }
@@ -470,4 +497,197 @@ fn many_concurrent_info_writes_give_unknown_within_the_limits() {
             || cause.starts_with("memory bound 64 MiB reached"),
         "{cause}"
     );
+}
+
+// Jepsen and knossos EDN histories, in the shapes Jepsen writes: timed-out operations
+// completed as `:info` with `:value :timed-out`, `:fail`s, nemesis ops interleaved, `:index`,
+// `:time`, `:node` and `:error` fields, and `[key value]` tuples of independent keys. Each is
+// read, checked as a cas-register, and its verdict compared with the brute force's, key by key.
+
+/// The checker's verdict on an EDN history, and the brute force's.
+fn edn_verdicts(text: &str, options: EdnOptions) -> (Valid, Valid) {
+    let ops = read_edn_history(text, options).unwrap();
+    let brute = client_ops_by_key(&ops)
+        .values()
+        .map(|part| brute_force_verdict(part, Value::Null, cas_register_step))
+        .fold(Valid::True, Valid::merge);
+    (verdict("cas-register", &ops), brute)
+}
+
+/// The client ops of each key: a completion goes with its process's invoke, whose key it may
+/// not repeat.
+fn client_ops_by_key(ops: &[Op]) -> BTreeMap<Option<String>, Vec<Op>> {
+    let mut invoked_key: HashMap<Process, Option<String>> = HashMap::new();
+    let mut parts: BTreeMap<Option<String>, Vec<Op>> = BTreeMap::new();
+    for op in ops.iter().filter(|op| !op.process.is_nemesis()) {
+        let key = if op.kind == OpType::Invoke {
+            invoked_key.insert(op.process, op.key.clone());
+            op.key.clone()
+        } else {
+            invoked_key.get(&op.process).cloned().flatten()
+        };
+        parts.entry(key).or_default().push(op.clone());
+    }
+    parts
+}
+
+/// `ops` as a reader that took an `info` completion's value as the operation's would see
+/// them: each such value copied onto its invoke.
+fn info_values_taken_as_results(ops: &[Op]) -> Vec<Op> {
+    let mut ops = ops.to_vec();
+    let mut pending: HashMap<Process, usize> = HashMap::new();
+    for position in 0..ops.len() {
+        let process = ops[position].process;
+        match ops[position].kind {
+            OpType::Invoke => {
+                pending.insert(process, position);
+            }
+            OpType::Info => {
+                if let Some(invoke) = pending.remove(&process) {
+                    ops[invoke].value = ops[position].value.clone();
+                }
+            }
+            _ => {
+                pending.remove(&process);
+            }
+        }
+    }
+    ops
+}
+
+/// A cas and a write time out while a partition is on; later reads see both take effect.
+const TIMED_OUT_CAS_AND_WRITE: &str = r#"
+[{:index 0, :time 1000, :type :invoke, :process 0, :f :write, :value 1, :node "n1"}
+ {:index 1, :time 2000, :type :ok, :process 0, :f :write, :value 1, :node "n1"}
+ {:index 2, :time 2500, :type :info, :process :nemesis, :f :start, :value {"n1" ["n2" "n3"]}}
+ {:index 3, :time 3000, :type :invoke, :process 1, :f :cas, :value [1 2], :node "n2"}
+ {:index 4, :time 3100, :type :invoke, :process 2, :f :write, :value 3, :node "n3"}
+ {:index 5, :time 4000, :type :info, :process 1, :f :cas, :value :timed-out, :error :timeout}
+ {:index 6, :time 4100, :type :info, :process 2, :f :write, :value :timed-out, :error :timeout}
+ {:index 7, :time 5000, :type :invoke, :process 6, :f :read, :value nil}
+ {:index 8, :time 5100, :type :ok, :process 6, :f :read, :value 2}
+ {:index 9, :time 5200, :type :invoke, :process 6, :f :read, :value nil}
+ {:index 10, :time 5300, :type :ok, :process 6, :f :read, :value 3}
+ {:index 11, :time 6000, :type :info, :process :nemesis, :f :stop, :value nil}
+ {:index 12, :time 6100, :type :invoke, :process 7, :f :read, :value nil}
+ {:index 13, :time 6200, :type :info, :process 7, :f :read, :value :timed-out}]
+"#;
+
+#[test]
+fn a_jepsen_history_with_a_timed_out_cas_and_write_is_linearizable() {
+    let verdicts = edn_verdicts(TIMED_OUT_CAS_AND_WRITE, EdnOptions::default());
+    assert_eq!(verdicts, (Valid::True, Valid::True));
+    let ops = read_edn_history(TIMED_OUT_CAS_AND_WRITE, EdnOptions::default()).unwrap();
+    let misread = info_values_taken_as_results(&ops);
+    let error = check(
+        &misread,
+        find_model("cas-register").unwrap(),
+        Limits::default(),
+    );
+    assert!(
+        matches!(error, Err(CheckError::BadValue { index: 3, .. })),
+        "a cas of `timed-out` is no cas: {error:?}"
+    );
+}
+
+#[test]
+fn a_jepsen_history_whose_only_timeouts_are_writes_is_linearizable() {
+    let text = r#"
+{:index 0, :time 10, :type :invoke, :process 0, :f :write, :value 1}
+{:index 1, :time 20, :type :ok, :process 0, :f :write, :value 1}
+{:index 2, :time 30, :type :invoke, :process 1, :f :write, :value 2}
+{:index 3, :time 40, :type :info, :process :nemesis, :f :kill, :value :majority}
+{:index 4, :time 50, :type :info, :process 1, :f :write, :value :timed-out, :error :timeout}
+{:index 5, :time 60, :type :invoke, :process 2, :f :read, :value nil}
+{:index 6, :time 70, :type :ok, :process 2, :f :read, :value 2}
+{:index 7, :time 80, :type :invoke, :process 2, :f :read, :value nil}
+{:index 8, :time 90, :type :ok, :process 2, :f :read, :value 2}
+"#;
+    assert_eq!(
+        edn_verdicts(text, EdnOptions::default()),
+        (Valid::True, Valid::True)
+    );
+    // Taking `timed-out` as the value written, as splitbrain did, makes it not linearizable.
+    let ops = read_edn_history(text, EdnOptions::default()).unwrap();
+    let misread = info_values_taken_as_results(&ops);
+    assert!(!brute_force(&misread, Value::Null, cas_register_step));
+    assert_eq!(verdict("cas-register", &ops), Valid::True);
+}
+
+#[test]
+fn a_jepsen_history_with_timeouts_can_still_be_not_linearizable() {
+    // The cas and the write each take effect at most once: once a read saw 3, no read sees 2.
+    // The failed write of 2 certainly did not happen, so it explains nothing.
+    let text = r#"
+[{:index 0, :time 10, :type :invoke, :process 0, :f :write, :value 1}
+ {:index 1, :time 20, :type :ok, :process 0, :f :write, :value 1}
+ {:index 2, :time 25, :type :invoke, :process 3, :f :write, :value 2}
+ {:index 3, :time 30, :type :invoke, :process 1, :f :cas, :value [1 2]}
+ {:index 4, :time 40, :type :info, :process 1, :f :cas, :value :timed-out, :error :timeout}
+ {:index 5, :time 50, :type :invoke, :process 2, :f :write, :value 3}
+ {:index 6, :time 55, :type :info, :process :nemesis, :f :start-partition, :value :primaries}
+ {:index 7, :time 60, :type :info, :process 2, :f :write, :value :timed-out}
+ {:index 8, :time 70, :type :invoke, :process 4, :f :read, :value nil}
+ {:index 9, :time 80, :type :ok, :process 4, :f :read, :value 2}
+ {:index 10, :time 90, :type :invoke, :process 4, :f :read, :value nil}
+ {:index 11, :time 100, :type :ok, :process 4, :f :read, :value 3}
+ {:index 12, :time 110, :type :invoke, :process 4, :f :read, :value nil}
+ {:index 13, :time 120, :type :ok, :process 4, :f :read, :value 2}
+ {:index 14, :time 130, :type :fail, :process 3, :f :write, :value 2, :error :refused}]
+"#;
+    assert_eq!(
+        edn_verdicts(text, EdnOptions::default()),
+        (Valid::False, Valid::False)
+    );
+    let ops = read_edn_history(text, EdnOptions::default()).unwrap();
+    let mut failed_write_kept = ops.clone();
+    failed_write_kept[14].kind = OpType::Info;
+    assert_eq!(
+        verdict("cas-register", &failed_write_kept),
+        Valid::True,
+        "had the write of 2 maybe happened, the last read would be explained"
+    );
+}
+
+/// Two independent keys, each with a timed-out operation: a bare `:timed-out` on key 1's cas,
+/// a `[key :timed-out]` tuple on key 2's write. `{late}` is key 2's second read.
+fn independent_history(late: u64) -> String {
+    format!(
+        r#"
+[{{:index 0, :time 1, :type :invoke, :process 0, :f :write, :value [1 1]}}
+ {{:index 1, :time 2, :type :invoke, :process 1, :f :write, :value [2 5]}}
+ {{:index 2, :time 3, :type :ok, :process 0, :f :write, :value [1 1]}}
+ {{:index 3, :time 4, :type :ok, :process 1, :f :write, :value [2 5]}}
+ {{:index 4, :time 5, :type :invoke, :process 0, :f :cas, :value [1 [1 2]]}}
+ {{:index 5, :time 6, :type :invoke, :process 1, :f :write, :value [2 6]}}
+ {{:index 6, :time 7, :type :info, :process :nemesis, :f :start, :value nil}}
+ {{:index 7, :time 8, :type :info, :process 0, :f :cas, :value :timed-out}}
+ {{:index 8, :time 9, :type :info, :process 1, :f :write, :value [2 :timed-out]}}
+ {{:index 9, :time 10, :type :invoke, :process 2, :f :read, :value [1 nil]}}
+ {{:index 10, :time 11, :type :ok, :process 2, :f :read, :value [1 2]}}
+ {{:index 11, :time 12, :type :invoke, :process 3, :f :read, :value [2 nil]}}
+ {{:index 12, :time 13, :type :ok, :process 3, :f :read, :value [2 6]}}
+ {{:index 13, :time 14, :type :info, :process :nemesis, :f :stop, :value nil}}
+ {{:index 14, :time 15, :type :invoke, :process 3, :f :read, :value [2 nil]}}
+ {{:index 15, :time 16, :type :ok, :process 3, :f :read, :value [2 {late}]}}]
+"#
+    )
+}
+
+#[test]
+fn independent_keys_with_timeouts_are_checked_key_by_key() {
+    let independent = EdnOptions { independent: true };
+    assert_eq!(
+        edn_verdicts(&independent_history(6), independent),
+        (Valid::True, Valid::True)
+    );
+    assert_eq!(
+        edn_verdicts(&independent_history(5), independent),
+        (Valid::False, Valid::False),
+        "5 was overwritten by 6, which a read saw"
+    );
+    let ops = read_edn_history(&independent_history(5), independent).unwrap();
+    let result = check(&ops, find_model("cas-register").unwrap(), Limits::default()).unwrap();
+    assert_eq!(result.keys, 2);
+    assert_eq!(result.failures[0].key.as_deref(), Some("2"));
 }

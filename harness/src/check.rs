@@ -113,10 +113,9 @@ pub fn check(args: &CheckArgs) -> Result<Exit, HarnessError> {
 
 fn not_a_history(path: &Path, e: HistoryError) -> HarnessError {
     match e {
-        HistoryError::Parse { .. } => HarnessError::BadInput(format!(
-            "{} is not a history splitbrain reads: {e}",
-            path.display()
-        )),
+        HistoryError::Parse { .. } | HistoryError::NotUtf8 { .. } => HarnessError::BadInput(
+            format!("{} is not a history splitbrain reads: {e}", path.display()),
+        ),
         HistoryError::Io(e) => HarnessError::Crash(anyhow::Error::from(e)),
     }
 }

@@ -28,10 +28,14 @@ impl<'h> CallRecord<'h> {
         self.return_position.is_none()
     }
 
-    /// The completion's value if it carries one (a read's result), else the invoke's.
+    /// An `ok` completion's value if it carries one (a read's result), else the invoke's. An
+    /// `info` completion reports no result, whatever value it carries (Jepsen's clients write
+    /// `:timed-out`, say), so an unknown operation keeps its invoke's value, as knossos's
+    /// `history/complete` does.
     pub fn value(&self) -> Option<&'h Value> {
         let given = |op: &'h Op| op.value.as_ref().filter(|v| !v.is_null());
         self.completion
+            .filter(|op| op.kind == OpType::Ok)
             .and_then(given)
             .or_else(|| given(self.invoke))
     }
@@ -153,7 +157,7 @@ mod tests {
             op(1, 2, OpType::Invoke, "read"),
             Op::new(Process::NEMESIS, OpType::Info, "start").at(2, 2),
             op(3, 2, OpType::Ok, "read").value(1),
-            op(4, 1, OpType::Info, "write"),
+            op(4, 1, OpType::Info, "write").value("timed-out"),
             op(5, 1, OpType::Invoke, "write").value(2),
             op(6, 3, OpType::Invoke, "write").value(3),
             op(7, 3, OpType::Fail, "write"),
@@ -174,7 +178,11 @@ mod tests {
             summary,
             [(0, Some(4), None), (1, Some(3), Some(3)), (5, None, None)]
         );
-        assert_eq!(calls[0].value(), Some(&serde_json::json!(1)));
+        assert_eq!(
+            calls[0].value(),
+            Some(&serde_json::json!(1)),
+            "an info completion's value is no result"
+        );
         assert_eq!(calls[1].value(), Some(&serde_json::json!(1)));
     }
 

@@ -17,8 +17,10 @@
 //!    it out. Every `ok` operation must take effect between its invoke and its completion.
 //! 4. **Vocabulary.** Only operations whose `f` the model knows are checked; the others (a lock
 //!    history's renewals, say) are counted in `ops_ignored` and `ignored_fs`.
-//! 5. **Values.** An operation's value is its completion's if that carries one (a read's
-//!    result), else its invoke's. A read that returned nil passes wherever it is placed.
+//! 5. **Values.** An operation's value is its `ok` completion's if that carries one (a read's
+//!    result), else its invoke's. An `info` completion reports no result, whatever value it
+//!    carries (Jepsen writes `:timed-out`), so an unknown operation keeps its invoke's value,
+//!    as in knossos. A read that returned nil passes wherever it is placed.
 //! 6. **Real time** is the history's order: an operation precedes another if its completion
 //!    comes before the other's invoke in the history. `time` is only reported.
 //! 7. **P-compositionality.** Linearizability is local: the history is linearizable if and only
@@ -30,6 +32,9 @@
 //! 9. **Verdict.** Invalid if any key is not linearizable; otherwise unknown if any key was
 //!    stopped by a limit; otherwise valid. Each key not linearizable comes with an
 //!    [`Explanation`].
+//! 10. **Nothing checked is no verdict.** A history without an operation the model knows
+//!     (`fail`s aside) is unknown, with the cause: a model asked for that the history's
+//!     operations do not match checks nothing, and proves nothing.
 
 mod budget;
 mod cache;
@@ -42,6 +47,7 @@ mod search;
 mod tests;
 
 use std::cmp::Reverse;
+use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
@@ -94,7 +100,7 @@ pub struct Linearizability {
     /// The most memory the search's caches and stacks held at once, as estimated and reserved
     /// from the memory bound (in chunks of 64 KiB per key being searched).
     pub peak_cache_bytes: usize,
-    /// Why the verdict is unknown: the limit reached.
+    /// Why the verdict is unknown: the limit reached, or that nothing was checked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cause: Option<String>,
     /// The keys found not linearizable (usually one: the first stops the others).
@@ -170,6 +176,22 @@ pub fn check(
         }
     }
     let states = budget.states();
+    let ops_checked = parts.iter().map(|part| part.ops()).sum();
+    if ops_checked == 0 {
+        return Ok(Linearizability {
+            valid: Valid::Unknown,
+            model: model.name.to_string(),
+            keys: 0,
+            keys_checked: 0,
+            ops_checked,
+            ops_ignored: split.ignored,
+            cause: Some(nothing_checked(model, &split.ignored_fs)),
+            ignored_fs: split.ignored_fs.into_iter().map(str::to_string).collect(),
+            states_explored: states,
+            peak_cache_bytes: budget.peak_bytes(),
+            failures,
+        });
+    }
     let cause = (valid == Valid::Unknown).then(|| {
         stops.sort_unstable_by_key(|stop| *stop as u8);
         stops.dedup();
@@ -190,7 +212,7 @@ pub fn check(
         model: model.name.to_string(),
         keys: keys.len(),
         keys_checked,
-        ops_checked: parts.iter().map(|part| part.ops()).sum(),
+        ops_checked,
         ops_ignored: split.ignored,
         ignored_fs: split.ignored_fs.into_iter().map(str::to_string).collect(),
         states_explored: states,
@@ -198,6 +220,20 @@ pub fn check(
         cause,
         failures,
     })
+}
+
+/// Why a history gave `model` nothing to check: the model's `f`s, and the history's.
+fn nothing_checked(model: &RegisteredModel, history_fs: &BTreeSet<&str>) -> String {
+    let mut cause = format!(
+        "nothing was checked: the history has no {} operation ({}) that did not fail",
+        model.name,
+        model.fs().join(", ")
+    );
+    if !history_fs.is_empty() {
+        let fs: Vec<&str> = history_fs.iter().copied().collect();
+        cause.push_str(&format!("; its operations are {}", fs.join(", ")));
+    }
+    cause
 }
 
 /// Searches every part, the largest first, on as many threads as the machine has cores.

@@ -384,3 +384,63 @@ fn rule_9_a_refusal_for_good_says_so() {
         "the read lacks [2], for good"
     );
 }
+
+#[test]
+fn rule_5_an_info_completion_keeps_its_invokes_value() {
+    // Jepsen's clients write `:timed-out` as a timed-out op's value. Taken as the value, it
+    // made this cas refuse the history ("a cas's value must be [expected, new]").
+    let timed_out_cas = register()
+        .call(1, "write", json!(1))
+        .invoke(2, "cas", json!([1, 2]))
+        .info(2, "cas", json!("timed-out"))
+        .call(3, "read", json!(2))
+        .build();
+    assert_eq!(
+        check_with("cas-register", &timed_out_cas).valid,
+        Valid::True
+    );
+    // Taken as the value, this write of `timed-out` made the read of 2 impossible.
+    let timed_out_write = register()
+        .call(1, "write", json!(1))
+        .invoke(2, "write", json!(2))
+        .info(2, "write", json!("timed-out"))
+        .call(3, "read", json!(2))
+        .build();
+    assert_eq!(check_with("register", &timed_out_write).valid, Valid::True);
+    let never_written = register()
+        .call(1, "write", json!(1))
+        .invoke(2, "write", json!(2))
+        .info(2, "write", json!("timed-out"))
+        .call(3, "read", json!("timed-out"))
+        .build();
+    assert_eq!(check_with("register", &never_written).valid, Valid::False);
+}
+
+#[test]
+fn rule_10_a_history_with_nothing_to_check_is_unknown() {
+    let lock = register()
+        .call(1, "acquire", None)
+        .call(1, "release", None)
+        .build();
+    let result = check_with("cas-register", &lock);
+    assert_eq!(result.valid, Valid::Unknown);
+    assert_eq!((result.ops_checked, result.ops_ignored), (0, 2));
+    assert_eq!(
+        result.cause.as_deref(),
+        Some(
+            "nothing was checked: the history has no cas-register operation (read, write, cas) \
+             that did not fail; its operations are acquire, release"
+        )
+    );
+    let only_failed = register()
+        .invoke(1, "write", json!(1))
+        .fail(1, "write", None)
+        .build();
+    assert_eq!(check_with("register", &only_failed).valid, Valid::Unknown);
+    let empty = check_with("set", &[]);
+    assert_eq!(empty.valid, Valid::Unknown);
+    assert_eq!(
+        empty.cause.as_deref(),
+        Some("nothing was checked: the history has no set operation (add, read) that did not fail")
+    );
+}
