@@ -18,5 +18,5 @@ pub mod testing;
 mod verdict;
 
 pub use edn::{read_edn_history, EdnOptions};
-pub use history::{read_history, HistoryError, Op, OpType, Process};
+pub use history::{read_history, HistoryError, Op, OpType, Process, Renewal};
 pub use verdict::Valid;
