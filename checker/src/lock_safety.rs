@@ -151,7 +151,7 @@ pub fn faults(history: &[Op]) -> Vec<FaultWindow> {
         .collect()
 }
 
-fn history_end(history: &[Op]) -> u64 {
+pub(crate) fn history_end(history: &[Op]) -> u64 {
     history.iter().map(|op| op.time).max().unwrap_or(0)
 }
 
@@ -320,17 +320,20 @@ fn storage_accesses(history: &[Op]) -> Accesses {
 type Pair<'a> = (&'a Candidate, &'a Candidate, &'static str, u64);
 
 /// A definite or possible hold, in nanoseconds.
-struct Candidate {
-    process: Process,
+pub(crate) struct Candidate {
+    pub(crate) process: Process,
     key: String,
     acquire_index: u64,
     token: Option<String>,
-    nodes: Option<Vec<String>>,
-    start: u64,
-    end: u64,
+    /// The nodes the grant came from, when the client named them.
+    pub(crate) nodes: Option<Vec<String>>,
+    /// The acquire's `ok` (its invoke, for a possible hold).
+    pub(crate) start: u64,
+    pub(crate) end: u64,
     lease_end: u64,
     ended_by: &'static str,
-    certain: bool,
+    /// A definite hold: the acquire returned `ok`.
+    pub(crate) certain: bool,
     fence: Option<u64>,
     /// Granted with `renewal: silent`: no recorded renewal extends its lease (rule 1).
     renews_silently: bool,
@@ -365,7 +368,7 @@ impl Candidate {
 
 /// Pairs every client invoke with its completion and turns acquires into holds.
 /// Returns the holds and the number of acquires whose outcome is unknown.
-fn derive_holds(history: &[Op], end_of_history: u64) -> (Vec<Candidate>, usize) {
+pub(crate) fn derive_holds(history: &[Op], end_of_history: u64) -> (Vec<Candidate>, usize) {
     let mut pending: HashMap<Process, &Op> = HashMap::new();
     // Index into `holds` of each process's open hold per key, waiting for its release.
     let mut open: HashMap<(Process, &str), usize> = HashMap::new();
