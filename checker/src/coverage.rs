@@ -368,8 +368,7 @@ mod tests {
             )
             .fault((900, 950), "pause", &[]);
         assert_eq!(s.check(None).grants_faulted, 1);
-        let mut later = Script::default();
-        later.0 = s.0[..2].to_vec();
+        let mut later = Script(s.0[..2].to_vec());
         later.fault((1_100, 1_200), "pause", &[]);
         assert_eq!(later.check(None).grants_faulted, 0);
     }

@@ -17,22 +17,15 @@ fn workload() -> impl Strategy<Value = LockWorkload> {
     })
 }
 
+/// How many acquires returned `ok`, each completion paired with its process's invoke.
 fn granted(history: &[Op]) -> usize {
-    let mut acquiring = std::collections::HashSet::new();
+    let mut pending = std::collections::HashMap::new();
     let mut grants = 0;
     for op in history.iter().filter(|op| !op.process.is_nemesis()) {
-        match op.kind {
-            OpType::Invoke => {
-                if op.f == "acquire" {
-                    acquiring.insert(op.process);
-                } else {
-                    acquiring.remove(&op.process);
-                }
-            }
-            OpType::Ok if acquiring.remove(&op.process) => grants += 1,
-            _ => {
-                acquiring.remove(&op.process);
-            }
+        if op.kind == OpType::Invoke {
+            pending.insert(op.process, op.f.as_str());
+        } else if pending.remove(&op.process) == Some("acquire") && op.kind == OpType::Ok {
+            grants += 1;
         }
     }
     grants
