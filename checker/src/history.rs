@@ -92,19 +92,21 @@ pub struct Op {
     /// opposed to what it asked for, which is in `value`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub measured: Option<serde_json::Value>,
-    /// On an acquire's `ok`: the client library renews the lease by itself.
+    /// On an `acquire` `ok`: the client library renews this lease by itself in the background
+    /// (a watchdog thread), and whether it records those renewals.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub renewal: Option<Renewal>,
 }
 
-/// How a client library that renews its own lease in the background (a watchdog thread, as
-/// python-redis-lock and Redisson have) tells of its renewals.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// How a client library that renews its own lease in the background tells of its renewals.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Renewal {
-    /// Every renewal is recorded as a `renew` op of the holder's process.
+    /// Every renewal is recorded as a `renew` op of the holder's process (invoke with
+    /// `ttl_ms`, then `ok`, `fail` or `info`), as the built-in watchdog's are.
     Reported,
-    /// The library renews but tells nobody.
+    /// The library renews but records nothing: the history shows only the lease promised at
+    /// the grant, while the key may be kept alive until the holder releases it.
     Silent,
 }
 
@@ -158,6 +160,11 @@ impl Op {
 
     pub fn error(mut self, error: impl Into<String>) -> Op {
         self.error = Some(error.into());
+        self
+    }
+
+    pub fn renewal(mut self, renewal: Renewal) -> Op {
+        self.renewal = Some(renewal);
         self
     }
 
@@ -268,6 +275,21 @@ mod tests {
         let read = read_history(text.as_bytes()).unwrap();
         assert_eq!(read.ops, ops);
         assert!(!read.truncated_tail);
+    }
+
+    #[test]
+    fn a_renewal_is_written_in_lowercase_and_left_out_when_absent() {
+        let silent = Op::new(Process::Client(1), OpType::Ok, "acquire").renewal(Renewal::Silent);
+        let text = serde_json::to_string(&silent).unwrap();
+        assert!(text.contains("\"renewal\":\"silent\""), "{text}");
+        assert_eq!(serde_json::from_str::<Op>(&text).unwrap(), silent);
+        let reported: Op = serde_json::from_str(
+            "{\"index\":0,\"time\":0,\"process\":1,\"type\":\"ok\",\"f\":\"acquire\",\"renewal\":\"reported\"}",
+        )
+        .unwrap();
+        assert_eq!(reported.renewal, Some(Renewal::Reported));
+        let bare = Op::new(Process::Client(1), OpType::Ok, "acquire");
+        assert!(!serde_json::to_string(&bare).unwrap().contains("renewal"));
     }
 
     const ACQUIRE: &str = r#"{"index":0,"time":0,"process":1,"type":"invoke","f":"acquire"}"#;

@@ -5,6 +5,7 @@
 
 pub mod acquisition;
 pub mod acquisition_stats;
+pub mod coverage;
 pub mod edn;
 pub mod fencing;
 pub mod history;

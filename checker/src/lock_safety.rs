@@ -7,7 +7,13 @@
 //!    promised, ends at the acquire's invoke time plus `validity_ms` (or plus the requested
 //!    `ttl_ms` where no validity was given). A lease watchdog's `renew` that returns `ok`
 //!    extends the lease to the renewal's invoke plus its `ttl_ms`; one that fails or times out
-//!    extends nothing.
+//!    extends nothing. A grant marked `renewal: reported` comes from a library that renews in
+//!    the background and records each renewal as such a `renew`. One marked `renewal: silent`
+//!    renews without telling anybody, so its lease is what it promised at the grant (invoke
+//!    plus validity) and no more: an overlap past it is a `stale` double grant, never a `lease`
+//!    one. The library may well have renewed, but a holder whose renewals kept the key alive
+//!    keeps everyone else out, so a second grant means its renewals had stopped (it may have
+//!    been frozen), and only fencing protects against that.
 //! 2. A release that fails or times out ends the hold at its invoke all the same: the client
 //!    stopped acting under the lock when it began to release, and a lost release never extends
 //!    a hold.
@@ -15,7 +21,10 @@
 //! 4. An `info` acquire (or one never completed) may or may not have been granted. Its process
 //!    retired without acting, but the lock service may have handed it the lock, from its invoke
 //!    for `ttl_ms`. Where that window overlaps another process's hold, the checker reports a
-//!    *possible* double grant: it can make the verdict unknown, never invalid.
+//!    *possible* double grant: it can make the verdict unknown, never invalid. The possible
+//!    double grants of one unknown acquire are one finding, [`PossibleDoubleGrants`], with
+//!    the number of holds it could overlap: a failover that leaves a few acquires unknown
+//!    would otherwise bury the certain double grants under dozens of possible ones.
 //! 5. A **double grant** is two different processes whose holds on one key overlap by more
 //!    than zero time. It is a `lease` double grant when the holds overlap while both leases
 //!    were live (the lock handed out two leases at once), and a `stale` one when one holder had
@@ -37,7 +46,7 @@ use std::collections::HashMap;
 use serde::{Deserialize, Serialize};
 
 use crate::operation::ms;
-use crate::{Op, OpType, Process, Valid};
+use crate::{Op, OpType, Process, Renewal, Valid};
 
 /// How many violations of each kind the result lists in full; the counts are always exact.
 pub const REPORTED_VIOLATIONS: usize = 100;
@@ -58,8 +67,27 @@ pub struct LockSafety {
     /// Stale double grants whose zombie the storage fenced off (rule 6); not violations.
     pub fenced_double_grant_count: usize,
     pub fenced_double_grants: Vec<DoubleGrant>,
+    /// Overlaps of an unknown acquire with another process's hold (rule 4), each counted.
     pub possible_double_grant_count: usize,
-    pub possible_double_grants: Vec<DoubleGrant>,
+    /// How many unknown acquires those overlaps come from: the number of groups.
+    #[serde(default)]
+    pub possible_double_grant_acquires: usize,
+    /// The first [`REPORTED_VIOLATIONS`] groups, one per unknown acquire, in time order of
+    /// their first overlap. Listed after the certain double grants, which they never outrank.
+    #[serde(default)]
+    pub possible_double_grant_groups: Vec<PossibleDoubleGrants>,
+}
+
+/// The possible double grants of one acquire of unknown outcome (rule 4), as one finding.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PossibleDoubleGrants {
+    pub key: String,
+    /// The unknown acquire, as the hold it may have been: from its invoke for its `ttl_ms`.
+    pub unknown_acquire: Hold,
+    /// How many holds of other processes its window overlaps; at least 1.
+    pub overlapped_holds: usize,
+    /// The earliest of those overlaps, with the faults active, as a double grant is reported.
+    pub first: DoubleGrant,
 }
 
 /// One process's hold on a lock, as the checker derived it.
@@ -123,7 +151,7 @@ pub fn faults(history: &[Op]) -> Vec<FaultWindow> {
         .collect()
 }
 
-fn history_end(history: &[Op]) -> u64 {
+pub(crate) fn history_end(history: &[Op]) -> u64 {
     history.iter().map(|op| op.time).max().unwrap_or(0)
 }
 
@@ -187,24 +215,26 @@ pub fn check(history: &[Op]) -> LockSafety {
     definite.sort_by(by_time);
     possible.sort_by(by_time);
     fenced.sort_by(by_time);
+    let to_double_grant = |&(first, second, kind, overlap): &Pair| DoubleGrant {
+        key: first.key.clone(),
+        kind: kind.to_string(),
+        first: first.to_hold(),
+        second: second.to_hold(),
+        overlap_ms: ms(overlap),
+        faults: faults
+            .iter()
+            .filter(|w| w.start < second.start + overlap && w.stop > first.start)
+            .map(|w| w.to_window())
+            .collect(),
+    };
     let report = |pairs: &[Pair]| -> Vec<DoubleGrant> {
         pairs
             .iter()
             .take(REPORTED_VIOLATIONS)
-            .map(|(first, second, kind, overlap)| DoubleGrant {
-                key: first.key.clone(),
-                kind: kind.to_string(),
-                first: first.to_hold(),
-                second: second.to_hold(),
-                overlap_ms: ms(*overlap),
-                faults: faults
-                    .iter()
-                    .filter(|w| w.start < second.start + overlap && w.stop > first.start)
-                    .map(|w| w.to_window())
-                    .collect(),
-            })
+            .map(to_double_grant)
             .collect()
     };
+    let possible_groups = group_by_unknown_acquire(&possible);
 
     let valid = if !definite.is_empty() {
         Valid::False
@@ -221,9 +251,48 @@ pub fn check(history: &[Op]) -> LockSafety {
         stale_double_grant_count: definite.iter().filter(|p| p.2 == "stale").count(),
         double_grants: report(&definite),
         possible_double_grant_count: possible.len(),
-        possible_double_grants: report(&possible),
+        possible_double_grant_acquires: possible_groups.len(),
+        possible_double_grant_groups: possible_groups
+            .iter()
+            .take(REPORTED_VIOLATIONS)
+            .map(|pairs| {
+                let unknown = unknown_side(pairs[0]);
+                PossibleDoubleGrants {
+                    key: unknown.key.clone(),
+                    unknown_acquire: unknown.to_hold(),
+                    overlapped_holds: pairs.len(),
+                    first: to_double_grant(pairs[0]),
+                }
+            })
+            .collect(),
         fenced_double_grant_count: fenced.len(),
         fenced_double_grants: report(&fenced),
+    }
+}
+
+/// Possible double grants (time-ordered; each pairs one unknown acquire with a definite
+/// hold) grouped by their unknown acquire, groups in order of their first pair.
+fn group_by_unknown_acquire<'a, 'p>(possible: &'p [Pair<'a>]) -> Vec<Vec<&'p Pair<'a>>> {
+    let mut groups: Vec<Vec<&Pair>> = Vec::new();
+    let mut group_of: HashMap<u64, usize> = HashMap::new();
+    for pair in possible {
+        let unknown = unknown_side(pair);
+        let next = groups.len();
+        let group = *group_of.entry(unknown.acquire_index).or_insert(next);
+        if group == next {
+            groups.push(Vec::new());
+        }
+        groups[group].push(pair);
+    }
+    groups
+}
+
+/// The hold of a possible double grant that is an unknown acquire.
+fn unknown_side<'a>(pair: &Pair<'a>) -> &'a Candidate {
+    if pair.0.certain {
+        pair.1
+    } else {
+        pair.0
     }
 }
 
@@ -251,18 +320,23 @@ fn storage_accesses(history: &[Op]) -> Accesses {
 type Pair<'a> = (&'a Candidate, &'a Candidate, &'static str, u64);
 
 /// A definite or possible hold, in nanoseconds.
-struct Candidate {
-    process: Process,
+pub(crate) struct Candidate {
+    pub(crate) process: Process,
     key: String,
     acquire_index: u64,
     token: Option<String>,
-    nodes: Option<Vec<String>>,
-    start: u64,
-    end: u64,
+    /// The nodes the grant came from, when the client named them.
+    pub(crate) nodes: Option<Vec<String>>,
+    /// The acquire's `ok` (its invoke, for a possible hold).
+    pub(crate) start: u64,
+    pub(crate) end: u64,
     lease_end: u64,
     ended_by: &'static str,
-    certain: bool,
+    /// A definite hold: the acquire returned `ok`.
+    pub(crate) certain: bool,
     fence: Option<u64>,
+    /// Granted with `renewal: silent`: no recorded renewal extends its lease (rule 1).
+    renews_silently: bool,
 }
 
 impl Candidate {
@@ -294,7 +368,7 @@ impl Candidate {
 
 /// Pairs every client invoke with its completion and turns acquires into holds.
 /// Returns the holds and the number of acquires whose outcome is unknown.
-fn derive_holds(history: &[Op], end_of_history: u64) -> (Vec<Candidate>, usize) {
+pub(crate) fn derive_holds(history: &[Op], end_of_history: u64) -> (Vec<Candidate>, usize) {
     let mut pending: HashMap<Process, &Op> = HashMap::new();
     // Index into `holds` of each process's open hold per key, waiting for its release.
     let mut open: HashMap<(Process, &str), usize> = HashMap::new();
@@ -317,6 +391,7 @@ fn derive_holds(history: &[Op], end_of_history: u64) -> (Vec<Candidate>, usize) 
             ended_by: "unknown-outcome",
             certain: false,
             fence: None,
+            renews_silently: false,
         }
     };
 
@@ -347,7 +422,10 @@ fn derive_holds(history: &[Op], end_of_history: u64) -> (Vec<Candidate>, usize) 
         };
         if invoke.f == "renew" && op.kind == OpType::Ok {
             let key = invoke.key.as_deref().unwrap_or_default();
-            if let (Some(&i), Some(ttl)) = (open.get(&(op.process, key)), invoke.ttl_ms) {
+            let open_hold = open
+                .get(&(op.process, key))
+                .filter(|&&i| !holds[i].renews_silently);
+            if let (Some(&i), Some(ttl)) = (open_hold, invoke.ttl_ms) {
                 let hold = &mut holds[i];
                 hold.lease_end = hold.lease_end.max(invoke.time + ttl * 1_000_000);
                 if hold.ended_by == "validity" {
@@ -376,6 +454,7 @@ fn derive_holds(history: &[Op], end_of_history: u64) -> (Vec<Candidate>, usize) 
                     ended_by: "validity",
                     certain: true,
                     fence: op.fence.or(invoke.fence),
+                    renews_silently: op.renewal == Some(Renewal::Silent),
                     key,
                 });
                 let key = invoke.key.as_deref().unwrap_or_default();
@@ -395,12 +474,13 @@ fn derive_holds(history: &[Op], end_of_history: u64) -> (Vec<Candidate>, usize) 
     (holds, unknown)
 }
 
-struct Window {
-    fault: String,
-    nodes: Vec<String>,
-    start: u64,
-    stop: u64,
-    stopped: bool,
+/// A fault's window in nanoseconds; `stop` is `u64::MAX` for a fault never stopped.
+pub(crate) struct Window {
+    pub(crate) fault: String,
+    pub(crate) nodes: Vec<String>,
+    pub(crate) start: u64,
+    pub(crate) stop: u64,
+    pub(crate) stopped: bool,
 }
 
 impl Window {
@@ -415,7 +495,7 @@ impl Window {
 }
 
 /// Pairs each nemesis `start` with the next `stop` of the same fault.
-fn fault_windows(history: &[Op]) -> Vec<Window> {
+pub(crate) fn fault_windows(history: &[Op]) -> Vec<Window> {
     let mut windows: Vec<Window> = Vec::new();
     for op in history.iter().filter(|op| op.process.is_nemesis()) {
         let fault = op.fault.clone().unwrap_or_else(|| op.f.clone());
@@ -656,6 +736,64 @@ mod tests {
     }
 
     #[test]
+    fn rule_1_a_silently_renewed_grant_overlapped_past_its_promise_is_stale() {
+        // Process 1's library renews silently; its lease as promised ends at 1000 ms. Process
+        // 2 is granted at 1200 while 1 still holds: stale, however 1's library renewed, and
+        // a `renew` in the history, whoever wrote it, does not make it a lease double grant.
+        let silent = |renew_recorded: bool| {
+            let mut s = Script::default();
+            s.invoke(0, 1, "acquire").push(
+                1,
+                Op::new(Process::Client(1), OpType::Ok, "acquire")
+                    .key("lock")
+                    .renewal(Renewal::Silent),
+            );
+            if renew_recorded {
+                let mut renew = Op::new(Process::Client(1), OpType::Invoke, "renew").key("lock");
+                renew.ttl_ms = Some(1_000);
+                s.push(800, renew).push(
+                    801,
+                    Op::new(Process::Client(1), OpType::Ok, "renew").key("lock"),
+                );
+            }
+            s.hold(1_200, 1_300, 2)
+                .invoke(1_500, 1, "release")
+                .complete(1_501, 1, OpType::Ok, "release");
+            s.check()
+        };
+        for renew_recorded in [false, true] {
+            let r = silent(renew_recorded);
+            assert_eq!(r.valid, Valid::False, "renew recorded: {renew_recorded}");
+            assert_eq!(r.double_grants[0].kind, "stale");
+            assert_eq!(r.double_grants[0].first.lease_end_ms, 1_000.0);
+        }
+    }
+
+    #[test]
+    fn rule_1_a_reported_renewal_extends_the_lease_like_the_watchdogs() {
+        let mut s = Script::default();
+        s.invoke(0, 1, "acquire").push(
+            1,
+            Op::new(Process::Client(1), OpType::Ok, "acquire")
+                .key("lock")
+                .renewal(Renewal::Reported),
+        );
+        let mut renew = Op::new(Process::Client(1), OpType::Invoke, "renew").key("lock");
+        renew.ttl_ms = Some(1_000);
+        s.push(800, renew)
+            .push(
+                801,
+                Op::new(Process::Client(1), OpType::Ok, "renew").key("lock"),
+            )
+            .hold(1_200, 1_300, 2)
+            .invoke(1_500, 1, "release")
+            .complete(1_501, 1, OpType::Ok, "release");
+        let r = s.check();
+        assert_eq!(r.double_grants[0].kind, "lease");
+        assert_eq!(r.double_grants[0].first.lease_end_ms, 1_800.0);
+    }
+
+    #[test]
     fn rule_2_a_failed_or_lost_release_does_not_extend_the_hold() {
         for outcome in [OpType::Fail, OpType::Info] {
             let mut s = Script::default();
@@ -691,6 +829,50 @@ mod tests {
         assert_eq!(r.double_grant_count, 0);
         assert_eq!(r.possible_double_grant_count, 1);
         assert_eq!(r.unknown_acquires, 1);
+    }
+
+    #[test]
+    fn rule_4_the_possible_double_grants_of_one_unknown_acquire_are_one_finding() {
+        // Process 9's acquire is unknown for 1000 ms and overlaps three holds; process 8's
+        // overlaps one; a certain double grant beside them is still reported on its own.
+        let mut s = Script::default();
+        s.invoke(0, 9, "acquire")
+            .complete(5, 9, OpType::Info, "acquire")
+            .hold(100, 200, 1)
+            .hold(300, 400, 2)
+            .hold(500, 600, 3)
+            .invoke(2_000, 8, "acquire")
+            .complete(2_005, 8, OpType::Info, "acquire")
+            .hold(2_100, 2_200, 4)
+            .hold(5_000, 5_500, 5)
+            .hold(5_100, 5_200, 6);
+        let r = s.check();
+        assert_eq!(r.valid, Valid::False);
+        assert_eq!(r.double_grant_count, 1);
+        assert_eq!(r.possible_double_grant_count, 4);
+        assert_eq!(r.possible_double_grant_acquires, 2);
+        let groups: Vec<_> = r
+            .possible_double_grant_groups
+            .iter()
+            .map(|g| {
+                (
+                    g.unknown_acquire.process,
+                    g.overlapped_holds,
+                    g.first.second.process,
+                )
+            })
+            .collect();
+        assert_eq!(
+            groups,
+            [
+                (Process::Client(9), 3, Process::Client(1)),
+                (Process::Client(8), 1, Process::Client(4)),
+            ]
+        );
+        assert_eq!(
+            r.possible_double_grant_groups[0].unknown_acquire.ended_by,
+            "unknown-outcome"
+        );
     }
 
     #[test]

@@ -5,12 +5,26 @@
 //! Rules, each with a unit test below, per lock key:
 //!
 //! 1. The key may legitimately exist until **`held_until`**: the latest end of every lease that
-//!    may have set or extended it so far. A lease runs from an op's invoke for the `ttl_ms` its
-//!    invoke asked for (the key's lifetime in Redis, not the client's shorter validity). It
-//!    comes from every `acquire` that returned `ok`, or whose outcome is unknown (`info`, or
-//!    never completed: it may have set the key), and likewise from every `renew` that did not
-//!    fail. An op without `ttl_ms` may have set a key that never expires: its lease never ends.
-//!    A `fail`ed acquire or renew set nothing.
+//!    may have set or extended it so far. A lease comes from every `acquire` or `renew` that
+//!    did not fail, and runs from its invoke (the earliest the server may have set the key) to
+//!    the latest the key it set may live, with the op's TTL: the `ttl_ms` its invoke asked
+//!    for, or the grant's `validity_ms` if longer (the key's lifetime in Redis, not the
+//!    client's shorter validity). An op without either may have set a key that never
+//!    expires: its lease never ends. A `fail`ed acquire or renew set nothing.
+//!    - An `ok` op was carried out somewhere between its invoke and its `ok`: the key may live
+//!      until the `ok` plus the TTL (an acquire that took seconds, a client program starting
+//!      up, is not dated from its invoke).
+//!    - A grant marked `renewal: silent` comes from a library that keeps renewing it without
+//!      recording it: the key may live until the TTL after the holder's next `release`
+//!      invoke on the key (the last renewal may have come just before it), or, with no
+//!      release, until the history ends.
+//!    - An `info` op may be carried out by the server after the client gave up on it (a paused
+//!      node answers when it wakes, a partitioned one when the partition heals): the key may
+//!      live until the TTL after its `info`, or after the stop of every fault active at its
+//!      `info` if later (the end of the history for a fault never stopped). When the history
+//!      has any silently renewed grant, its library may have won an unknown acquire too and
+//!      kept renewing it: such an acquire may keep the key until the history ends.
+//!    - An op never completed may take effect at any time: until the history ends.
 //! 2. An acquire refused because the lock is held ([`Cause::Held`]) is **stuck** when it was
 //!    invoked after `held_until` and refused more than `bound` after it. Leases are counted up
 //!    to the refusal, so an acquire running concurrently with the refused one explains it. A
@@ -30,8 +44,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::acquisition::Cause;
 use crate::lock_safety::REPORTED_VIOLATIONS;
-use crate::operation::{ms, operations};
-use crate::{Op, OpType, Valid};
+use crate::lock_safety::{fault_windows, Window};
+use crate::operation::{ms, operations, Operation};
+use crate::{Op, OpType, Process, Renewal, Valid};
 
 /// The result of the stuck-lock check.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -71,9 +86,11 @@ pub fn check(history: &[Op], bound: Duration) -> StuckLock {
     let bound_ns = u64::try_from(bound.as_nanos()).unwrap_or(u64::MAX);
     let end_of_history = history.iter().map(|op| op.time).max().unwrap_or(0);
 
+    let operations = operations(history);
+    let lifetimes = KeyLifetimes::new(history, &operations);
     let mut events: HashMap<&str, Vec<Event>> = HashMap::new();
     let mut held_refusals = 0;
-    for operation in operations(history) {
+    for operation in &operations {
         let invoke = operation.invoke;
         let is_acquire = match invoke.f.as_str() {
             "acquire" => true,
@@ -81,10 +98,7 @@ pub fn check(history: &[Op], bound: Duration) -> StuckLock {
             _ => continue,
         };
         let on_key = events.entry(operation.key()).or_default();
-        if operation.outcome() != Some(OpType::Fail) {
-            let ends = invoke.ttl_ms.map_or(u64::MAX, |ttl| {
-                invoke.time.saturating_add(ttl.saturating_mul(1_000_000))
-            });
+        if let Some(ends) = lifetimes.latest_end(operation) {
             on_key.push(Event::Lease {
                 at: invoke.time,
                 ends,
@@ -136,6 +150,81 @@ pub fn check(history: &[Op], bound: Duration) -> StuckLock {
         unrecovered_count,
         stuck_periods: periods,
     }
+}
+
+/// What rule 1 needs to know of a history to say how long a key an op set may live.
+struct KeyLifetimes {
+    /// Each process's `release` invokes per key, in time order.
+    releases: HashMap<(Process, String), Vec<u64>>,
+    faults: Vec<Window>,
+    /// Some grant in the history was marked `renewal: silent`.
+    silent_library: bool,
+}
+
+impl KeyLifetimes {
+    fn new(history: &[Op], operations: &[Operation]) -> KeyLifetimes {
+        let mut releases: HashMap<(Process, String), Vec<u64>> = HashMap::new();
+        for operation in operations.iter().filter(|o| o.invoke.f == "release") {
+            releases
+                .entry((operation.invoke.process, operation.key().to_string()))
+                .or_default()
+                .push(operation.invoke.time);
+        }
+        for times in releases.values_mut() {
+            times.sort_unstable();
+        }
+        KeyLifetimes {
+            releases,
+            faults: fault_windows(history),
+            silent_library: operations.iter().any(|o| o.is_ok() && renews_silently(o)),
+        }
+    }
+
+    /// Rule 1: the latest time the key an acquire or renew may have set could still exist, in
+    /// nanoseconds (`u64::MAX`: it may never expire); `None` for an op that set nothing.
+    fn latest_end(&self, operation: &Operation) -> Option<u64> {
+        let invoke = operation.invoke;
+        let ttl = invoke
+            .ttl_ms
+            .max(operation.completion.and_then(|c| c.validity_ms));
+        let after = |from: u64| {
+            ttl.map_or(u64::MAX, |ttl| {
+                from.saturating_add(ttl.saturating_mul(1_000_000))
+            })
+        };
+        let Some(completion) = operation.completion else {
+            return Some(u64::MAX);
+        };
+        match completion.kind {
+            OpType::Fail | OpType::Invoke => None,
+            OpType::Ok if renews_silently(operation) => Some(
+                self.releases
+                    .get(&(invoke.process, operation.key().to_string()))
+                    .and_then(|times| times.iter().find(|&&t| t >= completion.time))
+                    .map_or(u64::MAX, |&release| after(release)),
+            ),
+            OpType::Ok => Some(after(completion.time)),
+            OpType::Info if self.silent_library && invoke.f == "acquire" => Some(u64::MAX),
+            OpType::Info => {
+                let gave_up = completion.time;
+                let faults_end = self
+                    .faults
+                    .iter()
+                    .filter(|w| w.start <= gave_up && gave_up < w.stop)
+                    .map(|w| w.stop)
+                    .max()
+                    .unwrap_or(gave_up);
+                // A fault never stopped has `stop` u64::MAX, and the sum saturates there.
+                Some(after(faults_end))
+            }
+        }
+    }
+}
+
+/// An acquire granted with `renewal: silent`.
+fn renews_silently(operation: &Operation) -> bool {
+    operation.invoke.f == "acquire"
+        && operation.completion.and_then(|c| c.renewal) == Some(Renewal::Silent)
 }
 
 /// What happened to one key, in nanoseconds.
@@ -213,7 +302,6 @@ fn stuck_periods(key: &str, events: &[Event], bound: u64, end: u64) -> Vec<Stuck
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Process;
 
     const BOUND: Duration = Duration::from_millis(100);
 
@@ -279,16 +367,125 @@ mod tests {
     }
 
     #[test]
-    fn rule_1_an_unknown_acquire_may_have_set_the_key() {
-        for outcome in [Some((OpType::Info, "timeout")), None] {
-            let r = Script::default()
-                .op("acquire", (0, 1), 1, outcome)
-                .refused(900, 901, 2)
-                .refused(1_500, 1_501, 3)
-                .check();
-            assert_eq!(r.stuck_period_count, 1, "{outcome:?}");
-            assert_eq!(r.stuck_periods[0].free_from_ms, 1_000.0);
-        }
+    fn rule_1_an_unknown_acquire_may_have_set_the_key_until_a_ttl_after_its_info() {
+        let r = Script::default()
+            .op("acquire", (0, 300), 1, Some((OpType::Info, "timeout")))
+            .refused(1_200, 1_201, 2)
+            .refused(1_500, 1_501, 3)
+            .check();
+        assert_eq!(r.stuck_period_count, 1);
+        assert_eq!(r.stuck_periods[0].free_from_ms, 1_300.0);
+        assert_eq!(r.stuck_periods[0].refused_attempts, 1);
+    }
+
+    #[test]
+    fn rule_1_an_acquire_never_completed_may_set_the_key_until_the_history_ends() {
+        let r = Script::default()
+            .op("acquire", (0, 1), 1, None)
+            .refused(5_000, 5_001, 2)
+            .check();
+        assert_eq!((r.valid, r.held_refusals), (Valid::True, 1));
+    }
+
+    #[test]
+    fn rule_1_an_unknown_acquire_may_be_carried_out_when_the_fault_it_met_stops() {
+        // The acquire timed out at 500 ms while a node was paused from 100 to 3000 ms: the
+        // node may set the key when it wakes, for 1000 ms.
+        let nemesis = |f: &str| {
+            let mut op = Op::new(Process::NEMESIS, OpType::Info, f).nodes(vec!["n1".into()]);
+            op.fault = Some("pause".into());
+            op
+        };
+        let mut s = Script::default();
+        s.push(100, nemesis("start"))
+            .op("acquire", (0, 500), 1, Some((OpType::Info, "timeout")))
+            .push(3_000, nemesis("stop"))
+            .refused(3_500, 3_501, 2);
+        assert_eq!(s.check().valid, Valid::True);
+        s.refused(4_200, 4_201, 3);
+        let r = s.check();
+        assert_eq!(r.stuck_period_count, 1);
+        assert_eq!(r.stuck_periods[0].free_from_ms, 4_000.0);
+    }
+
+    #[test]
+    fn rule_1_a_slow_grant_is_dated_from_its_ok_not_its_invoke() {
+        // An external client took 2.1 s to acquire: the server set the key with its 1 s TTL
+        // somewhere in there, so it may live until 3.1 s, not 1.0 s.
+        let mut s = Script::default();
+        s.acquire(0, 2_100, 1, OpType::Ok).refused(2_400, 2_500, 2);
+        let r = s.check();
+        assert_eq!(r.valid, Valid::True, "{:?}", r.stuck_periods);
+        s.refused(3_250, 3_300, 3);
+        let r = s.check();
+        assert_eq!(r.stuck_period_count, 1);
+        assert_eq!(r.stuck_periods[0].free_from_ms, 3_100.0);
+    }
+
+    #[test]
+    fn rule_1_a_granted_validity_longer_than_the_ttl_counts() {
+        let mut s = Script::default();
+        s.op("acquire", (0, 1), 1, None);
+        let mut granted = Op::new(Process::Client(1), OpType::Ok, "acquire").key("lock");
+        granted.validity_ms = Some(3_000);
+        s.push(1, granted).refused(2_500, 2_501, 2);
+        assert_eq!(s.check().valid, Valid::True);
+        s.refused(3_200, 3_201, 3);
+        assert_eq!(s.check().stuck_periods[0].free_from_ms, 3_001.0);
+    }
+
+    #[test]
+    fn rule_1_a_renewal_is_dated_from_its_ok() {
+        let mut s = Script::default();
+        s.acquire(0, 1, 1, OpType::Ok)
+            .op("renew", (800, 1_500), 1, Some((OpType::Ok, "")))
+            .refused(2_300, 2_301, 2);
+        assert_eq!(s.check().valid, Valid::True);
+        s.refused(2_700, 2_701, 3);
+        assert_eq!(s.check().stuck_periods[0].free_from_ms, 2_500.0);
+    }
+
+    #[test]
+    fn rule_1_a_silently_renewed_grant_may_keep_the_key_until_its_release() {
+        let silent_grant = |s: &mut Script| {
+            s.op("acquire", (0, 1), 1, None);
+            s.push(
+                1,
+                Op::new(Process::Client(1), OpType::Ok, "acquire")
+                    .key("lock")
+                    .renewal(Renewal::Silent),
+            );
+        };
+        // Never released: nothing after it is stuck.
+        let mut s = Script::default();
+        silent_grant(&mut s);
+        s.refused(9_000, 9_001, 2);
+        assert_eq!(s.check().valid, Valid::True);
+
+        // Released at 3000 ms: the last renewal may have come just before, for 1000 ms.
+        let mut s = Script::default();
+        silent_grant(&mut s);
+        s.op("release", (3_000, 3_001), 1, Some((OpType::Ok, "")))
+            .refused(3_900, 3_901, 2);
+        assert_eq!(s.check().valid, Valid::True);
+        s.refused(4_200, 4_201, 3);
+        assert_eq!(s.check().stuck_periods[0].free_from_ms, 4_000.0);
+    }
+
+    #[test]
+    fn rule_1_with_a_silently_renewing_library_an_unknown_acquire_may_hold_to_the_end() {
+        let mut s = Script::default();
+        s.op("acquire", (0, 1), 1, None);
+        s.push(
+            1,
+            Op::new(Process::Client(1), OpType::Ok, "acquire")
+                .key("lock")
+                .renewal(Renewal::Silent),
+        )
+        .op("release", (100, 101), 1, Some((OpType::Ok, "")))
+        .op("acquire", (200, 300), 2, Some((OpType::Info, "timeout")))
+        .refused(9_000, 9_001, 3);
+        assert_eq!(s.check().valid, Valid::True);
     }
 
     #[test]
@@ -410,9 +607,9 @@ mod tests {
                 period.first_refused_ms,
                 period.until_ms
             ),
-            (1_000.0, 1_201.0, 2_001.0)
+            (1_001.0, 1_201.0, 2_001.0)
         );
-        assert_eq!((period.stuck_ms, period.refused_attempts), (1_001.0, 2));
+        assert_eq!((period.stuck_ms, period.refused_attempts), (1_000.0, 2));
         assert!(period.recovered);
         assert_eq!((r.stuck_refusals, r.unrecovered_count), (2, 0));
     }
@@ -426,7 +623,7 @@ mod tests {
             .check();
         let period = &r.stuck_periods[0];
         assert!(!period.recovered);
-        assert_eq!((period.until_ms, period.stuck_ms), (5_000.0, 4_000.0));
+        assert_eq!((period.until_ms, period.stuck_ms), (5_000.0, 3_999.0));
         assert_eq!(r.unrecovered_count, 1);
     }
 
@@ -442,7 +639,7 @@ mod tests {
             .iter()
             .map(|p| (p.free_from_ms, p.until_ms, p.recovered))
             .collect();
-        assert_eq!(spells, [(0.0, 301.0, true), (1_300.0, 1_501.0, false)]);
+        assert_eq!(spells, [(0.0, 301.0, true), (1_301.0, 1_501.0, false)]);
     }
 
     #[test]

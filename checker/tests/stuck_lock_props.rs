@@ -14,7 +14,8 @@ use splitbrain_checker::{Op, OpType, Process, Valid};
 const BOUND: Duration = Duration::from_millis(200);
 
 /// An acquire `gap` ms after the previous lease ran out, with a `ttl` ms lease, that took
-/// `latency` ms and returned `ok`, or `info` if not `granted`.
+/// `latency` ms and returned `ok`, or `info` if not `granted`; its lease runs out `ttl` ms
+/// after its completion.
 #[derive(Debug, Clone)]
 struct Lease {
     gap: u64,
@@ -67,7 +68,8 @@ fn correct_lock(leases: &[Lease], refusals: &[Refusal]) -> (Vec<(u64, Op)>, u64)
     let mut cursor = 0;
     for lease in leases {
         let invoke = cursor + lease.gap;
-        cursor = invoke + lease.ttl;
+        // The key may live a TTL past the acquire's completion, `ok` or `info` alike.
+        cursor = invoke + lease.latency + lease.ttl;
         windows.push((invoke, cursor));
         let outcome = if lease.granted {
             OpType::Ok

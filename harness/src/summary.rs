@@ -97,13 +97,30 @@ pub fn render(title: &str, results: &Results) -> String {
         ""
     };
     let _ = writeln!(out, "  verdict  {}{interrupted}", verdict(results));
-    let (shown, kind) = if safety.valid == Valid::False {
-        (&safety.double_grants, "")
-    } else {
-        (&safety.possible_double_grants, "possible double grant: ")
-    };
-    for (i, grant) in shown.iter().take(SHOWN).enumerate() {
-        let _ = writeln!(out, "    #{} {kind}{}", i + 1, describe(grant));
+    for (i, grant) in safety.double_grants.iter().take(SHOWN).enumerate() {
+        let _ = writeln!(out, "    #{} {}", i + 1, describe(grant));
+    }
+    if safety.possible_double_grant_count > 0 {
+        let _ = writeln!(
+            out,
+            "    {} possible double grant{} from {} unknown acquire{}",
+            safety.possible_double_grant_count,
+            plural(safety.possible_double_grant_count),
+            safety.possible_double_grant_acquires,
+            plural(safety.possible_double_grant_acquires)
+        );
+    }
+    for group in safety.possible_double_grant_groups.iter().take(SHOWN) {
+        let _ = writeln!(
+            out,
+            "      process {}'s acquire at {} on {}, unknown, could overlap {} hold{}; first: {}",
+            group.unknown_acquire.process,
+            seconds(group.unknown_acquire.start_ms),
+            group.key,
+            group.overlapped_holds,
+            plural(group.overlapped_holds),
+            describe(&group.first)
+        );
     }
     for key in writes.keys.iter().filter(|k| k.lost_count > 0) {
         let _ = writeln!(
@@ -293,9 +310,11 @@ pub fn verdict(results: &Results) -> String {
         }
         Valid::False => format!("INVALID: {}", found.join(", ")),
         Valid::Unknown if safety.possible_double_grant_count > 0 => format!(
-            "unknown: {} possible double grant{} involving acquires whose outcome is unknown",
+            "unknown: {} possible double grant{} from {} acquire{} whose outcome is unknown",
             safety.possible_double_grant_count,
-            plural(safety.possible_double_grant_count)
+            plural(safety.possible_double_grant_count),
+            safety.possible_double_grant_acquires,
+            plural(safety.possible_double_grant_acquires)
         ),
         Valid::Unknown
             if writes.attempted > 0 && writes.keys.iter().all(|k| k.final_read_index.is_none()) =>

@@ -36,18 +36,23 @@ pub enum GrantList {
 impl GrantList {
     pub const ALL: [GrantList; 3] = [GrantList::Definite, GrantList::Possible, GrantList::Fenced];
 
-    pub fn grants(self, safety: &LockSafety) -> &[DoubleGrant] {
+    /// The grants listed; for possible ones, the first overlap of each unknown acquire.
+    pub fn grants(self, safety: &LockSafety) -> Vec<&DoubleGrant> {
         match self {
-            GrantList::Definite => &safety.double_grants,
-            GrantList::Possible => &safety.possible_double_grants,
-            GrantList::Fenced => &safety.fenced_double_grants,
+            GrantList::Definite => safety.double_grants.iter().collect(),
+            GrantList::Possible => safety
+                .possible_double_grant_groups
+                .iter()
+                .map(|group| &group.first)
+                .collect(),
+            GrantList::Fenced => safety.fenced_double_grants.iter().collect(),
         }
     }
 
     fn count(self, safety: &LockSafety) -> usize {
         match self {
             GrantList::Definite => safety.double_grant_count,
-            GrantList::Possible => safety.possible_double_grant_count,
+            GrantList::Possible => safety.possible_double_grant_acquires,
             GrantList::Fenced => safety.fenced_double_grant_count,
         }
     }
@@ -149,12 +154,14 @@ fn lock_safety(safety: &LockSafety) -> String {
     let _ = write!(
         out,
         "<p>{} grants checked, {} acquires with unknown outcome; {} double grants ({} stale), \
-         {} possible, {} fenced off by the storage.</p>",
+         {} possible from {} unknown acquires (each listed once, with its first overlap), {} \
+         fenced off by the storage.</p>",
         safety.holds,
         safety.unknown_acquires,
         safety.double_grant_count,
         safety.stale_double_grant_count,
         safety.possible_double_grant_count,
+        safety.possible_double_grant_acquires,
         safety.fenced_double_grant_count
     );
     for list in GrantList::ALL {

@@ -1,0 +1,521 @@
+//! Coverage: what a run exercised, from its history alone. A valid verdict means little if no
+//! fault ever reached a holder; this says how many grants met a fault, how many kills came back
+//! while a lease they granted could still be live, and how many pauses landed on a holder.
+//!
+//! Holds are lock safety's ([`crate::lock_safety`] rule 1): a grant is an `acquire` that
+//! returned `ok`, held from its `ok` to its release's invoke or the end of its lease. Faults
+//! are the nemesis's `start`/`stop` windows. A fault **reaches a holder** when its window
+//! overlaps the hold and:
+//!
+//! - a node fault (`kill`, `pause`, `partition`, `partition-*`, `clock-*`, `kill-primary`,
+//!   `pause-primary`, `partition-primary`, `packet-*`, `failover`) targets one of the nodes in
+//!   the grant's `node` list. A grant without a `node` list (a single-server client) is
+//!   reached by any node fault, and so is every grant by a node fault without targets (a
+//!   `failover` names none: it moves the master of every holder);
+//! - a client fault (`client-pause`, `client-crash`, targets `client-<w>`) targets the
+//!   holder's worker, `process % concurrency`. Without `concurrency` it is inferred: Jepsen's
+//!   workers start as processes `0..concurrency`, and a worker's process is replaced only
+//!   after an `info`, so the workers are taken to be the processes up to the largest one that
+//!   invoked before the first client `info` (every process, if none has one);
+//! - a link fault (`link-*`, targets `g<group>-><node>`) targets a link to one of the grant's
+//!   nodes (to any node, for a grant without a `node` list). The history does not say which
+//!   client group a worker is in, so a link of any group counts.
+//!
+//! Faults of other names (from another tool's history) are counted in [`Coverage::faults`] but
+//! reach no holder: coverage never claims what it cannot see.
+
+use serde::{Deserialize, Serialize};
+
+use crate::lock_safety::{derive_holds, fault_windows, history_end, Candidate, Window};
+use crate::operation::ms;
+use crate::{Op, OpType, Process};
+
+/// What a run exercised. Counts are exact; `restart_ms` is `None` without a stopped kill.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Coverage {
+    /// Acquires that returned `ok`.
+    pub grants: usize,
+    /// Grants that a fault reached (see the module doc) at some point of their hold.
+    pub grants_faulted: usize,
+    /// `kill` and `kill-primary` starts.
+    pub kills: usize,
+    /// Kills stopped (the node restarted) less than the largest `ttl_ms` asked in the history
+    /// after they started: the node came back while a lease it granted could still be live.
+    pub kills_back_within_ttl: usize,
+    /// How long the stopped kills kept their nodes down.
+    pub restart_ms: Option<Spread>,
+    /// `client-pause` faults during which a worker they target held a grant.
+    pub pauses_on_holder: usize,
+    /// `clock-*` faults that targeted a node of a grant held while they were active.
+    pub clock_faults_on_holder_node: usize,
+    /// Fault starts of any kind.
+    pub faults: usize,
+}
+
+/// The least, median and greatest of some durations, in milliseconds. The median of an even
+/// count is the mean of the two middle values.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct Spread {
+    pub min: f64,
+    pub median: f64,
+    pub max: f64,
+}
+
+impl Spread {
+    fn of(mut values: Vec<u64>) -> Option<Spread> {
+        values.sort_unstable();
+        let (first, last) = (*values.first()?, *values.last()?);
+        let middle = values.len() / 2;
+        let median = if values.len() % 2 == 0 {
+            (values[middle - 1] + values[middle]) / 2
+        } else {
+            values[middle]
+        };
+        Some(Spread {
+            min: ms(first),
+            median: ms(median),
+            max: ms(last),
+        })
+    }
+}
+
+impl Coverage {
+    /// Whether any fault reached a holder during its hold.
+    pub fn touched_a_holder(&self) -> bool {
+        self.grants_faulted > 0
+    }
+
+    /// One line for a user, such as `53 grants, 12 with a fault on the holder during its
+    /// lease; 39 kills, 31 back within the TTL (restart 40-180 ms, median 70 ms); 3 client
+    /// pauses on a holder`. Kills, pauses and clock faults are left out when there are none.
+    pub fn line(&self) -> String {
+        let mut parts = vec![format!(
+            "{} grant{}, {} with a fault on the holder during its lease",
+            self.grants,
+            plural(self.grants),
+            self.grants_faulted
+        )];
+        if self.faults == 0 {
+            parts.push("no faults".to_string());
+        }
+        if self.kills > 0 {
+            let restart = self.restart_ms.map_or(String::new(), |r| {
+                format!(
+                    " (restart {:.0}-{:.0} ms, median {:.0} ms)",
+                    r.min, r.max, r.median
+                )
+            });
+            parts.push(format!(
+                "{} kill{}, {} back within the TTL{restart}",
+                self.kills,
+                plural(self.kills),
+                self.kills_back_within_ttl
+            ));
+        }
+        if self.pauses_on_holder > 0 {
+            parts.push(format!(
+                "{} client pause{} on a holder",
+                self.pauses_on_holder,
+                plural(self.pauses_on_holder)
+            ));
+        }
+        if self.clock_faults_on_holder_node > 0 {
+            parts.push(format!(
+                "{} clock fault{} on a holder's node",
+                self.clock_faults_on_holder_node,
+                plural(self.clock_faults_on_holder_node)
+            ));
+        }
+        parts.join("; ")
+    }
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
+    }
+}
+
+/// What a fault acts on, by its name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Reach {
+    Node,
+    Client,
+    Link,
+    Unknown,
+}
+
+impl Reach {
+    fn of(fault: &str) -> Reach {
+        const NODE: [&str; 7] = [
+            "kill",
+            "pause",
+            "partition",
+            "kill-primary",
+            "pause-primary",
+            "partition-primary",
+            "failover",
+        ];
+        const NODE_FAMILIES: [&str; 3] = ["partition-", "clock-", "packet-"];
+        if NODE.contains(&fault) || NODE_FAMILIES.iter().any(|p| fault.starts_with(p)) {
+            Reach::Node
+        } else if fault == "client-pause" || fault == "client-crash" {
+            Reach::Client
+        } else if fault.starts_with("link-") {
+            Reach::Link
+        } else {
+            Reach::Unknown
+        }
+    }
+}
+
+/// Checks what a history exercised. `concurrency` is the number of client workers, if known.
+pub fn check(ops: &[Op], concurrency: Option<usize>) -> Coverage {
+    let (holds, _) = derive_holds(ops, history_end(ops));
+    let grants: Vec<&Candidate> = holds.iter().filter(|h| h.certain).collect();
+    let windows = fault_windows(ops);
+    let workers = concurrency
+        .filter(|&c| c > 0)
+        .unwrap_or_else(|| inferred_concurrency(ops)) as u64;
+    let reaches = |window: &Window, grant: &Candidate| {
+        window.start < grant.end
+            && window.stop > grant.start
+            && reaches_holder(window, grant, workers)
+    };
+
+    let largest_ttl = ops.iter().filter_map(|op| op.ttl_ms).max();
+    let kills: Vec<&Window> = windows
+        .iter()
+        .filter(|w| w.fault == "kill" || w.fault == "kill-primary")
+        .collect();
+    let downtimes: Vec<u64> = kills
+        .iter()
+        .filter(|w| w.stopped)
+        .map(|w| w.stop.saturating_sub(w.start))
+        .collect();
+    let count_on_holder = |is_kind: &dyn Fn(&str) -> bool| {
+        windows
+            .iter()
+            .filter(|w| is_kind(&w.fault) && grants.iter().any(|g| reaches(w, g)))
+            .count()
+    };
+
+    Coverage {
+        grants: grants.len(),
+        grants_faulted: grants
+            .iter()
+            .filter(|g| windows.iter().any(|w| reaches(w, g)))
+            .count(),
+        kills: kills.len(),
+        kills_back_within_ttl: largest_ttl.map_or(0, |ttl| {
+            let ttl_ns = ttl.saturating_mul(1_000_000);
+            downtimes.iter().filter(|&&down| down < ttl_ns).count()
+        }),
+        restart_ms: Spread::of(downtimes),
+        pauses_on_holder: count_on_holder(&|fault| fault == "client-pause"),
+        clock_faults_on_holder_node: count_on_holder(&|fault| fault.starts_with("clock-")),
+        faults: windows.len(),
+    }
+}
+
+/// Whether `window`'s fault acts on `grant`'s holder, its worker or its nodes (module doc).
+fn reaches_holder(window: &Window, grant: &Candidate, workers: u64) -> bool {
+    let on_grant_node = |node: &str| {
+        grant
+            .nodes
+            .as_ref()
+            .filter(|nodes| !nodes.is_empty())
+            .is_none_or(|nodes| nodes.iter().any(|n| n == node))
+    };
+    match Reach::of(&window.fault) {
+        Reach::Node => window.nodes.is_empty() || window.nodes.iter().any(|n| on_grant_node(n)),
+        Reach::Client => {
+            let worker = match grant.process {
+                Process::Client(p) => Some(p % workers),
+                Process::Nemesis(_) => None,
+            };
+            window.nodes.iter().any(|target| {
+                target
+                    .strip_prefix("client-")
+                    .and_then(|w| w.parse::<u64>().ok())
+                    .is_some_and(|w| Some(w) == worker)
+            })
+        }
+        Reach::Link => window.nodes.iter().any(|link| {
+            link.split_once("->")
+                .is_some_and(|(_group, node)| on_grant_node(node))
+        }),
+        Reach::Unknown => false,
+    }
+}
+
+/// The worker count when the caller does not know it (module doc): one more than the largest
+/// client process that invoked before the first client `info`.
+fn inferred_concurrency(ops: &[Op]) -> usize {
+    let clients = ops.iter().filter(|op| !op.process.is_nemesis());
+    let before_first_info = clients.take_while(|op| op.kind != OpType::Info);
+    let largest = before_first_info
+        .filter(|op| op.kind == OpType::Invoke)
+        .filter_map(|op| match op.process {
+            Process::Client(p) => Some(p),
+            Process::Nemesis(_) => None,
+        })
+        .max();
+    largest.map_or(1, |p| p as usize + 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Builds histories in order, times in milliseconds, every acquire asking 1000 ms.
+    #[derive(Default)]
+    struct Script(Vec<Op>);
+
+    impl Script {
+        fn push(&mut self, ms: u64, op: Op) -> &mut Self {
+            let index = self.0.len() as u64;
+            self.0.push(op.at(index, ms * 1_000_000));
+            self
+        }
+        /// Process `p` acquires at `from` (granted by `nodes`, if any) and releases at `to`.
+        fn hold(&mut self, (from, to): (u64, u64), p: u64, nodes: &[&str]) -> &mut Self {
+            let op = |kind, f| Op::new(Process::Client(p), kind, f).key("lock");
+            let mut invoke = op(OpType::Invoke, "acquire");
+            invoke.ttl_ms = Some(1_000);
+            let mut granted = op(OpType::Ok, "acquire");
+            if !nodes.is_empty() {
+                granted.node = Some(nodes.iter().map(|n| n.to_string()).collect());
+            }
+            self.push(from, invoke)
+                .push(from + 1, granted)
+                .push(to, op(OpType::Invoke, "release"))
+                .push(to + 1, op(OpType::Ok, "release"))
+        }
+        fn fault(&mut self, (from, to): (u64, u64), fault: &str, targets: &[&str]) -> &mut Self {
+            let op = |f| {
+                let mut op = Op::new(Process::NEMESIS, OpType::Info, f)
+                    .nodes(targets.iter().map(|t| t.to_string()).collect());
+                op.fault = Some(fault.to_string());
+                op
+            };
+            self.push(from, op("start")).push(to, op("stop"))
+        }
+        fn check(&mut self, concurrency: Option<usize>) -> Coverage {
+            self.0.sort_by_key(|op| op.time);
+            check(&self.0, concurrency)
+        }
+    }
+
+    #[test]
+    fn a_node_fault_reaches_a_grant_from_that_node_only() {
+        let mut s = Script::default();
+        s.hold((0, 500), 0, &["n1", "n2"])
+            .hold((600, 900), 1, &["n3", "n4"])
+            .fault((100, 700), "pause", &["n2"]);
+        let r = s.check(Some(2));
+        assert_eq!((r.grants, r.grants_faulted, r.faults), (2, 1, 1));
+        assert!(r.touched_a_holder());
+    }
+
+    #[test]
+    fn a_grant_without_nodes_is_reached_by_any_node_fault_and_a_failover_reaches_all() {
+        let mut s = Script::default();
+        s.hold((0, 500), 0, &[]).fault((100, 200), "kill", &["n3"]);
+        assert_eq!(s.check(None).grants_faulted, 1);
+
+        let mut s = Script::default();
+        s.hold((0, 500), 0, &["n1"])
+            .fault((100, 200), "failover", &[]);
+        assert_eq!(s.check(None).grants_faulted, 1);
+    }
+
+    #[test]
+    fn a_fault_outside_the_hold_reaches_nothing() {
+        // Before the grant's ok (during the acquire) and after the release's invoke.
+        let mut s = Script::default();
+        s.push(0, {
+            let mut invoke = Op::new(Process::Client(0), OpType::Invoke, "acquire").key("lock");
+            invoke.ttl_ms = Some(1_000);
+            invoke
+        })
+        .fault((10, 90), "kill", &[])
+        .push(
+            100,
+            Op::new(Process::Client(0), OpType::Ok, "acquire").key("lock"),
+        )
+        .push(
+            300,
+            Op::new(Process::Client(0), OpType::Invoke, "release").key("lock"),
+        )
+        .fault((400, 500), "kill", &[]);
+        let r = s.check(None);
+        assert_eq!((r.grants, r.grants_faulted, r.faults), (1, 0, 2));
+        assert!(!r.touched_a_holder());
+    }
+
+    #[test]
+    fn a_grant_never_released_is_held_until_its_lease_ends() {
+        let mut s = Script::default();
+        let mut invoke = Op::new(Process::Client(0), OpType::Invoke, "acquire").key("lock");
+        invoke.ttl_ms = Some(1_000);
+        s.push(0, invoke)
+            .push(
+                1,
+                Op::new(Process::Client(0), OpType::Ok, "acquire").key("lock"),
+            )
+            .fault((900, 950), "pause", &[]);
+        assert_eq!(s.check(None).grants_faulted, 1);
+        let mut later = Script(s.0[..2].to_vec());
+        later.fault((1_100, 1_200), "pause", &[]);
+        assert_eq!(later.check(None).grants_faulted, 0);
+    }
+
+    #[test]
+    fn a_client_fault_reaches_its_own_worker_only() {
+        // Concurrency 3: process 5 is worker 2.
+        let mut s = Script::default();
+        s.hold((0, 500), 5, &[]).hold((0, 500), 4, &[]).fault(
+            (100, 200),
+            "client-pause",
+            &["client-2"],
+        );
+        let r = s.check(Some(3));
+        assert_eq!((r.grants_faulted, r.pauses_on_holder), (1, 1));
+        let r = s.check(Some(4));
+        assert_eq!(
+            (r.grants_faulted, r.pauses_on_holder),
+            (0, 0),
+            "worker 1 and 0"
+        );
+    }
+
+    #[test]
+    fn without_concurrency_the_workers_are_the_processes_before_the_first_info() {
+        // Processes 0..3 invoke first; process 1 times out and comes back as 4 (worker 1).
+        let mut s = Script::default();
+        for p in 0..3 {
+            s.push(
+                p,
+                Op::new(Process::Client(p), OpType::Invoke, "read").key("doc"),
+            );
+        }
+        s.push(
+            10,
+            Op::new(Process::Client(1), OpType::Info, "read").key("doc"),
+        )
+        .hold((100, 500), 4, &[])
+        .fault((200, 300), "client-crash", &["client-1"]);
+        assert_eq!(inferred_concurrency(&s.0), 3);
+        assert_eq!(s.check(None).grants_faulted, 1);
+    }
+
+    #[test]
+    fn a_link_fault_reaches_a_grant_through_a_link_to_one_of_its_nodes() {
+        let mut s = Script::default();
+        s.hold((0, 500), 0, &["n1", "n2"])
+            .fault((100, 200), "link-blackhole", &["g1->n3"]);
+        assert_eq!(s.check(Some(1)).grants_faulted, 0);
+        s.fault((300, 400), "link-latency", &["g0->n2"]);
+        assert_eq!(s.check(Some(1)).grants_faulted, 1);
+    }
+
+    #[test]
+    fn a_fault_of_an_unknown_name_is_counted_but_reaches_no_holder() {
+        let mut s = Script::default();
+        s.hold((0, 500), 0, &[]).fault((100, 200), "meteor", &[]);
+        let r = s.check(None);
+        assert_eq!((r.faults, r.grants_faulted), (1, 0));
+    }
+
+    #[test]
+    fn kills_back_within_the_largest_ttl_and_their_restart_times() {
+        let mut s = Script::default();
+        s.hold((0, 100), 0, &[])
+            .fault((1_000, 1_100), "kill", &["n1"])
+            .fault((2_000, 5_000), "kill-primary", &["n2"])
+            .fault((6_000, 6_500), "kill", &["n3"])
+            .fault((7_000, 7_050), "pause", &["n1"]);
+        let r = s.check(None);
+        assert_eq!((r.kills, r.kills_back_within_ttl, r.faults), (3, 2, 4));
+        assert_eq!(
+            r.restart_ms,
+            Some(Spread {
+                min: 100.0,
+                median: 500.0,
+                max: 3_000.0
+            })
+        );
+        assert_eq!(
+            r.line(),
+            "1 grant, 0 with a fault on the holder during its lease; 3 kills, 2 back within \
+             the TTL (restart 100-3000 ms, median 500 ms)"
+        );
+    }
+
+    #[test]
+    fn the_median_of_an_even_count_is_the_mean_of_the_middle_two() {
+        let spread = Spread::of(vec![4_000_000, 1_000_000, 2_000_000, 9_000_000]).unwrap();
+        assert_eq!((spread.min, spread.median, spread.max), (1.0, 3.0, 9.0));
+        assert_eq!(Spread::of(Vec::new()), None);
+    }
+
+    #[test]
+    fn a_kill_never_stopped_has_no_restart_time() {
+        let mut s = Script::default();
+        s.hold((0, 100), 0, &[]);
+        let mut start = Op::new(Process::NEMESIS, OpType::Info, "start");
+        start.fault = Some("kill".into());
+        s.push(50, start);
+        let r = s.check(None);
+        assert_eq!(
+            (r.kills, r.kills_back_within_ttl, r.restart_ms),
+            (1, 0, None)
+        );
+        assert_eq!(r.grants_faulted, 1);
+    }
+
+    #[test]
+    fn a_clock_fault_counts_on_a_holders_node_only() {
+        let mut s = Script::default();
+        s.hold((0, 500), 0, &["n1"])
+            .fault((100, 200), "clock-bump", &["n2"])
+            .fault((300, 400), "clock-strobe", &["n1", "n3"]);
+        let r = s.check(None);
+        assert_eq!((r.clock_faults_on_holder_node, r.grants_faulted), (1, 1));
+        assert!(
+            r.line().ends_with("; 1 clock fault on a holder's node"),
+            "{}",
+            r.line()
+        );
+    }
+
+    #[test]
+    fn the_line_names_what_was_exercised() {
+        let coverage = Coverage {
+            grants: 53,
+            grants_faulted: 12,
+            kills: 39,
+            kills_back_within_ttl: 31,
+            restart_ms: Some(Spread {
+                min: 40.0,
+                median: 70.0,
+                max: 180.0,
+            }),
+            pauses_on_holder: 3,
+            clock_faults_on_holder_node: 0,
+            faults: 60,
+        };
+        assert_eq!(
+            coverage.line(),
+            "53 grants, 12 with a fault on the holder during its lease; 39 kills, 31 back \
+             within the TTL (restart 40-180 ms, median 70 ms); 3 client pauses on a holder"
+        );
+        assert_eq!(
+            Coverage::default().line(),
+            "0 grants, 0 with a fault on the holder during its lease; no faults"
+        );
+    }
+}
