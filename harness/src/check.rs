@@ -15,8 +15,8 @@ use std::time::Duration;
 use anyhow::Context;
 use splitbrain_checker::linearizability::{self, find_model, Limits, Linearizability, MODELS};
 use splitbrain_checker::{
-    acquisition_stats, fencing, lock_safety, lost_writes, read_edn_history, read_history,
-    stuck_lock, EdnOptions, HistoryError, Op, Valid,
+    acquisition_stats, coverage, fencing, lock_safety, lost_writes, read_edn_history, read_history,
+    stats, stuck_lock, EdnOptions, HistoryError, Op, Valid,
 };
 
 use crate::cli::CheckArgs;
@@ -77,9 +77,10 @@ pub fn check(args: &CheckArgs) -> Result<Exit, HarnessError> {
         },
     };
     let title = format!("check {}", path.display());
-    let text =
-        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
-    if is_edn(&path, &text) {
+    let bytes = std::fs::read(&path)
+        .map_err(|e| HarnessError::BadInput(format!("{}: cannot be read: {e}", path.display())))?;
+    let text = std::str::from_utf8(&bytes).ok();
+    if let Some(text) = text.filter(|text| is_edn(&path, text)) {
         let Some(model) = model else {
             return Err(HarnessError::BadInput(format!(
                 "{} is an EDN history, which only the linearizability checker reads: add \
@@ -91,22 +92,32 @@ pub fn check(args: &CheckArgs) -> Result<Exit, HarnessError> {
         let options = EdnOptions {
             independent: args.independent,
         };
-        let ops = read_edn_history(&text, options).map_err(|e| not_a_history(&path, e))?;
+        let ops = read_edn_history(text, options).map_err(|e| not_a_history(&path, e))?;
         let result = linearizability::check(&ops, model, lin.limits)
             .map_err(|e| HarnessError::BadInput(format!("{}: {e}", path.display())))?;
-        print!("{}", summary::render_linearizability(&title, &result));
-        return Ok(Exit::Verdict(result.valid));
+        let evidence = stats::check(&ops, &stats::needed_for(&ops));
+        print!(
+            "{}",
+            summary::render_linearizability(&title, &result, &evidence)
+        );
+        return Ok(Exit::Verdict(result.valid.merge(evidence.valid)));
     }
-    let ops = read_history(text.as_bytes())
-        .map_err(|e| not_a_history(&path, e))?
-        .ops;
+    let read = read_history(bytes.as_slice()).map_err(|e| not_a_history(&path, e))?;
+    if read.truncated_tail {
+        eprintln!(
+            "warning: {}: the last line was cut short (a run killed while writing?); checked \
+             the history up to the last complete line",
+            path.display()
+        );
+    }
+    let ops = read.ops;
     let linearizability = model_for(&ops, &lin)
         .map(|(model, counts)| {
             linearizability::check(&ops, model, lin.limits).map(|result| (result, counts))
         })
         .transpose()
         .map_err(|e| HarnessError::BadInput(format!("{}: {e}", path.display())))?;
-    let results = check_ops(&ops, false, None, linearizability);
+    let results = check_ops(&ops, false, None, None, linearizability);
     print!("{}", summary::render(&title, &results));
     Ok(Exit::Verdict(results.valid))
 }
@@ -132,11 +143,13 @@ fn is_edn(path: &Path, text: &str) -> bool {
     }
 }
 
-/// Reads back a run's history and checks it with every checker.
+/// Reads back a run's history and checks it with every checker; `concurrency` is the run's
+/// number of client workers, where known.
 pub fn check_history(
     path: &Path,
     interrupted: bool,
     error: Option<String>,
+    concurrency: Option<usize>,
 ) -> Result<Results, HarnessError> {
     let ops = match std::fs::File::open(path) {
         Ok(file) => {
@@ -153,17 +166,28 @@ pub fn check_history(
         }
     };
     let linearizability = linearizable(&ops, &LinearizabilityCheck::default());
-    Ok(check_ops(&ops, interrupted, error, linearizability))
+    Ok(check_ops(
+        &ops,
+        interrupted,
+        error,
+        concurrency,
+        linearizability,
+    ))
 }
 
 /// Every checker on `ops`, with the linearizability result (and whether it counts in the
-/// verdict) where a model applies.
+/// verdict) where a model applies. A history that shows none of the successful operations its
+/// workload needs (Jepsen's stats checker) is `unknown` whatever the others say: nothing was
+/// tested.
 pub fn check_ops(
     ops: &[Op],
     interrupted: bool,
     error: Option<String>,
+    concurrency: Option<usize>,
     linearizability: Option<(Linearizability, bool)>,
 ) -> Results {
+    let stats = stats::check(ops, &stats::needed_for(ops));
+    let coverage = coverage::check(ops, concurrency);
     let lock_safety = lock_safety::check(ops);
     let lost_writes = lost_writes::check(ops);
     let fencing = fencing::check(ops);
@@ -173,6 +197,7 @@ pub fn check_ops(
         None => (None, false),
     };
     let mut valid = [
+        stats.valid,
         lock_safety.valid,
         lost_writes.valid,
         fencing.valid,
@@ -192,6 +217,8 @@ pub fn check_ops(
         },
         interrupted,
         ops: OpCounts::of(ops),
+        stats,
+        coverage,
         faults: injected_faults(ops),
         acquisition: acquisition_stats::check(ops),
         lock_safety,
@@ -279,7 +306,7 @@ mod tests {
     fn registers_count_in_the_verdict_and_locks_do_not() {
         let check = |ops: &[Op]| {
             let result = linearizable(ops, &LinearizabilityCheck::default());
-            check_ops(ops, false, None, result)
+            check_ops(ops, false, None, None, result)
         };
         let stale_read = vec![
             op(0, OpType::Invoke, "write").value(1).key("r"),

@@ -7,10 +7,12 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use serde::Serialize;
 use splitbrain_checker::acquisition_stats::AcquisitionStats;
+use splitbrain_checker::coverage::Coverage;
 use splitbrain_checker::fencing::Fencing;
 use splitbrain_checker::linearizability::Linearizability;
 use splitbrain_checker::lock_safety::LockSafety;
 use splitbrain_checker::lost_writes::LostWrites;
+use splitbrain_checker::stats::Stats;
 use splitbrain_checker::stuck_lock::StuckLock;
 use splitbrain_checker::{Op, OpType, Valid};
 
@@ -117,6 +119,11 @@ pub struct Results {
     /// The run was stopped early (Ctrl-C); the verdict covers the history up to then.
     pub interrupted: bool,
     pub ops: OpCounts,
+    /// Whether the run did anything a verdict can rest on (Jepsen's stats checker).
+    pub stats: Stats,
+    /// What the faults reached: grants with a fault on their holder, kills back within the
+    /// TTL, pauses that landed on a holder.
+    pub coverage: Coverage,
     pub faults: Vec<InjectedFault>,
     #[serde(rename = "lock-safety")]
     pub lock_safety: LockSafety,

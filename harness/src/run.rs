@@ -98,7 +98,7 @@ pub async fn run(spec: TestSpec, interrupt: CancellationToken) -> Result<Exit, H
     }
 
     let interrupted = interrupt.is_cancelled();
-    let results = check_history(&dir.history(), interrupted, error)?;
+    let results = check_history(&dir.history(), interrupted, error, Some(spec.concurrency))?;
     dir.write_json("results.json", &results)?;
     dir.link_latest(&spec.results)?;
     crate::report::write_after_run(&dir.path, &spec.results);

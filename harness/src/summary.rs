@@ -5,6 +5,7 @@ use std::fmt::Write;
 
 use splitbrain_checker::linearizability::Linearizability;
 use splitbrain_checker::lock_safety::DoubleGrant;
+use splitbrain_checker::stats::Stats;
 use splitbrain_checker::Valid;
 
 use crate::results::Results;
@@ -31,6 +32,9 @@ pub fn render(title: &str, results: &Results) -> String {
         let _ = writeln!(out, "           {f}: {}", parts.join(", "));
     }
     let _ = writeln!(out, "  faults   {}", faults_line(results));
+    if results.coverage.grants > 0 {
+        let _ = writeln!(out, "  coverage {}", results.coverage.line());
+    }
     let stats = &results.acquisition;
     if stats.attempts > 0 {
         let _ = writeln!(
@@ -169,13 +173,14 @@ pub fn render(title: &str, results: &Results) -> String {
 }
 
 /// The summary of a linearizability check on its own (an EDN history).
-pub fn render_linearizability(title: &str, result: &Linearizability) -> String {
+pub fn render_linearizability(title: &str, result: &Linearizability, evidence: &Stats) -> String {
     let mut out = format!("\n{title}\n");
     linearizability_lines(&mut out, result, true);
-    let verdict = match result.valid {
-        Valid::True => "valid: linearizable".to_string(),
-        Valid::False => "INVALID: not linearizable".to_string(),
-        Valid::Unknown => format!(
+    let verdict = match (result.valid, &evidence.reason) {
+        (Valid::False, _) => "INVALID: not linearizable".to_string(),
+        (_, Some(reason)) => format!("unknown: {reason}"),
+        (Valid::True, None) => "valid: linearizable".to_string(),
+        (Valid::Unknown, None) => format!(
             "unknown: {}",
             result.cause.as_deref().unwrap_or("not searched to the end")
         ),
@@ -195,15 +200,8 @@ fn linearizability_lines(out: &mut String, result: &Linearizability, counts: boo
             result.cause.as_deref().unwrap_or("not searched to the end")
         ),
     };
-    let aside = if counts {
-        ""
-    } else {
-        " (beside the verdict: a mutex has no leases, so a lease that ran out counts against \
-         it; lock safety judges the leases)"
-    };
-    let _ = writeln!(
-        out,
-        "  model    {} over {} key{}: {outcome}; {} ops, {} states, {:.1} MiB at most{aside}",
+    let figures = format!(
+        "{} over {} key{}: {outcome}; {} ops, {} states, {:.1} MiB at most",
         result.model,
         result.keys,
         plural(result.keys),
@@ -211,6 +209,16 @@ fn linearizability_lines(out: &mut String, result: &Linearizability, counts: boo
         result.states_explored,
         result.peak_cache_bytes as f64 / f64::from(1 << 20)
     );
+    if !counts {
+        // One line, after the label: a finding that is not the verdict must not read as one.
+        let _ = writeln!(
+            out,
+            "  beside   (not in the verdict) {figures}; a mutex has no leases, so a lease that \
+             ran out counts against it, and lock safety judges the leases"
+        );
+        return;
+    }
+    let _ = writeln!(out, "  model    {figures}");
     for failure in result.failures.iter().take(SHOWN) {
         let explanation = &failure.explanation;
         let _ = writeln!(
@@ -238,6 +246,20 @@ fn linearizability_lines(out: &mut String, result: &Linearizability, counts: boo
                 refused.reason
             );
         }
+    }
+}
+
+/// What a valid lock run's faults reached, where that limits what the verdict says.
+fn reach(results: &Results) -> &'static str {
+    let coverage = &results.coverage;
+    if coverage.grants == 0 {
+        ""
+    } else if coverage.faults == 0 {
+        " (no faults were injected)"
+    } else if !coverage.touched_a_holder() {
+        "; but no fault touched a held lock: this run could not have found the hazard"
+    } else {
+        ""
     }
 }
 
@@ -290,6 +312,14 @@ pub fn verdict(results: &Results) -> String {
         found.push(format!("not linearizable as a {}", result.model));
     }
     match results.valid {
+        Valid::Unknown if results.stats.valid == Valid::Unknown => format!(
+            "unknown: {}",
+            results
+                .stats
+                .reason
+                .as_deref()
+                .unwrap_or("nothing was tested")
+        ),
         Valid::True => {
             let mut parts = Vec::new();
             if safety.fenced_double_grant_count > 0 {
@@ -306,7 +336,7 @@ pub fn verdict(results: &Results) -> String {
             if parts.is_empty() {
                 parts.push("nothing to find fault with");
             }
-            format!("valid: {}", parts.join(", "))
+            format!("valid: {}{}", parts.join(", "), reach(results))
         }
         Valid::False => format!("INVALID: {}", found.join(", ")),
         Valid::Unknown if safety.possible_double_grant_count > 0 => format!(

@@ -199,7 +199,7 @@ impl StoredRun {
         let (results, results_rechecked) = if results_path.is_file() {
             (read_json(&results_path)?, false)
         } else {
-            let results = crate::check::check_history(&history_path, false, None)?;
+            let results = crate::check::check_history(&history_path, false, None, None)?;
             let json = serde_json::to_value(&results).context("serialising results")?;
             (json, true)
         };
