@@ -11,6 +11,7 @@
 //! faults = ["none", "kill"]       # --nemesis values; "kill,pause" is one cell with both
 //! seeds = [1, 2]
 //! expect = "valid"                # valid | invalid | any
+//! expect-fault-on-holder = true   # and some fault must have reached a lock's holder
 //! options = { ttl = "2s" }        # more run options, over the defaults
 //! ```
 //!
@@ -53,6 +54,10 @@ struct Group {
     #[serde(default)]
     seeds: Vec<Spanned<u64>>,
     expect: Spanned<Expect>,
+    /// Whether a cell also needs a fault to have reached a lock's holder during its lease
+    /// (the coverage a `valid` verdict rests on).
+    #[serde(default, rename = "expect-fault-on-holder")]
+    expect_fault_on_holder: bool,
     #[serde(default)]
     options: BTreeMap<Spanned<String>, Spanned<toml::Value>>,
 }
@@ -90,6 +95,9 @@ pub struct Cell {
     pub faults: String,
     pub seed: u64,
     pub expect: Expect,
+    /// The cell is met only if some fault reached a lock's holder during its lease.
+    #[serde(default)]
+    pub expect_fault_on_holder: bool,
     /// How long the run's workload lasts, for the time-left estimate.
     pub time_limit_secs: f64,
     /// The `splitbrain run` arguments, without `--results`.
@@ -217,6 +225,7 @@ pub fn load(path: &Path) -> Result<Vec<Cell>, HarnessError> {
                                 faults: spec.nemesis.join(","),
                                 seed: spec.seed,
                                 expect: *group.expect.get_ref(),
+                                expect_fault_on_holder: group.expect_fault_on_holder,
                                 time_limit_secs: spec.time_limit.as_secs_f64(),
                                 args: args[1..].to_vec(),
                             });

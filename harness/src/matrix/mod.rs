@@ -259,13 +259,20 @@ async fn run_cell(
         Some(2) => Some(Valid::Unknown),
         _ => None,
     };
-    // The run wrote its verdict in words into results.json.
-    let written = |run: &Path| -> Option<String> {
+    let results = |run: &Path| -> Option<serde_json::Value> {
         let text = std::fs::read_to_string(run.join("results.json")).ok()?;
-        let results: serde_json::Value = serde_json::from_str(&text).ok()?;
-        Some(results["verdict"].as_str()?.to_string())
+        serde_json::from_str(&text).ok()
     };
-    let verdict_line = match (&verdict, run_dir.as_deref().and_then(written)) {
+    let results = run_dir.as_deref().and_then(results);
+    // The run wrote its verdict in words into results.json.
+    let written = results
+        .as_ref()
+        .and_then(|r| Some(r["verdict"].as_str()?.to_string()));
+    let reached_a_holder = results
+        .as_ref()
+        .and_then(|r| r["coverage"]["grants_faulted"].as_u64())
+        .is_some_and(|n| n > 0);
+    let verdict_line = match (&verdict, written) {
         (Some(_), Some(line)) => line,
         (Some(valid), None) => valid.label().to_string(),
         (None, _) => {
@@ -281,9 +288,15 @@ async fn run_cell(
     };
     let met = match (verdict, cell.expect) {
         (None, _) => Met::Error,
+        _ if cell.expect_fault_on_holder && !reached_a_holder => Met::No,
         (Some(_), Expect::Any) => Met::Yes,
         (Some(Valid::True), Expect::Valid) | (Some(Valid::False), Expect::Invalid) => Met::Yes,
         _ => Met::No,
+    };
+    let verdict_line = if cell.expect_fault_on_holder && !reached_a_holder && verdict.is_some() {
+        format!("{verdict_line}; no fault reached a lock's holder, as the cell expects")
+    } else {
+        verdict_line
     };
     Ok(CellOutcome {
         cell: cell.clone(),
