@@ -302,18 +302,23 @@ fn a_lease_watchdog_holds_safely_for_several_ttls() {
     assert!(renewals >= holds * 8, "{holds} holds, {renewals} renewals");
 }
 
-/// redis-py's Lock through the exec protocol: the adapter shipped in `adapters/`.
-fn redis_py(extra: &[&str]) -> (std::process::Output, serde_json::Value) {
-    let has_redis_py = std::process::Command::new("python3")
-        .args(["-c", "import redis"])
+/// A run of `adapters/<adapter>` through the exec protocol on a single server, with a TTL of
+/// 1 s; the adapter's Python library (`module`, from PyPI's `package`) must be installed.
+fn exec_adapter(
+    adapter: &str,
+    (module, package): (&str, &str),
+    extra: &[&str],
+) -> (std::process::Output, serde_json::Value) {
+    let installed = std::process::Command::new("python3")
+        .args(["-c", &format!("import {module}")])
         .status()
         .is_ok_and(|s| s.success());
     assert!(
-        has_redis_py,
-        "this test needs redis-py: python3 -m pip install redis (.ci/run does)"
+        installed,
+        "this test needs {package}: python3 -m pip install {package} (.ci/run does)"
     );
     support::node_image();
-    let adapter = concat!(env!("CARGO_MANIFEST_DIR"), "/../adapters/redis_py_lock.py");
+    let adapter = format!("{}/../adapters/{adapter}", env!("CARGO_MANIFEST_DIR"));
     let client = format!("exec:python3 {adapter}");
     let (_keep, results) = results_dir();
     let mut args = vec![
@@ -322,8 +327,6 @@ fn redis_py(extra: &[&str]) -> (std::process::Output, serde_json::Value) {
         "single",
         "--client",
         &client,
-        "--time-limit",
-        "8s",
         "--ttl",
         "1s",
         "--results",
@@ -333,6 +336,13 @@ fn redis_py(extra: &[&str]) -> (std::process::Output, serde_json::Value) {
     let out = run_splitbrain(&args);
     let json = results_json(&results);
     (out, json)
+}
+
+/// redis-py's Lock (`adapters/redis_py_lock.py`).
+fn redis_py(extra: &[&str]) -> (std::process::Output, serde_json::Value) {
+    let mut args = vec!["--time-limit", "8s"];
+    args.extend_from_slice(extra);
+    exec_adapter("redis_py_lock.py", ("redis", "redis"), &args)
 }
 
 #[test]
@@ -364,38 +374,13 @@ fn redis_py_lock_runs_through_exec_and_is_checked_like_any_client() {
 /// python-redis-lock (`adapters/python_redis_lock.py`), a real library that renews its lease
 /// from a thread of its own and reports each renewal through the exec protocol.
 fn python_redis_lock(extra: &[&str]) -> (std::process::Output, serde_json::Value) {
-    let installed = std::process::Command::new("python3")
-        .args(["-c", "import redis_lock"])
-        .status()
-        .is_ok_and(|s| s.success());
-    assert!(
-        installed,
-        "this test needs python-redis-lock: python3 -m pip install python-redis-lock (.ci/run does)"
-    );
-    support::node_image();
-    let adapter = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../adapters/python_redis_lock.py"
-    );
-    let client = format!("exec:python3 {adapter}");
-    let (_keep, results) = results_dir();
-    let mut args = vec![
-        "run",
-        "--deployment",
-        "single",
-        "--client",
-        &client,
-        "--ttl",
-        "1s",
-        "--concurrency",
-        "3",
-        "--results",
-        results.to_str().unwrap(),
-    ];
+    let mut args = vec!["--concurrency", "3"];
     args.extend_from_slice(extra);
-    let out = run_splitbrain(&args);
-    let json = results_json(&results);
-    (out, json)
+    exec_adapter(
+        "python_redis_lock.py",
+        ("redis_lock", "python-redis-lock"),
+        &args,
+    )
 }
 
 #[test]

@@ -133,7 +133,10 @@ async fn run_step(
             return Err(error("start", source));
         }
     };
-    let hit = started.targets.map(Action::on);
+    let hit = started.targets.map(|targets| Action {
+        targets,
+        params: action.params.clone(),
+    });
     let action = hit.as_ref().unwrap_or(action);
     let mut op = nemesis_op("start", fault.name(), action);
     op.measured = started.measured;
