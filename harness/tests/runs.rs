@@ -406,3 +406,51 @@ fn a_paused_client_and_its_watchdog_wake_up_as_a_zombie() {
         longest_silence_while_holding / 1_000_000
     );
 }
+
+/// A lock library that answers `hello` and then hangs on every acquire: each acquire times
+/// out, nothing is ever granted, and the run says it tested nothing, never `valid`. Every
+/// copy of the program, and what it started, is gone afterwards.
+#[test]
+fn a_run_that_granted_nothing_is_unknown_and_leaves_no_client_program() {
+    if docker_skipped() {
+        return;
+    }
+    support::node_image();
+    let (keep, results) = results_dir();
+    let program = keep.path().join("hangs-after-hello.sh");
+    std::fs::write(
+        &program,
+        // A child of its own that outlives any one request, named like the program.
+        "#!/bin/sh\n[ \"$1\" = child ] && { sleep 600; exit; }\nread hello\n\
+         echo '{\"type\":\"ok\"}'\nsh \"$0\" child &\nwait\n",
+    )
+    .unwrap();
+    let client = format!("exec:sh {}", program.display());
+    let out = run_splitbrain(&[
+        "run",
+        "--deployment",
+        "single",
+        "--client",
+        &client,
+        "--nemesis",
+        "none",
+        "--concurrency",
+        "2",
+        "--time-limit",
+        "8s",
+        "--results",
+        results.to_str().unwrap(),
+    ]);
+    let text = support::printed(&out);
+    assert_eq!(out.status.code(), Some(2), "{text}");
+    assert!(text.contains("unknown: no acquire succeeded"), "{text}");
+    let left = std::process::Command::new("pgrep")
+        .args(["-f", &program.display().to_string()])
+        .output()
+        .unwrap();
+    assert!(
+        left.stdout.is_empty(),
+        "client programs left running: {}",
+        String::from_utf8_lossy(&left.stdout)
+    );
+}

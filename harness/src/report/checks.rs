@@ -88,6 +88,27 @@ impl GrantList {
 /// Every checker's section.
 pub fn render(results: &RecordedResults) -> String {
     let mut out = String::new();
+    // Nothing tested: the first thing a reader must see.
+    if let Some(reason) = results.stats.as_ref().and_then(|s| s.reason.as_ref()) {
+        let _ = write!(
+            out,
+            "{}<p id=\"no-evidence\">{}</p>",
+            heading("stats", "evidence", Valid::Unknown),
+            esc(reason)
+        );
+    }
+    if let Some(coverage) = results.coverage.as_ref().filter(|c| c.grants > 0) {
+        let _ = write!(
+            out,
+            "<h3 id=\"check-coverage\">what the faults reached</h3><p>{}{}</p>",
+            esc(&coverage.line()),
+            if coverage.faults > 0 && !coverage.touched_a_holder() {
+                ". No fault touched a held lock: this run could not have found the hazard."
+            } else {
+                ""
+            }
+        );
+    }
     // A data workload takes no lock: its empty lock-safety result would only be noise.
     if let Some(safety) = results
         .lock_safety
@@ -599,6 +620,25 @@ mod tests {
         assert!(html.contains("verdict-invalid"));
         assert!(html.contains("&lt;read 3&gt;"));
         assert!(!html.contains("<read 3>"));
+    }
+
+    #[test]
+    fn a_run_that_tested_nothing_says_so_first_and_coverage_says_what_faults_reached() {
+        let results = RecordedResults::from_json(json!({
+            "valid": "unknown",
+            "stats": {"valid": "unknown", "reason": "no acquire succeeded", "by_f": {}},
+            "coverage": {"grants": 3, "grants_faulted": 0, "kills": 2, "kills_back_within_ttl": 2,
+                         "restart_ms": null, "pauses_on_holder": 0,
+                         "clock_faults_on_holder_node": 0, "faults": 2},
+        }));
+        let html = render(&results);
+        assert!(html.starts_with("<h3 id=\"check-stats\">"), "{html}");
+        assert!(html.contains("no acquire succeeded"), "{html}");
+        assert!(
+            html.contains("this run could not have found the hazard"),
+            "{html}"
+        );
+        assert!(results.other.is_empty(), "both read as typed sections");
     }
 
     #[test]

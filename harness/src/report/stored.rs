@@ -12,10 +12,12 @@ use anyhow::Context;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use splitbrain_checker::acquisition_stats::AcquisitionStats;
+use splitbrain_checker::coverage::Coverage;
 use splitbrain_checker::fencing::Fencing;
 use splitbrain_checker::linearizability::Linearizability;
 use splitbrain_checker::lock_safety::LockSafety;
 use splitbrain_checker::lost_writes::LostWrites;
+use splitbrain_checker::stats::Stats;
 use splitbrain_checker::stuck_lock::StuckLock;
 use splitbrain_checker::{read_history, Op, Valid};
 
@@ -103,6 +105,8 @@ pub struct RecordedResults {
     pub fencing: Option<Fencing>,
     pub stuck_lock: Option<StuckLock>,
     pub acquisition: Option<AcquisitionStats>,
+    pub stats: Option<Stats>,
+    pub coverage: Option<Coverage>,
     pub linearizability: Option<Linearizability>,
     /// Whether the linearizability result is part of the verdict.
     pub linearizability_counts: bool,
@@ -129,6 +133,8 @@ impl RecordedResults {
                 "fencing" => typed(&mut results.fencing, name, section, &mut results.other),
                 "stuck-lock" => typed(&mut results.stuck_lock, name, section, &mut results.other),
                 "acquisition" => typed(&mut results.acquisition, name, section, &mut results.other),
+                "stats" => typed(&mut results.stats, name, section, &mut results.other),
+                "coverage" => typed(&mut results.coverage, name, section, &mut results.other),
                 "linearizability" => typed(
                     &mut results.linearizability,
                     name,
