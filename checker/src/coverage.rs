@@ -7,9 +7,9 @@
 //! are the nemesis's `start`/`stop` windows. A fault **reaches a holder** when its window
 //! overlaps the hold and:
 //!
-//! - a node fault (`kill`, `pause`, `partition`, `partition-*`, `clock-*`, `kill-primary`,
-//!   `pause-primary`, `partition-primary`, `packet-*`, `failover`) targets one of the nodes in
-//!   the grant's `node` list. A grant without a `node` list (a single-server client) is
+//! - a node fault (`kill`, `kill-holder`, `pause`, `partition`, `partition-*`, `clock-*`,
+//!   `kill-primary`, `pause-primary`, `partition-primary`, `packet-*`, `failover`) targets
+//!   one of the nodes in the grant's `node` list. A grant without a `node` list (a single-server client) is
 //!   reached by any node fault, and so is every grant by a node fault without targets (a
 //!   `failover` names none: it moves the master of every holder);
 //! - a client fault (`client-pause`, `client-crash`, targets `client-<w>`) targets the
@@ -37,7 +37,7 @@ pub struct Coverage {
     pub grants: usize,
     /// Grants that a fault reached (see the module doc) at some point of their hold.
     pub grants_faulted: usize,
-    /// `kill` and `kill-primary` starts.
+    /// `kill`, `kill-primary` and `kill-holder` starts.
     pub kills: usize,
     /// Kills stopped (the node restarted) less than the largest `ttl_ms` asked in the history
     /// after they started: the node came back while a lease it granted could still be live.
@@ -149,8 +149,9 @@ enum Reach {
 
 impl Reach {
     fn of(fault: &str) -> Reach {
-        const NODE: [&str; 7] = [
+        const NODE: [&str; 8] = [
             "kill",
+            "kill-holder",
             "pause",
             "partition",
             "kill-primary",
@@ -171,6 +172,9 @@ impl Reach {
     }
 }
 
+/// The faults that crash nodes and restart them.
+const KILLS: [&str; 3] = ["kill", "kill-primary", "kill-holder"];
+
 /// Checks what a history exercised. `concurrency` is the number of client workers, if known.
 pub fn check(ops: &[Op], concurrency: Option<usize>) -> Coverage {
     let (holds, _) = derive_holds(ops, history_end(ops));
@@ -188,7 +192,7 @@ pub fn check(ops: &[Op], concurrency: Option<usize>) -> Coverage {
     let largest_ttl = ops.iter().filter_map(|op| op.ttl_ms).max();
     let kills: Vec<&Window> = windows
         .iter()
-        .filter(|w| w.fault == "kill" || w.fault == "kill-primary")
+        .filter(|w| KILLS.contains(&w.fault.as_str()))
         .collect();
     let downtimes: Vec<u64> = kills
         .iter()
