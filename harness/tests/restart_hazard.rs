@@ -1,7 +1,8 @@
 //! The Redlock spec's node-restart hazard, scripted step by step against real containers:
 //! a node that restarts without persistence before the TTL has passed forgets the lock it
 //! granted, and a second client gets a majority that includes it. Restarting only after the
-//! TTL (the spec's remedy) keeps the lock safe.
+//! TTL (the spec's remedy) keeps the lock safe. And a whole run whose kills are aimed at the
+//! holder's nodes (`kill-holder`) finds it.
 
 mod support;
 
@@ -106,4 +107,56 @@ async fn a_restart_delayed_past_the_ttl_keeps_the_lock_safe() {
     assert!(b_failures > 0, "B is refused while A's lease is live");
     assert_eq!(result.valid, Valid::True, "{:?}", result.double_grants);
     assert_eq!(result.holds, 2);
+}
+
+/// `--nemesis kill-holder` makes the hazard happen in a whole run: each kill hits nodes of the
+/// grant just made, exactly as many as another client needs, they come back empty inside the
+/// holder's lease, and another client takes the lock.
+#[test]
+fn kill_holder_aims_at_the_grant_and_finds_the_hazard() {
+    if docker_skipped() {
+        return;
+    }
+    support::node_image();
+    let (_keep, results) = support::results_dir();
+    let out = support::run_splitbrain(&[
+        "run",
+        "--nemesis",
+        "kill-holder",
+        "--time-limit",
+        "10s",
+        "--seed",
+        "1",
+        "--results",
+        results.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", support::printed(&out));
+    let run = results.join("latest");
+    let kills: Vec<_> = support::read_ops(&run)
+        .into_iter()
+        .filter(|op| op.f == "start" && op.fault.as_deref() == Some("kill-holder"))
+        .filter(|op| {
+            op.measured
+                .as_ref()
+                .is_some_and(|m| m["granted_by"].is_array())
+        })
+        .collect();
+    assert!(!kills.is_empty(), "no kill-holder found a grant");
+    for kill in &kills {
+        let granted: Vec<String> =
+            serde_json::from_value(kill.measured.as_ref().unwrap()["granted_by"].clone()).unwrap();
+        let hit = kill.node.clone().unwrap_or_default();
+        assert!(
+            !hit.is_empty() && hit.iter().all(|n| granted.contains(n)),
+            "kill-holder hit {hit:?} of a grant by {granted:?}"
+        );
+        // Exactly enough that the other nodes and the killed ones make a majority of five.
+        assert_eq!(hit.len(), 3 - (5 - granted.len()), "{hit:?} of {granted:?}");
+    }
+    let results = support::results_of(&run);
+    assert!(
+        results["coverage"]["grants_faulted"].as_u64().unwrap() > 0,
+        "{}",
+        results["coverage"]
+    );
 }
