@@ -210,9 +210,9 @@ async fn after_sigkill_the_history_checks_and_clean_removes_the_leftovers() {
 }
 
 /// Nemesis ops of a stored run: (f, fault, targets, parameters).
-/// The nemesis ops of a run: `f`, fault, targets and parameters. A fault aimed at the holder
-/// picks its targets from whoever holds the lock when it starts, which the seed does not fix:
-/// its targets are left out.
+/// The nemesis ops of a run: `f`, fault, targets and parameters. A fault aimed at a holder
+/// picks its targets from whoever holds (or next takes) the lock when it starts, which the
+/// seed does not fix: its targets are left out.
 fn nemesis_ops(run_dir: &std::path::Path) -> Vec<(String, String, Vec<String>, String)> {
     support::read_ops(run_dir)
         .into_iter()
@@ -221,7 +221,7 @@ fn nemesis_ops(run_dir: &std::path::Path) -> Vec<(String, String, Vec<String>, S
             let value = op.value.map(|v| v.to_string()).unwrap_or_default();
             let fault = op.fault.unwrap_or_default();
             let targets = match fault.as_str() {
-                "kill-holder" => Vec::new(),
+                "kill-holder" | "client-pause" => Vec::new(),
                 _ => op.node.unwrap_or_default(),
             };
             (op.f, fault, targets, value)
@@ -319,8 +319,8 @@ fn every_fault_kind_is_recorded_healed_and_reproducible_from_its_seed() {
 
 /// Kleppmann's second scenario with Redisson's lease watchdog: a client paused inside its
 /// critical section stops renewing too, its lease runs out, the other client takes the lock,
-/// and the paused one wakes up as a zombie. Two clients, so that the one the seed picks takes
-/// the lock within each pause's window.
+/// and the paused one wakes up as a zombie. Each pause freezes the next client to take the
+/// lock.
 #[test]
 fn a_paused_client_and_its_watchdog_wake_up_as_a_zombie() {
     if docker_skipped() {

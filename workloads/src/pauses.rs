@@ -1,7 +1,7 @@
 //! Client pauses: the zombie maker. A paused client stops dead inside its critical section
 //! (and any lease watchdog it runs stops with it), then carries on as if no time had passed.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::sync::watch;
@@ -19,6 +19,8 @@ enum State {
 #[derive(Clone)]
 pub struct ClientPauses {
     slots: Arc<Vec<watch::Sender<State>>>,
+    /// Held while a worker claims an armed pause, so that only one freezes.
+    claim: Arc<Mutex<()>>,
 }
 
 impl ClientPauses {
@@ -30,6 +32,7 @@ impl ClientPauses {
                     .map(|_| watch::Sender::new(State::Running))
                     .collect(),
             ),
+            claim: Arc::default(),
         }
     }
 
@@ -37,10 +40,33 @@ impl ClientPauses {
         self.slots.len()
     }
 
-    /// Arms worker `w`: inside its next critical section it freezes for `pause`.
-    pub fn arm(&self, worker: usize, pause: Duration) {
-        if let Some(slot) = self.slots.get(worker) {
+    /// Arms every worker: the first to enter a critical section (the next holder of a lock)
+    /// freezes there for `pause`, and the others are disarmed. A pause aimed at a worker chosen
+    /// in advance mostly lands on one that holds nothing, and makes no zombie.
+    pub fn arm_next_holder(&self, pause: Duration) {
+        for slot in self.slots.iter() {
             slot.send_replace(State::Armed(pause));
+        }
+    }
+
+    /// Waits (at most `patience`) for an armed pause to freeze a worker; returns which one.
+    /// If none froze by then, every worker is disarmed.
+    pub async fn wait_frozen(&self, patience: Duration) -> Option<usize> {
+        let deadline = tokio::time::Instant::now() + patience;
+        loop {
+            let frozen = (0..self.slots.len()).find(|&w| *self.slots[w].borrow() == State::Frozen);
+            if frozen.is_some() {
+                return frozen;
+            }
+            if tokio::time::Instant::now() >= deadline {
+                let _claim = self.claim.lock().unwrap_or_else(|e| e.into_inner());
+                for slot in self.slots.iter() {
+                    slot.send_if_modified(|s| disarm(s));
+                }
+                // A worker may have frozen just before the deadline.
+                return (0..self.slots.len()).find(|&w| *self.slots[w].borrow() == State::Frozen);
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
         }
     }
 
@@ -52,13 +78,7 @@ impl ClientPauses {
         };
         let mut state = slot.subscribe();
         let _ = tokio::time::timeout(patience, state.wait_for(|s| *s != State::Frozen)).await;
-        let disarmed = slot.send_if_modified(|s| {
-            let armed = matches!(s, State::Armed(_));
-            if armed {
-                *s = State::Running;
-            }
-            armed
-        });
+        let disarmed = slot.send_if_modified(disarm);
         !disarmed
     }
 
@@ -90,14 +110,24 @@ impl ClientPauses {
             return Duration::ZERO;
         };
         let mut pause = None;
-        slot.send_if_modified(|s| match *s {
-            State::Armed(d) => {
-                pause = Some(d);
-                *s = State::Frozen;
-                true
+        {
+            let _claim = self.claim.lock().unwrap_or_else(|e| e.into_inner());
+            slot.send_if_modified(|s| match *s {
+                State::Armed(d) => {
+                    pause = Some(d);
+                    *s = State::Frozen;
+                    true
+                }
+                _ => false,
+            });
+            if pause.is_some() {
+                for (other, slot) in self.slots.iter().enumerate() {
+                    if other != worker {
+                        slot.send_if_modified(disarm);
+                    }
+                }
             }
-            _ => false,
-        });
+        }
         let Some(pause) = pause else {
             return Duration::ZERO;
         };
@@ -109,42 +139,52 @@ impl ClientPauses {
     }
 }
 
+/// Disarms a switch that is armed; says whether it was.
+fn disarm(state: &mut State) -> bool {
+    let armed = matches!(state, State::Armed(_));
+    if armed {
+        *state = State::Running;
+    }
+    armed
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::time::Instant;
 
     #[tokio::test]
-    async fn an_armed_worker_freezes_at_its_checkpoint_for_the_armed_time() {
-        let pauses = ClientPauses::new(2);
-        // Not armed: the checkpoint passes straight through.
-        pauses.checkpoint(0).await;
-        pauses.arm(1, Duration::from_millis(100));
+    async fn the_next_worker_to_hold_a_lock_freezes_and_no_other() {
+        let pauses = ClientPauses::new(3);
+        pauses.arm_next_holder(Duration::from_millis(100));
         let started = Instant::now();
-        let worker = {
+        let first = {
             let pauses = pauses.clone();
             tokio::spawn(async move { pauses.checkpoint(1).await })
         };
-        tokio::time::sleep(Duration::from_millis(20)).await;
-        assert_eq!(pauses.held(), [1], "frozen");
+        assert_eq!(pauses.wait_frozen(Duration::from_secs(5)).await, Some(1));
+        assert_eq!(pauses.held(), [1], "the others are disarmed");
+        // Another worker entering its critical section now passes straight through.
+        assert_eq!(pauses.checkpoint(2).await, Duration::ZERO);
         assert!(pauses.settle(1, Duration::from_secs(5)).await, "it froze");
-        worker.await.unwrap();
+        assert!(first.await.unwrap() >= Duration::from_millis(100));
         assert!(started.elapsed() >= Duration::from_millis(100));
         assert!(pauses.held().is_empty());
     }
 
     #[tokio::test]
-    async fn a_worker_that_never_holds_a_lock_is_disarmed() {
-        let pauses = ClientPauses::new(1);
-        pauses.arm(0, Duration::from_secs(60));
-        assert!(!pauses.settle(0, Duration::from_millis(10)).await);
+    async fn with_no_holder_in_time_every_worker_is_disarmed() {
+        let pauses = ClientPauses::new(2);
+        pauses.arm_next_holder(Duration::from_secs(60));
+        assert_eq!(pauses.wait_frozen(Duration::from_millis(10)).await, None);
         assert!(pauses.held().is_empty());
+        assert_eq!(pauses.checkpoint(0).await, Duration::ZERO);
     }
 
     #[tokio::test]
     async fn thaw_all_wakes_a_frozen_worker_early() {
         let pauses = ClientPauses::new(1);
-        pauses.arm(0, Duration::from_secs(60));
+        pauses.arm_next_holder(Duration::from_secs(60));
         let worker = {
             let pauses = pauses.clone();
             tokio::spawn(async move { pauses.checkpoint(0).await })

@@ -8,10 +8,12 @@ use splitbrain_compose::ComposeError;
 use super::{client_target, client_worker, Action, Fault, Layout, Started, Target};
 use crate::NemesisOptions;
 
-/// Freeze one client worker inside its next critical section for about `--client-pause`, lease
-/// watchdog and all; then it carries on as if no time had passed: the article's zombie.
-/// Targets are named `client-<worker>`. The fault's window runs from arming the client to its
-/// thaw, so it covers the freeze whenever within it the client took the lock.
+/// Freeze the next client to take a lock, inside its critical section, for about
+/// `--client-pause`, lease watchdog (and an external program's renewal thread) and all; then it
+/// carries on as if no time had passed: the article's zombie. The client is whichever worker
+/// enters a critical section first once the fault starts (a pause on a client that holds
+/// nothing makes no zombie); its op's target is that worker, `client-<worker>`, and the op is
+/// recorded when it froze.
 pub struct ClientPause;
 
 fn pause(action: &Action) -> Duration {
@@ -25,7 +27,7 @@ impl Fault for ClientPause {
     }
 
     fn summary(&self) -> &'static str {
-        "freeze a client inside its critical section for about --client-pause (a zombie)"
+        "freeze the next client to take a lock, inside its critical section, for about --client-pause (a zombie)"
     }
 
     fn fits(&self, layout: &Layout) -> Result<(), String> {
@@ -35,31 +37,38 @@ impl Fault for ClientPause {
         Ok(())
     }
 
-    fn plan(&self, layout: &Layout, options: &NemesisOptions, rng: &mut StdRng) -> Action {
-        let worker = rng.random_range(0..layout.clients.max(1));
+    fn plan(&self, _layout: &Layout, options: &NemesisOptions, rng: &mut StdRng) -> Action {
         let pause = options.client_pause.mul_f64(rng.random_range(0.75..1.25));
         Action {
-            targets: vec![client_target(worker)],
+            targets: Vec::new(),
             params: serde_json::json!({ "pause_ms": pause.as_millis() as u64 }),
         }
     }
 
-    /// The time the armed client gets to take the lock (one to two pauses, since it contends
-    /// with the others), on top of the pause itself.
+    /// After the freeze, the pause itself (the thaw comes at its end, or at `stop`).
     fn hold(&self, options: &NemesisOptions, rng: &mut StdRng) -> Duration {
-        options.client_pause.mul_f64(rng.random_range(1.0..2.0))
+        options.client_pause.mul_f64(rng.random_range(1.0..1.25))
     }
 
+    /// Arms every client and waits, for up to two pauses, for one to take a lock and freeze.
     async fn start(&self, target: &Target, action: &Action) -> Result<Started, ComposeError> {
-        for name in &action.targets {
-            target.clients.arm(client_worker(name), pause(action));
-        }
-        Ok(Started::default())
+        target.clients.arm_next_holder(pause(action));
+        let frozen = target.clients.wait_frozen(pause(action) * 2).await;
+        Ok(match frozen {
+            Some(worker) => Started {
+                targets: Some(vec![client_target(worker)]),
+                ..Started::default()
+            },
+            None => Started {
+                measured: Some(serde_json::json!({ "refused": "no client took a lock in time" })),
+                targets: Some(Vec::new()),
+                ..Started::default()
+            },
+        })
     }
 
     async fn stop(&self, target: &Target, action: &Action) -> Result<(), ComposeError> {
         for name in &action.targets {
-            // A client frozen late in the window comes out of it before the fault ends.
             target
                 .clients
                 .settle(client_worker(name), pause(action))
