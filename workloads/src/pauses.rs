@@ -61,7 +61,7 @@ impl ClientPauses {
             if tokio::time::Instant::now() >= deadline {
                 let _claim = self.claim.lock().unwrap_or_else(|e| e.into_inner());
                 for slot in self.slots.iter() {
-                    slot.send_if_modified(|s| disarm(s));
+                    slot.send_if_modified(disarm);
                 }
                 // A worker may have frozen just before the deadline.
                 return (0..self.slots.len()).find(|&w| *self.slots[w].borrow() == State::Frozen);
