@@ -177,8 +177,7 @@ pub fn check_history(
 
 /// Every checker on `ops`, with the linearizability result (and whether it counts in the
 /// verdict) where a model applies. A history that shows none of the successful operations its
-/// workload needs (Jepsen's stats checker) is `unknown` whatever the others say: nothing was
-/// tested.
+/// workload needs (Jepsen's stats checker) is at best `unknown`: nothing was tested.
 pub fn check_ops(
     ops: &[Op],
     interrupted: bool,
