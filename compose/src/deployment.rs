@@ -14,7 +14,7 @@ use bollard::query_parameters::{CreateContainerOptions, KillContainerOptions, Lo
 use bollard::Docker;
 use futures_util::StreamExt;
 
-use crate::docker::{remove_run, Leftovers, RUN_LABEL};
+use crate::docker::{remove_run, run_labels, Leftovers};
 use crate::topology::{NodeSpec, Topology, TopologyOptions, MASTER_NAME, SENTINEL_PORT};
 use crate::ComposeError;
 
@@ -70,6 +70,11 @@ pub struct Storage {
 pub const STORAGE_PORT: u16 = 5432;
 /// The storage's host number on the run's /24, well clear of the nodes (.11 upwards).
 const STORAGE_HOST: u8 = 250;
+/// The first node's host number on the run's /24.
+const FIRST_NODE_HOST: u8 = 11;
+/// The most nodes a deployment can have: each has an address of its own on the run's /24,
+/// between the first node's and the storage's.
+pub const MOST_NODES: usize = (STORAGE_HOST - FIRST_NODE_HOST) as usize;
 
 /// Whether a node's container runs, and whether it is frozen.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -112,7 +117,8 @@ impl Deployment {
         image: &str,
     ) -> Result<Deployment, ComposeError> {
         let (network, prefix) = create_network(docker, run_id).await?;
-        let ip_of = |i: usize| Ipv4Addr::new(prefix[0], prefix[1], prefix[2], 11 + i as u8);
+        let ip_of =
+            |i: usize| Ipv4Addr::new(prefix[0], prefix[1], prefix[2], FIRST_NODE_HOST + i as u8);
         // `{n1}` in a node's arguments or Sentinel configuration is n1's address.
         let addresses: Vec<(String, String)> = specs
             .iter()
@@ -612,7 +618,7 @@ async fn create_network(docker: &Docker, run_id: &str) -> Result<(String, [u8; 3
             name: name.clone(),
             driver: Some("bridge".into()),
             internal: Some(true),
-            labels: Some(HashMap::from([(RUN_LABEL.to_string(), run_id.to_string())])),
+            labels: Some(run_labels(run_id)),
             ipam: Some(Ipam {
                 config: Some(vec![IpamConfig {
                     subnet: Some(format!("{}.{}.{}.0/24", prefix[0], prefix[1], prefix[2])),
@@ -657,10 +663,11 @@ async fn start_container(docker: &Docker, spec: &ContainerSpec<'_>) -> Result<()
         hostname: Some(spec.hostname.to_string()),
         cmd: spec.cmd.clone(),
         env: Some(spec.env.clone()),
-        labels: Some(HashMap::from([
-            (RUN_LABEL.to_string(), spec.run_id.to_string()),
-            ("splitbrain.node".to_string(), spec.hostname.to_string()),
-        ])),
+        labels: Some({
+            let mut labels = run_labels(spec.run_id);
+            labels.insert("splitbrain.node".into(), spec.hostname.into());
+            labels
+        }),
         host_config: Some(HostConfig {
             network_mode: Some(spec.network.to_string()),
             cap_add: Some(spec.cap_add.clone()),

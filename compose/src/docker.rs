@@ -1,10 +1,11 @@
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use bollard::query_parameters::{
     ListContainersOptions, ListNetworksOptions, RemoveContainerOptions,
 };
 use bollard::Docker;
 
+use crate::owner::{Liveness, Owner, OWNER_LABEL};
 use crate::ComposeError;
 
 /// The label on every container and network a run makes; its value is the run id.
@@ -26,29 +27,99 @@ pub struct Leftovers {
     pub networks: Vec<String>,
 }
 
+impl Leftovers {
+    fn extend(&mut self, other: Leftovers) {
+        self.containers.extend(other.containers);
+        self.networks.extend(other.networks);
+    }
+}
+
+/// The labels of everything a run makes: its run id, and the process that owns it.
+pub(crate) fn run_labels(run_id: &str) -> HashMap<String, String> {
+    HashMap::from([
+        (RUN_LABEL.to_string(), run_id.to_string()),
+        (OWNER_LABEL.to_string(), Owner::this_process().label()),
+    ])
+}
+
 /// Removes every container and network labelled with this run id.
 pub async fn remove_run(docker: &Docker, run_id: &str) -> Result<Leftovers, ComposeError> {
     remove_labelled(docker, &format!("{RUN_LABEL}={run_id}")).await
 }
 
-/// Removes everything any splitbrain run left behind (for example after a SIGKILL).
-pub async fn clean(docker: &Docker) -> Result<Leftovers, ComposeError> {
-    remove_labelled(docker, RUN_LABEL).await
+/// Removes every container and network the process named by `owner` (an [`Owner`] label)
+/// made: what the reaper does once that process is gone.
+pub async fn remove_owned(docker: &Docker, owner: &str) -> Result<Leftovers, ComposeError> {
+    remove_labelled(docker, &format!("{OWNER_LABEL}={owner}")).await
+}
+
+/// What [`clean`] did: what it removed, and the runs it left alone because their owner runs.
+#[derive(Debug, Default)]
+pub struct Cleaned {
+    pub removed: Leftovers,
+    /// (run id, owner label, why it was left) of each run left alone.
+    pub spared: Vec<(String, String, &'static str)>,
+}
+
+/// Removes what splitbrain runs left behind (a harness killed before the reaper could act, an
+/// engine restarted): every run whose owner is gone, or every run at all with `force`. A run
+/// whose owner still runs on this machine, or runs on another machine sharing the engine, is
+/// left alone without `force`.
+pub async fn clean(docker: &Docker, force: bool) -> Result<Cleaned, ComposeError> {
+    let mut runs: BTreeMap<String, Option<String>> = BTreeMap::new();
+    for item in labelled(docker, RUN_LABEL).await? {
+        let run = item.labels.get(RUN_LABEL).cloned().unwrap_or_default();
+        runs.insert(run, item.labels.get(OWNER_LABEL).cloned());
+    }
+    let mut cleaned = Cleaned::default();
+    for (run, owner) in runs {
+        let liveness = owner
+            .as_deref()
+            .and_then(Owner::parse)
+            .map(|o| o.liveness());
+        let spared = match liveness {
+            Some(Liveness::Alive) => Some("its harness is still running"),
+            Some(Liveness::Elsewhere) => Some("its harness runs on another machine"),
+            Some(Liveness::Gone) | None => None,
+        };
+        match spared {
+            Some(why) if !force => {
+                cleaned.spared.push((run, owner.unwrap_or_default(), why));
+            }
+            _ => cleaned.removed.extend(remove_run(docker, &run).await?),
+        }
+    }
+    Ok(cleaned)
 }
 
 /// Lists, without removing, the containers and networks labelled with this run id.
 pub async fn list_run(docker: &Docker, run_id: &str) -> Result<Leftovers, ComposeError> {
-    let (containers, networks) = labelled(docker, &format!("{RUN_LABEL}={run_id}")).await?;
-    Ok(Leftovers {
-        containers: containers.into_iter().map(|(_, name)| name).collect(),
-        networks: networks.into_iter().map(|(_, name)| name).collect(),
-    })
+    let mut found = Leftovers::default();
+    for item in labelled(docker, &format!("{RUN_LABEL}={run_id}")).await? {
+        match item.kind {
+            Kind::Container => found.containers.push(item.name),
+            Kind::Network => found.networks.push(item.name),
+        }
+    }
+    Ok(found)
 }
 
-type Named = Vec<(String, String)>;
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Container,
+    Network,
+}
 
-/// (id, name) of every container and network carrying `label`.
-async fn labelled(docker: &Docker, label: &str) -> Result<(Named, Named), ComposeError> {
+/// A container or network found by its label.
+struct Labelled {
+    kind: Kind,
+    id: String,
+    name: String,
+    labels: HashMap<String, String>,
+}
+
+/// Every container, then every network, carrying `label` (`name` or `name=value`).
+async fn labelled(docker: &Docker, label: &str) -> Result<Vec<Labelled>, ComposeError> {
     let filters = HashMap::from([("label".to_string(), vec![label.to_string()])]);
     let containers = docker
         .list_containers(Some(ListContainersOptions {
@@ -64,9 +135,13 @@ async fn labelled(docker: &Docker, label: &str) -> Result<(Named, Named), Compos
                 .names
                 .and_then(|n| n.into_iter().next())
                 .unwrap_or(id.clone());
-            Some((id, name.trim_start_matches('/').to_string()))
-        })
-        .collect();
+            Some(Labelled {
+                kind: Kind::Container,
+                name: name.trim_start_matches('/').to_string(),
+                id,
+                labels: c.labels.unwrap_or_default(),
+            })
+        });
     let networks = docker
         .list_networks(Some(ListNetworksOptions {
             filters: Some(filters),
@@ -75,41 +150,45 @@ async fn labelled(docker: &Docker, label: &str) -> Result<(Named, Named), Compos
         .into_iter()
         .filter_map(|n| {
             let id = n.id?;
-            Some((id.clone(), n.name.unwrap_or(id)))
-        })
-        .collect();
-    Ok((containers, networks))
+            Some(Labelled {
+                kind: Kind::Network,
+                name: n.name.unwrap_or(id.clone()),
+                id,
+                labels: n.labels.unwrap_or_default(),
+            })
+        });
+    Ok(containers.chain(networks).collect())
 }
 
 async fn remove_labelled(docker: &Docker, label: &str) -> Result<Leftovers, ComposeError> {
-    let (containers, networks) = labelled(docker, label).await?;
     let mut removed = Leftovers::default();
-    for (id, name) in containers {
-        // A paused container cannot be killed; a failed unpause just means it was not paused.
-        let _ = docker.unpause_container(&id).await;
-        let force = RemoveContainerOptions {
-            force: true,
-            v: true,
-            ..Default::default()
+    // Containers come first: a network cannot go while a container is on it.
+    for item in labelled(docker, label).await? {
+        let outcome = match item.kind {
+            Kind::Container => {
+                // A paused container cannot be killed; a failed unpause just means it was
+                // not paused.
+                let _ = docker.unpause_container(&item.id).await;
+                let force = RemoveContainerOptions {
+                    force: true,
+                    v: true,
+                    ..Default::default()
+                };
+                docker.remove_container(&item.id, Some(force)).await
+            }
+            Kind::Network => docker.remove_network(&item.id).await,
         };
-        match docker.remove_container(&id, Some(force)).await {
+        match outcome {
             Ok(())
             | Err(bollard::errors::Error::DockerResponseServerError {
                 status_code: 404, ..
             }) => {}
             Err(e) => return Err(e.into()),
         }
-        removed.containers.push(name);
-    }
-    for (id, name) in networks {
-        match docker.remove_network(&id).await {
-            Ok(())
-            | Err(bollard::errors::Error::DockerResponseServerError {
-                status_code: 404, ..
-            }) => {}
-            Err(e) => return Err(e.into()),
+        match item.kind {
+            Kind::Container => removed.containers.push(item.name),
+            Kind::Network => removed.networks.push(item.name),
         }
-        removed.networks.push(name);
     }
     Ok(removed)
 }

@@ -37,11 +37,21 @@ pub enum Command {
     Report(ReportArgs),
     /// Serve the results folder on 127.0.0.1, to browse the reports.
     Serve(ServeArgs),
-    /// Remove every container and network left behind by earlier runs.
+    /// Remove the containers, networks and client programs of runs whose harness is gone.
     Clean {
         /// Only this run's (its id is printed at the start of the run and kept in test.json).
         #[arg(long)]
         run: Option<String>,
+        /// Also those of runs still going (their harness alive, here or on another machine
+        /// sharing the Docker engine).
+        #[arg(long)]
+        force: bool,
+    },
+    /// The reaper a run starts: removes what its owner made once the owner's pipe closes.
+    #[command(hide = true)]
+    Reap {
+        #[arg(long)]
+        owner: String,
     },
 }
 
@@ -87,17 +97,14 @@ pub struct RunArgs {
     /// Redlock: ask the nodes in parallel or sequential (one after another).
     #[arg(long, default_value = "parallel")]
     pub acquire: String,
-    /// Workload: lock | lock-set.
+    /// Workload (every workload is listed at the end).
     #[arg(long, default_value = "lock")]
     pub workload: String,
     /// lock-set: the storage refuses writes whose fencing token is older than one it has seen
     /// (needs a client that issues tokens: fenced, or an exec client that returns them).
     #[arg(long)]
     pub fencing: bool,
-    /// Faults, comma-separated, or all or none: kill, pause, partition (or partition-isolate,
-    /// -halves, -ring, -bridge), clock-bump, clock-strobe, clock-drift, client-pause,
-    /// client-crash, link-latency, link-blackhole, link-reset, link-bandwidth,
-    /// link-slow-close.
+    /// Faults, comma-separated, or all or none (every fault is listed at the end).
     #[arg(long, default_value = "kill")]
     pub nemesis: String,
     /// What a killed node keeps: none | everysec | always (AOF fsync policy).
@@ -141,6 +148,10 @@ pub struct RunArgs {
     /// How long client-pause freezes a client (give or take a quarter).
     #[arg(long, default_value = "3s", value_parser = duration, allow_hyphen_values = true)]
     pub client_pause: Duration,
+    /// How long an exec: client's program may take to start and answer hello (start-up is
+    /// never counted in an operation).
+    #[arg(long, default_value = "60s", value_parser = duration, allow_hyphen_values = true)]
+    pub exec_start_timeout: Duration,
     /// Client groups, each reaching the nodes through links of its own (used by link faults).
     #[arg(long, default_value_t = 2, allow_hyphen_values = true, value_parser = count)]
     pub client_groups: usize,
@@ -250,8 +261,15 @@ pub fn duration(text: &str) -> Result<Duration, String> {
             "`{text}` is negative; durations must be positive, like 2s"
         ));
     }
-    humantime::parse_duration(text)
-        .map_err(|e| format!("`{text}` is not a duration ({e}); write it like 500ms, 2s or 1m"))
+    let parsed = humantime::parse_duration(text)
+        .map_err(|e| format!("`{text}` is not a duration ({e}); write it like 500ms, 2s or 1m"))?;
+    if parsed > crate::limits::LONGEST {
+        return Err(format!(
+            "`{text}` is longer than a year, the longest duration splitbrain takes (its timers \
+             and the history's nanosecond times are not made for more)"
+        ));
+    }
+    Ok(parsed)
 }
 
 fn count(text: &str) -> Result<usize, String> {

@@ -3,9 +3,11 @@
 mod check;
 mod cli;
 mod error;
+mod limits;
 mod logging;
 mod matrix;
 mod progress;
+mod reaper;
 mod report;
 mod results;
 mod run;
@@ -38,10 +40,18 @@ fn main() {
             std::process::exit(Exit::BadInput.code());
         }
     };
+    if matches!(cli.command, Command::Run(_) | Command::Matrix(_)) {
+        limits::raise_open_files();
+        if let Err(e) = reaper::start() {
+            eprintln!("error: {e:#}");
+            std::process::exit(Exit::Crash.code());
+        }
+    }
     let runtime = tokio::runtime::Runtime::new().expect("starting the async runtime");
     let exit = runtime.block_on(dispatch(cli.command));
     // Do not wait for stray tasks (a hung connection) once the outcome is known.
     runtime.shutdown_timeout(std::time::Duration::from_secs(1));
+    reaper::done();
     std::process::exit(exit.code());
 }
 
@@ -87,10 +97,11 @@ async fn dispatch(command: Command) -> Exit {
             logging::to_stderr();
             build_images().await
         }
-        Command::Clean { run } => {
+        Command::Clean { run, force } => {
             logging::to_stderr();
-            clean(run.as_deref()).await
+            clean(run.as_deref(), force).await
         }
+        Command::Reap { owner } => reaper::reap(&owner).await,
     };
     match result {
         Ok(exit) => exit,
@@ -136,19 +147,47 @@ async fn build_images() -> Result<Exit, HarnessError> {
     Ok(Exit::Success)
 }
 
-async fn clean(run: Option<&str>) -> Result<Exit, HarnessError> {
+async fn clean(run: Option<&str>, force: bool) -> Result<Exit, HarnessError> {
     let docker = splitbrain_compose::connect()
         .await
         .map_err(anyhow::Error::from)?;
-    let removed = match run {
-        Some(run) => splitbrain_compose::remove_run(&docker, run).await,
-        None => splitbrain_compose::clean(&docker).await,
+    if let Some(run) = run {
+        let removed = splitbrain_compose::remove_run(&docker, run)
+            .await
+            .map_err(anyhow::Error::from)?;
+        println!(
+            "removed {} container(s) and {} network(s) of run {run}",
+            removed.containers.len(),
+            removed.networks.len()
+        );
+        return Ok(Exit::Success);
     }
-    .map_err(anyhow::Error::from)?;
+    let cleaned = splitbrain_compose::clean(&docker, force)
+        .await
+        .map_err(anyhow::Error::from)?;
+    let programs = orphan_programs(force);
     println!(
-        "removed {} container(s) and {} network(s) left by earlier runs",
-        removed.containers.len(),
-        removed.networks.len()
+        "removed {} container(s), {} network(s) and {programs} client program(s) left by earlier runs",
+        cleaned.removed.containers.len(),
+        cleaned.removed.networks.len()
     );
+    for (run, owner, why) in &cleaned.spared {
+        println!("left run {run} alone: {why} ({owner}); --force removes it too");
+    }
     Ok(Exit::Success)
+}
+
+/// Kills the programs of harnesses that are gone (with `force`, of every other harness too);
+/// returns how many.
+fn orphan_programs(force: bool) -> usize {
+    use splitbrain_compose::owner::{program_owners, Liveness, Owner};
+    let me = Owner::this_process().label();
+    program_owners()
+        .into_iter()
+        .filter(|(owner, _)| *owner != me)
+        .filter(|(owner, _)| {
+            force || Owner::parse(owner).is_none_or(|o| o.liveness() == Liveness::Gone)
+        })
+        .map(|(owner, _)| reaper::kill_programs(&owner))
+        .sum()
 }

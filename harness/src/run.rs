@@ -31,8 +31,13 @@ pub async fn run(spec: TestSpec, interrupt: CancellationToken) -> Result<Exit, H
         .await
         .map_err(anyhow::Error::from)?;
     let started = chrono::Utc::now();
-    let dir = RunDir::create(&spec.results, &spec.name, started)?;
-    crate::logging::to_file(&dir.log())?;
+    let unwritable = |e: anyhow::Error| {
+        HarnessError::BadInput(format!(
+            "{e:#}: choose a results folder this user can write, with --results"
+        ))
+    };
+    let dir = RunDir::create(&spec.results, &spec.name, started).map_err(unwritable)?;
+    crate::logging::to_file(&dir.log()).map_err(unwritable)?;
     let run_id = format!("{}-{:04x}", started.format("%H%M%S"), rand::random::<u16>());
     let mut record = TestRecord {
         spec: &spec,
@@ -44,7 +49,7 @@ pub async fn run(spec: TestSpec, interrupt: CancellationToken) -> Result<Exit, H
             ..Versions::default()
         },
     };
-    dir.write_json("test.json", &record)?;
+    dir.write_json("test.json", &record).map_err(unwritable)?;
     progress::step(&format!(
         "{} (seed {}, run {run_id}) -> {}",
         spec.name,
@@ -99,9 +104,6 @@ pub async fn run(spec: TestSpec, interrupt: CancellationToken) -> Result<Exit, H
 
     let interrupted = interrupt.is_cancelled();
     let results = check_history(&dir.history(), interrupted, error, Some(spec.concurrency))?;
-    dir.write_json("results.json", &results)?;
-    dir.link_latest(&spec.results)?;
-    crate::report::write_after_run(&dir.path, &spec.results);
     let title = format!(
         "{} (seed {}) in {:.1} s -> {}",
         spec.name,
@@ -109,7 +111,12 @@ pub async fn run(spec: TestSpec, interrupt: CancellationToken) -> Result<Exit, H
         (chrono::Utc::now() - started).num_milliseconds() as f64 / 1000.0,
         dir.path.display()
     );
+    // The verdict is printed before anything more is written: a full disk loses files, never
+    // the verdict.
     print!("{}", summary::render(&title, &results));
+    dir.write_json("results.json", &results)?;
+    dir.link_latest(&spec.results)?;
+    crate::report::write_after_run(&dir.path, &spec.results);
     if let Some(why) = broken_client {
         return Err(HarnessError::BadInput(format!(
             "{why}; the history so far is in {}",
@@ -338,6 +345,7 @@ async fn exercise(
         }
         result.map(|_| ()).map_err(anyhow::Error::from)
     };
+    let history_lost = recorder.failed();
     let timer = async {
         let started = tokio::time::Instant::now();
         let deadline = started + spec.time_limit;
@@ -347,6 +355,7 @@ async fn exercise(
             tokio::select! {
                 () = tokio::time::sleep_until(deadline) => break,
                 () = stop.cancelled() => break,
+                () = history_lost.cancelled() => break,
                 _ = ticks.tick() => {
                     let faults = recorder.active_faults();
                     progress::status(&format!(
@@ -360,7 +369,9 @@ async fn exercise(
             }
         }
         stop.cancel();
-        if interrupt.is_cancelled() {
+        if history_lost.is_cancelled() {
+            progress::step("the history cannot be written: stopping clients, healing faults");
+        } else if interrupt.is_cancelled() {
             progress::step("interrupted: stopping clients, healing faults, cleaning up");
         } else {
             progress::step("time limit reached: stopping clients, healing faults");

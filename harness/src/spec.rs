@@ -19,6 +19,7 @@ use splitbrain_workloads::{
 
 use crate::cli::RunArgs;
 use crate::error::HarnessError;
+use crate::limits;
 
 /// Everything a run needs, as stored in `test.json`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -77,6 +78,8 @@ pub struct TestSpec {
     pub clock_drift: f64,
     #[serde(with = "millis")]
     pub client_pause: Duration,
+    #[serde(default = "default_start_timeout", with = "millis")]
+    pub exec_start_timeout: Duration,
     /// Client groups with links of their own through the link proxy; 0 when no link fault
     /// runs, and clients connect straight to the nodes.
     pub client_groups: usize,
@@ -115,6 +118,15 @@ impl TestSpec {
             failover_timeout: args.failover_timeout,
             min_replicas_to_write: args.min_replicas_to_write,
         };
+        // Each node is a container at an address of its own on the run's /24 network.
+        let most = splitbrain_compose::MOST_NODES;
+        let cluster_nodes = 3usize.saturating_mul(args.cluster_replicas.saturating_add(1));
+        if args.nodes.is_some_and(|n| n > most) || cluster_nodes > most {
+            return Err(bad(format!(
+                "a deployment has at most {most} nodes (each is a container at an address of \
+                 its own on the run's /24 network); lower --nodes or --cluster-replicas"
+            )));
+        }
         let options = TopologyOptions {
             nodes: args.nodes,
             persistence,
@@ -155,7 +167,7 @@ impl TestSpec {
         };
         // Building a client connects to nothing, so it can say now whether it suits the nodes.
         let placeholder = ClientConfig {
-            options: client_options(&client_name, !args.no_jitter, sequential),
+            options: client_options(&client_name, !args.no_jitter, sequential, Duration::ZERO),
             ..ClientConfig::new(
                 nodes
                     .iter()
@@ -261,14 +273,44 @@ impl TestSpec {
         };
         positive("--ttl", args.ttl)?;
         positive("--time-limit", args.time_limit)?;
-        positive("--nemesis-interval", args.nemesis_interval)?;
+        positive("--exec-start-timeout", args.exec_start_timeout)?;
+        if args.nemesis_interval < limits::SHORTEST_INTERVAL {
+            return Err(bad(format!(
+                "--nemesis-interval {} is shorter than {}: starting and healing a fault goes \
+                 through Docker and takes tens to hundreds of milliseconds, so faults could \
+                 not keep to it",
+                humantime::format_duration(args.nemesis_interval),
+                humantime::format_duration(limits::SHORTEST_INTERVAL)
+            )));
+        }
+        if args.time_limit > limits::LONGEST_RUN {
+            return Err(bad(format!(
+                "--time-limit {} is longer than {}: a run's history is checked in memory when \
+                 it ends, and a day of the default run makes a history of several GB; split \
+                 it into shorter runs (a matrix with seeds)",
+                humantime::format_duration(args.time_limit),
+                humantime::format_duration(limits::LONGEST_RUN)
+            )));
+        }
+        // Each worker holds a connection to each node (and to its Sentinel), twice over
+        // through the link proxies.
+        let connections = nodes.len() as u64
+            * if layout.sentinels { 2 } else { 1 }
+            * if client_groups > 0 { 2 } else { 1 };
+        let (most, why) = limits::most_workers(connections, client_name.starts_with(EXEC_PREFIX));
+        if args.concurrency as u64 > most {
+            return Err(bad(format!(
+                "--concurrency {} is more than this machine can run: at most {most}, as {why}",
+                args.concurrency
+            )));
+        }
         if args.ttl < Duration::from_millis(50) {
             return Err(bad(format!(
                 "--ttl {} is too short to hold a lock over a network; use 50ms or more",
                 humantime::format_duration(args.ttl)
             )));
         }
-        let name = format!(
+        let name = folder_name(format!(
             "{}-{}{}{}-{}",
             topology.name(),
             // A command line makes a poor folder name; its program's file name will do.
@@ -287,7 +329,7 @@ impl TestSpec {
             } else {
                 nemesis.join("+")
             }
-        );
+        ));
         Ok(TestSpec {
             name,
             deployment: topology.name().to_string(),
@@ -317,6 +359,7 @@ impl TestSpec {
             clock_bump: args.clock_bump,
             clock_drift: args.clock_drift,
             client_pause: args.client_pause,
+            exec_start_timeout: args.exec_start_timeout,
             client_groups,
             toxiproxy_port: args.toxiproxy_port,
             link_latency: args.link_latency,
@@ -355,6 +398,7 @@ impl TestSpec {
             clock_drift: self.clock_drift,
             client_pause: self.client_pause,
             link_latency: self.link_latency,
+            ttl: self.ttl,
         }
     }
 
@@ -388,7 +432,12 @@ impl TestSpec {
     }
 
     pub fn client_options(&self) -> ClientOptions {
-        client_options(&self.client, self.jitter, self.sequential)
+        client_options(
+            &self.client,
+            self.jitter,
+            self.sequential,
+            self.exec_start_timeout,
+        )
     }
 
     /// The command line that runs this test again, seed included.
@@ -420,6 +469,12 @@ impl TestSpec {
         );
         if let Some(nodes) = self.nodes {
             line += &format!(" --nodes {nodes}");
+        }
+        if self.client.starts_with(EXEC_PREFIX) {
+            line += &format!(
+                " --exec-start-timeout {}",
+                humantime::format_duration(self.exec_start_timeout)
+            );
         }
         if let Some(hold) = self.hold {
             line += &format!(" --hold {}", humantime::format_duration(hold));
@@ -509,12 +564,44 @@ pub fn catalog() -> String {
     .join("\n")
 }
 
-fn client_options(client: &str, jitter: bool, sequential: bool) -> ClientOptions {
+fn client_options(
+    client: &str,
+    jitter: bool,
+    sequential: bool,
+    start_timeout: Duration,
+) -> ClientOptions {
     ClientOptions {
         jitter,
         sequential,
         command: client.strip_prefix(EXEC_PREFIX).map(str::to_string),
+        start_timeout,
     }
+}
+
+/// The longest run folder name: folders are named after the options, and every fault with a
+/// long exec command would pass what file systems allow (255 bytes).
+const LONGEST_NAME: usize = 64;
+
+/// `name`, or where it is too long its start and a hash of the whole: short, readable, and
+/// still different for different options (the full options are in test.json).
+fn folder_name(name: String) -> String {
+    if name.len() <= LONGEST_NAME {
+        return name;
+    }
+    // FNV-1a: a hash that stays the same across Rust versions, as folder names must.
+    let hash = name.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    });
+    let mut cut = LONGEST_NAME - 9;
+    while !name.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    format!("{}-{:08x}", &name[..cut], hash as u32)
+}
+
+/// What test.json files written before `--exec-start-timeout` existed ran with.
+fn default_start_timeout() -> Duration {
+    Duration::from_secs(30)
 }
 
 /// The file name of a command's program: `python3 adapters/redis_py.py` gives `redis_py`.
@@ -683,7 +770,57 @@ mod tests {
     }
 
     #[test]
+    fn limits_are_refused_before_anything_starts_with_the_limit_and_why() {
+        let many = message(&["--concurrency", "5000000000"]);
+        assert!(
+            many.contains("more than this machine can run: at most"),
+            "{many}"
+        );
+        let fast = message(&["--nemesis-interval", "1ns"]);
+        assert!(fast.contains("shorter than 100ms"), "{fast}");
+        let long = message(&["--time-limit", "2days"]);
+        assert!(long.contains("longer than 1day"), "{long}");
+        let wrapped = Cli::try_parse_from(["splitbrain", "run", "--clock-bump", "99999999999h"])
+            .unwrap_err()
+            .to_string();
+        assert!(wrapped.contains("longer than a year"), "{wrapped}");
+        let start = message(&["--exec-start-timeout", "0s"]);
+        assert!(start.contains("more than zero"), "{start}");
+        assert!(spec(&["--concurrency", "500", "--nemesis-interval", "100ms"]).is_ok());
+    }
+
+    #[test]
+    fn a_run_folder_name_stays_short_whatever_the_options() {
+        let s = spec(&[
+            "--deployment",
+            "sentinel",
+            "--nemesis",
+            "all",
+            "--client",
+            "exec:sh -c 'exit 0' a-very-long-argument-list-that-goes-on-and-on",
+        ])
+        .unwrap();
+        assert!(s.name.len() <= LONGEST_NAME, "{}", s.name);
+        assert!(s.name.starts_with("sentinel-exec-sh-lock-"), "{}", s.name);
+        let other = spec(&[
+            "--deployment",
+            "sentinel",
+            "--nemesis",
+            "all",
+            "--client",
+            "wait",
+        ])
+        .unwrap();
+        assert_ne!(s.name, other.name);
+    }
+
+    #[test]
     fn a_client_must_suit_its_deployment() {
+        let cluster = message(&["--deployment", "cluster"]);
+        assert!(
+            cluster.contains("--client redlock does not fit"),
+            "{cluster}"
+        );
         assert!(message(&["--deployment", "single", "--nodes", "3"]).contains("exactly 1 node"));
         let s = spec(&[
             "--deployment",
@@ -762,5 +899,59 @@ mod tests {
             serde_json::to_value(&again).unwrap(),
             serde_json::to_value(&s).unwrap()
         );
+    }
+
+    /// The options a user types numbers and names into, for the fuzzing below.
+    const FLAGS: &[&str] = &[
+        "--deployment",
+        "--nodes",
+        "--workload",
+        "--nemesis",
+        "--persistence",
+        "--time-limit",
+        "--concurrency",
+        "--ttl",
+        "--hold",
+        "--resources",
+        "--restart-delay",
+        "--nemesis-interval",
+        "--clock-bump",
+        "--clock-drift",
+        "--client-pause",
+        "--client-groups",
+        "--link-latency",
+        "--link-jitter",
+        "--exec-start-timeout",
+        "--sentinel-quorum",
+        "--down-after",
+        "--cluster-node-timeout",
+        "--cluster-replicas",
+        "--seed",
+    ];
+
+    proptest::proptest! {
+        /// Any value of any option is taken or refused with a message; never a panic, and a
+        /// duration taken is within the longest one.
+        #[test]
+        fn any_option_value_is_taken_or_refused_never_a_panic(
+            flag in proptest::sample::select(FLAGS),
+            value in proptest::prop_oneof![
+                "\\PC{0,24}",
+                "-?[0-9]{1,22}(\\.[0-9]{1,3})?(ns|us|ms|s|m|h|d|days|y|years|)",
+                "[a-z-]{1,12}(,[a-z-]{1,12}){0,3}",
+            ],
+        ) {
+            let argv = ["splitbrain", "run", flag, value.as_str()];
+            if let Ok(Cli { command: Command::Run(args) }) = Cli::try_parse_from(argv) {
+                match TestSpec::from_args(&args) {
+                    Ok(spec) => {
+                        for d in [spec.time_limit, spec.ttl, spec.clock_bump, spec.nemesis_interval] {
+                            proptest::prop_assert!(d <= crate::limits::LONGEST);
+                        }
+                    }
+                    Err(e) => proptest::prop_assert!(!e.to_string().is_empty()),
+                }
+            }
+        }
     }
 }

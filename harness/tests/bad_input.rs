@@ -262,6 +262,8 @@ fn client_links_are_refused_on_cluster() {
         "run",
         "--deployment",
         "cluster",
+        "--client",
+        "set-nx-px",
         "--nemesis",
         "link-latency",
     ]);
@@ -269,7 +271,15 @@ fn client_links_are_refused_on_cluster() {
         line.contains("MOVED") && line.contains("link-latency"),
         "{line}"
     );
-    let line = refused(&["run", "--deployment", "cluster", "--link-jitter", "5ms"]);
+    let line = refused(&[
+        "run",
+        "--deployment",
+        "cluster",
+        "--client",
+        "set-nx-px",
+        "--link-jitter",
+        "5ms",
+    ]);
     assert!(line.contains("--link-jitter"), "{line}");
 }
 

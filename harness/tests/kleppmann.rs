@@ -142,3 +142,14 @@ async fn a_paused_client_wakes_up_as_a_zombie() {
         grant.faults
     );
 }
+
+/// `--nemesis clock-holder` makes the first scenario's clock jump happen in a whole run: each
+/// jump hits nodes of the grant just made, exactly as many as another client needs, their
+/// copies of the key expire at once, and another client takes the lock.
+#[test]
+fn clock_holder_aims_at_the_grant_and_finds_double_grants() {
+    if docker_skipped() {
+        return;
+    }
+    support::a_fault_on_the_holder_finds_double_grants("clock-holder");
+}

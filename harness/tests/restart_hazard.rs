@@ -117,46 +117,5 @@ fn kill_holder_aims_at_the_grant_and_finds_the_hazard() {
     if docker_skipped() {
         return;
     }
-    support::node_image();
-    let (_keep, results) = support::results_dir();
-    let out = support::run_splitbrain(&[
-        "run",
-        "--nemesis",
-        "kill-holder",
-        "--time-limit",
-        "10s",
-        "--seed",
-        "1",
-        "--results",
-        results.to_str().unwrap(),
-    ]);
-    assert_eq!(out.status.code(), Some(1), "{}", support::printed(&out));
-    let run = results.join("latest");
-    let kills: Vec<_> = support::read_ops(&run)
-        .into_iter()
-        .filter(|op| op.f == "start" && op.fault.as_deref() == Some("kill-holder"))
-        .filter(|op| {
-            op.measured
-                .as_ref()
-                .is_some_and(|m| m["granted_by"].is_array())
-        })
-        .collect();
-    assert!(!kills.is_empty(), "no kill-holder found a grant");
-    for kill in &kills {
-        let granted: Vec<String> =
-            serde_json::from_value(kill.measured.as_ref().unwrap()["granted_by"].clone()).unwrap();
-        let hit = kill.node.clone().unwrap_or_default();
-        assert!(
-            !hit.is_empty() && hit.iter().all(|n| granted.contains(n)),
-            "kill-holder hit {hit:?} of a grant by {granted:?}"
-        );
-        // Exactly enough that the other nodes and the killed ones make a majority of five.
-        assert_eq!(hit.len(), 3 - (5 - granted.len()), "{hit:?} of {granted:?}");
-    }
-    let results = support::results_of(&run);
-    assert!(
-        results["coverage"]["grants_faulted"].as_u64().unwrap() > 0,
-        "{}",
-        results["coverage"]
-    );
+    support::a_fault_on_the_holder_finds_double_grants("kill-holder");
 }

@@ -1,6 +1,6 @@
 //! Whole runs of the `splitbrain` binary against real containers: a correct lock is judged
-//! valid, and a run that is interrupted or killed leaves a readable history and, after
-//! `splitbrain clean`, nothing behind.
+//! valid, and a run that is interrupted or killed leaves a readable history and, with no
+//! command run, nothing behind.
 
 mod support;
 
@@ -81,14 +81,17 @@ struct Background {
 impl Background {
     /// Starts a Redlock run under kills and waits until its clients are running.
     fn start(results: &std::path::Path) -> Background {
+        let run = Background::spawn(results, &["--time-limit", "2m"]);
+        run.wait_for("running 5 clients");
+        std::thread::sleep(Duration::from_secs(3));
+        run
+    }
+
+    /// Starts `splitbrain run` with `args` and waits for its first line, which names the run.
+    fn spawn(results: &std::path::Path, args: &[&str]) -> Background {
         let mut child = splitbrain()
-            .args([
-                "run",
-                "--time-limit",
-                "2m",
-                "--results",
-                results.to_str().unwrap(),
-            ])
+            .args(["run", "--results", results.to_str().unwrap()])
+            .args(args)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -113,20 +116,24 @@ impl Background {
             .unwrap()
             .to_string();
         let run_dir = PathBuf::from(first.split("-> ").nth(1).unwrap().trim());
-        loop {
-            let line = lines
-                .recv_timeout(Duration::from_secs(300))
-                .expect("the run reaches its clients");
-            if line.contains("running 5 clients") {
-                break;
-            }
-        }
-        std::thread::sleep(Duration::from_secs(3));
         Background {
             child,
             lines,
             run_id,
             run_dir,
+        }
+    }
+
+    /// Waits for a line of the run's progress that holds `needle`.
+    fn wait_for(&self, needle: &str) {
+        loop {
+            let line = self
+                .lines
+                .recv_timeout(Duration::from_secs(300))
+                .unwrap_or_else(|_| panic!("the run never said {needle:?}"));
+            if line.contains(needle) {
+                return;
+            }
         }
     }
 
@@ -175,41 +182,146 @@ async fn ctrl_c_cleans_up_and_keeps_the_history() {
     assert_eq!(results["interrupted"], serde_json::json!(true));
 }
 
+/// Polls until no container or network of `run_id` is left, for at most `within`; the count
+/// left at the end.
+async fn leftovers_after(
+    docker: &splitbrain_compose::Docker,
+    run_id: &str,
+    within: Duration,
+) -> usize {
+    let deadline = std::time::Instant::now() + within;
+    loop {
+        let left = leftovers(docker, run_id).await;
+        if left == 0 || std::time::Instant::now() > deadline {
+            return left;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+/// A client program that answers `hello`, then hangs with a child of its own that outlives
+/// any one request, named like the program so that `pgrep -f` finds every copy.
+fn hanging_client(dir: &std::path::Path) -> PathBuf {
+    let program = dir.join("hangs-after-hello.sh");
+    std::fs::write(
+        &program,
+        "#!/bin/sh\n[ \"$1\" = child ] && { sleep 600; exit; }\nread hello\n\
+         echo '{\"type\":\"ok\"}'\nsh \"$0\" child &\nwait\n",
+    )
+    .unwrap();
+    program
+}
+
+fn programs_running(program: &std::path::Path) -> String {
+    let left = std::process::Command::new("pgrep")
+        .args(["-f", &program.display().to_string()])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&left.stdout).into_owned()
+}
+
+/// `kill -9` of the harness during bring-up, mid-run, during the heal and during the check:
+/// within 10 s, with no command run, the reaper has removed the run's containers and network
+/// and killed its client programs, and the history written so far checks.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_sigkill_at_any_stage_the_reaper_leaves_nothing_and_the_history_checks() {
+    if docker_skipped() {
+        return;
+    }
+    let (docker, _) = docker().await;
+    let (keep, results) = results_dir();
+    let program = hanging_client(keep.path());
+    let client = format!("exec:sh {}", program.display());
+    // (stage, the line that says the run is in it, how long after it the kill lands)
+    let stages = [
+        ("bring-up", None, Duration::from_millis(800)),
+        ("mid-run", Some("running 2 clients"), Duration::from_secs(3)),
+        ("heal", Some("time limit reached"), Duration::ZERO),
+        ("check", Some("ops recorded"), Duration::ZERO),
+    ];
+    for (stage, line, after) in stages {
+        let (results, client) = (results.clone(), client.clone());
+        let run = tokio::task::spawn_blocking(move || {
+            let mut run = Background::spawn(
+                &results,
+                &[
+                    "--client",
+                    &client,
+                    "--nemesis",
+                    "kill",
+                    "--concurrency",
+                    "2",
+                    "--time-limit",
+                    "6s",
+                ],
+            );
+            if let Some(line) = line {
+                run.wait_for(line);
+            }
+            std::thread::sleep(after);
+            run.signal(libc::SIGKILL);
+            run.child.wait().unwrap();
+            run
+        })
+        .await
+        .unwrap();
+        let left = leftovers_after(&docker, &run.run_id, Duration::from_secs(10)).await;
+        assert_eq!(
+            left, 0,
+            "killed during {stage}: containers or networks left"
+        );
+        assert_eq!(
+            programs_running(&program),
+            "",
+            "killed during {stage}: client programs left"
+        );
+        if stage != "bring-up" {
+            let out = run_splitbrain(&["check", run.run_dir.to_str().unwrap()]);
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            assert!(
+                matches!(out.status.code(), Some(0..=2)),
+                "{stage}: {stdout}"
+            );
+            assert!(history_len(&run.run_dir) > 0, "{stage}");
+        }
+    }
+}
+
+/// `splitbrain clean` while a run is going leaves it alone, says so, and the run completes;
+/// `--run` still removes one run's leftovers on demand.
 #[tokio::test]
-async fn after_sigkill_the_history_checks_and_clean_removes_the_leftovers() {
+async fn clean_leaves_a_live_run_alone() {
     if docker_skipped() {
         return;
     }
     let (docker, _) = docker().await;
     let (_keep, results) = results_dir();
-    let run = tokio::task::spawn_blocking(move || {
-        let mut run = Background::start(&results);
-        run.signal(libc::SIGKILL);
-        run.child.wait().unwrap();
-        run
+    let run = tokio::task::spawn_blocking(move || Background::start(&results))
+        .await
+        .unwrap();
+    let out = run_splitbrain(&["clean"]);
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(
+        stdout.contains(&format!("left run {} alone", run.run_id)),
+        "{stdout}"
+    );
+    assert!(leftovers(&docker, &run.run_id).await > 0, "{stdout}");
+    run.signal(libc::SIGINT);
+    let (status, run) = tokio::task::spawn_blocking(move || {
+        let mut run = run;
+        (run.child.wait().unwrap(), run)
     })
     .await
     .unwrap();
-    assert!(
-        leftovers(&docker, &run.run_id).await > 0,
-        "SIGKILL leaves the containers"
-    );
-
-    let out = run_splitbrain(&["check", run.run_dir.to_str().unwrap()]);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(matches!(out.status.code(), Some(0..=2)), "{stdout}");
-    assert!(stdout.contains("verdict"), "{stdout}");
-    assert!(history_len(&run.run_dir) > 10);
-
-    let out = run_splitbrain(&["clean", "--run", &run.run_id]);
-    assert_eq!(out.status.code(), Some(0));
-    assert!(
-        String::from_utf8_lossy(&out.stdout).contains("removed 5 container(s) and 1 network(s)")
+    assert_eq!(
+        status.code(),
+        Some(130),
+        "the run completes after the clean"
     );
     assert_eq!(leftovers(&docker, &run.run_id).await, 0);
 }
 
-/// Nemesis ops of a stored run: (f, fault, targets, parameters).
 /// The nemesis ops of a run: `f`, fault, targets and parameters. A fault aimed at a holder
 /// picks its targets from whoever holds (or next takes) the lock when it starts, which the
 /// seed does not fix: its targets are left out.
@@ -221,7 +333,7 @@ fn nemesis_ops(run_dir: &std::path::Path) -> Vec<(String, String, Vec<String>, S
             let value = op.value.map(|v| v.to_string()).unwrap_or_default();
             let fault = op.fault.unwrap_or_default();
             let targets = match fault.as_str() {
-                "kill-holder" | "client-pause" => Vec::new(),
+                "kill-holder" | "clock-holder" | "client-pause" => Vec::new(),
                 _ => op.node.unwrap_or_default(),
             };
             (op.f, fault, targets, value)
@@ -417,14 +529,7 @@ fn a_run_that_granted_nothing_is_unknown_and_leaves_no_client_program() {
     }
     support::node_image();
     let (keep, results) = results_dir();
-    let program = keep.path().join("hangs-after-hello.sh");
-    std::fs::write(
-        &program,
-        // A child of its own that outlives any one request, named like the program.
-        "#!/bin/sh\n[ \"$1\" = child ] && { sleep 600; exit; }\nread hello\n\
-         echo '{\"type\":\"ok\"}'\nsh \"$0\" child &\nwait\n",
-    )
-    .unwrap();
+    let program = hanging_client(keep.path());
     let client = format!("exec:sh {}", program.display());
     let out = run_splitbrain(&[
         "run",
@@ -444,13 +549,57 @@ fn a_run_that_granted_nothing_is_unknown_and_leaves_no_client_program() {
     let text = support::printed(&out);
     assert_eq!(out.status.code(), Some(2), "{text}");
     assert!(text.contains("unknown: no acquire succeeded"), "{text}");
-    let left = std::process::Command::new("pgrep")
-        .args(["-f", &program.display().to_string()])
-        .output()
-        .unwrap();
+    let left = programs_running(&program);
+    assert!(left.is_empty(), "client programs left running: {left}");
+}
+
+/// A results folder on a full disk: the first op that cannot be written stops the run at once
+/// (not at its time limit), its faults are healed and its containers removed, and it exits
+/// 255 naming the cause, with the verdict on what was written printed.
+#[tokio::test]
+async fn a_full_disk_stops_the_run_at_once_and_cleanly() {
+    if docker_skipped() {
+        return;
+    }
+    let (docker, _) = docker().await;
+    let (_keep, results) = results_dir();
+    std::fs::create_dir_all(&results).unwrap();
+    let mounted = std::process::Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=256k", "tmpfs"])
+        .arg(&results)
+        .status()
+        .is_ok_and(|s| s.success());
     assert!(
-        left.stdout.is_empty(),
-        "client programs left running: {}",
-        String::from_utf8_lossy(&left.stdout)
+        mounted,
+        "this test mounts a 256 KiB tmpfs as the results folder, which needs root (CI runs as root)"
     );
+    let started = std::time::Instant::now();
+    let out = run_splitbrain(&[
+        "run",
+        "--deployment",
+        "single",
+        "--client",
+        "set-nx-px",
+        "--time-limit",
+        "2m",
+        "--results",
+        results.to_str().unwrap(),
+    ]);
+    let took = started.elapsed();
+    let _ = std::process::Command::new("umount").arg(&results).status();
+    let text = support::printed(&out);
+    assert_eq!(out.status.code(), Some(255), "{text}");
+    assert!(text.contains("No space left on device"), "{text}");
+    assert!(
+        took < Duration::from_secs(90),
+        "the run went on for {took:?}"
+    );
+    let run_id = text
+        .split("run ")
+        .nth(1)
+        .and_then(|rest| rest.split(')').next())
+        .unwrap_or_default()
+        .to_string();
+    assert!(!run_id.is_empty(), "{text}");
+    assert_eq!(leftovers(&docker, &run_id).await, 0);
 }

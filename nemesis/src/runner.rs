@@ -24,6 +24,8 @@ pub struct NemesisOptions {
     pub client_pause: Duration,
     /// How long link-latency delays traffic, give or take a half.
     pub link_latency: Duration,
+    /// The lock's TTL: how far a clock must jump to expire a held key at once.
+    pub ttl: Duration,
 }
 
 impl Default for NemesisOptions {
@@ -35,6 +37,7 @@ impl Default for NemesisOptions {
             clock_drift: 2.0,
             client_pause: Duration::from_secs(3),
             link_latency: Duration::from_secs(1),
+            ttl: Duration::from_secs(2),
         }
     }
 }

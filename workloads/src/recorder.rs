@@ -6,6 +6,7 @@ use std::time::Instant;
 
 use splitbrain_checker::{Op, OpType, Process};
 use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
 
 /// Appends ops to `history.jsonl` as they happen, one JSON object per line, flushed at once, so
 /// a run that crashes or is killed still leaves a readable history.
@@ -17,6 +18,8 @@ pub struct Recorder {
     inner: Mutex<Inner>,
     /// The newest grant recorded, for faults aimed at the holder.
     grants: watch::Sender<Option<SeenGrant>>,
+    /// Cancelled when an op cannot be written: a run whose history is lost must stop.
+    failed: CancellationToken,
 }
 
 /// A grant as the recorder saw it go by: who holds which key, granted by which nodes.
@@ -48,6 +51,7 @@ impl Recorder {
                 active_faults: Vec::new(),
             }),
             grants: watch::Sender::new(None),
+            failed: CancellationToken::new(),
         })
     }
 
@@ -62,6 +66,7 @@ impl Recorder {
         let written = inner.out.write_all(&line).and_then(|()| inner.out.flush());
         if let Err(e) = written {
             inner.first_error.get_or_insert(e);
+            self.failed.cancel();
         }
         if let (Process::Client(process), OpType::Ok, "acquire") = (op.process, op.kind, &*op.f) {
             self.grants.send_replace(Some(SeenGrant {
@@ -78,6 +83,11 @@ impl Recorder {
             }
         }
         op
+    }
+
+    /// Cancelled once an op could not be written (a full disk, say).
+    pub fn failed(&self) -> CancellationToken {
+        self.failed.clone()
     }
 
     /// Grants as they are recorded: the newest one, and a way to wait for the next.
@@ -137,5 +147,17 @@ mod tests {
         assert!(read.ops[0].time <= read.ops[1].time);
         assert!(recorder.take_error().is_none());
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_write_that_fails_says_so_at_once() {
+        // Every write to /dev/full fails with "No space left on device".
+        let recorder = Recorder::create(Path::new("/dev/full")).unwrap();
+        let failed = recorder.failed();
+        assert!(!failed.is_cancelled());
+        recorder.record(Op::new(Process::Client(0), OpType::Invoke, "acquire"));
+        assert!(failed.is_cancelled());
+        let error = recorder.take_error().expect("the write error is kept");
+        assert_eq!(error.kind(), std::io::ErrorKind::StorageFull);
     }
 }

@@ -119,8 +119,12 @@ pub async fn run(
             .map(|s| format!("-shard-{}-of-{}", s.index, s.count))
             .unwrap_or_default()
     ));
-    std::fs::create_dir_all(dir.join("logs"))
-        .with_context(|| format!("creating {}", dir.display()))?;
+    std::fs::create_dir_all(dir.join("logs")).map_err(|e| {
+        HarnessError::BadInput(format!(
+            "creating {}: {e}: choose a results folder this user can write, with --results",
+            dir.display()
+        ))
+    })?;
     let progress = Progress::new(mine.len(), total);
     let mut outcomes: Vec<CellOutcome> = Vec::new();
     for (done, cell) in mine.iter().enumerate() {

@@ -355,3 +355,52 @@ pub fn printed(out: &Output) -> String {
         String::from_utf8_lossy(&out.stderr)
     )
 }
+
+/// Runs 10 s of Redlock under `fault`, a fault aimed at the lock's holder (`kill-holder`,
+/// `clock-holder`), and asserts what it promises: each step that found a grant hit only nodes
+/// of that grant, exactly as many as another client needs for a majority of five; the
+/// coverage counts grants it reached; and the run found double grants.
+pub fn a_fault_on_the_holder_finds_double_grants(fault: &str) {
+    node_image();
+    let (_keep, results) = results_dir();
+    let out = run_splitbrain(&[
+        "run",
+        "--nemesis",
+        fault,
+        "--time-limit",
+        "10s",
+        "--seed",
+        "1",
+        "--results",
+        results.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", printed(&out));
+    let run = results.join("latest");
+    let aimed: Vec<_> = read_ops(&run)
+        .into_iter()
+        .filter(|op| op.f == "start" && op.fault.as_deref() == Some(fault))
+        .filter(|op| {
+            op.measured
+                .as_ref()
+                .is_some_and(|m| m["granted_by"].is_array())
+        })
+        .collect();
+    assert!(!aimed.is_empty(), "no {fault} found a grant");
+    for step in &aimed {
+        let granted: Vec<String> =
+            serde_json::from_value(step.measured.as_ref().unwrap()["granted_by"].clone()).unwrap();
+        let hit = step.node.clone().unwrap_or_default();
+        assert!(
+            !hit.is_empty() && hit.iter().all(|n| granted.contains(n)),
+            "{fault} hit {hit:?} of a grant by {granted:?}"
+        );
+        // Exactly enough that the other nodes and the ones hit make a majority of five.
+        assert_eq!(hit.len(), 3 - (5 - granted.len()), "{hit:?} of {granted:?}");
+    }
+    let results = results_of(&run);
+    assert!(
+        results["coverage"]["grants_faulted"].as_u64().unwrap() > 0,
+        "{}",
+        results["coverage"]
+    );
+}

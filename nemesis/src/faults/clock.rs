@@ -31,7 +31,7 @@ fn ms(value: &serde_json::Value, field: &str) -> i64 {
 }
 
 /// The Redis `TIME` skew of each target, in ms, as observed right after a change.
-async fn measure(
+pub(super) async fn measure(
     deployment: &Deployment,
     targets: &[String],
 ) -> Result<serde_json::Value, ComposeError> {
@@ -46,7 +46,7 @@ async fn measure(
     Ok(serde_json::json!({ "skew_ms": skews }))
 }
 
-async fn set_all(
+pub(super) async fn set_all(
     deployment: &Deployment,
     targets: &[String],
     skew: ClockSkew,

@@ -4,7 +4,9 @@
 mod client_crash;
 mod client_pause;
 mod clock;
+mod clock_holder;
 mod failover;
+mod holder;
 mod kill;
 mod kill_holder;
 mod link;
@@ -144,6 +146,7 @@ pub static FAULTS: &[&dyn Fault] = &[
     &clock::Clock(clock::ClockKind::Bump),
     &clock::Clock(clock::ClockKind::Strobe),
     &clock::Clock(clock::ClockKind::Drift),
+    &clock_holder::ClockHolder,
     &client_pause::ClientPause,
     &client_crash::ClientCrash,
     &failover::Failover,

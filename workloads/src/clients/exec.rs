@@ -21,7 +21,7 @@
 use std::collections::VecDeque;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use serde::Deserialize;
@@ -42,10 +42,6 @@ const PROTOCOL: u32 = 1;
 
 /// Stderr lines kept to explain a program's death.
 const STDERR_KEPT: usize = 20;
-
-/// How long a program may take to answer `hello`: starting an interpreter and importing a
-/// library on a busy machine takes seconds, and start-up is never part of an operation.
-const HELLO_TIMEOUT: Duration = Duration::from_secs(30);
 
 pub(super) const KIND: ClientKind = ClientKind {
     name: "exec:<command>",
@@ -83,6 +79,7 @@ fn build(config: &ClientConfig) -> Result<Box<dyn LockClient>, String> {
     Ok(Box::new(Exec {
         hello: json!({"op": "hello", "protocol": PROTOCOL, "nodes": nodes, "ttl_ms": config.ttl.as_millis() as u64}),
         reply_timeout: (config.ttl * 2).max(Duration::from_secs(5)),
+        start_timeout: config.options.start_timeout,
         command,
         program: None,
         broken: None,
@@ -105,6 +102,8 @@ struct Exec {
     command: String,
     hello: serde_json::Value,
     reply_timeout: Duration,
+    /// How long the program may take to start and answer `hello`.
+    start_timeout: Duration,
     program: Option<Program>,
     broken: Option<ExecError>,
     /// What the program said of its own lease renewal in its `hello` reply.
@@ -251,9 +250,23 @@ impl Exec {
             stderr: kept,
         };
         let hello = self.hello.clone();
-        match self.exchange(&mut program, &hello, HELLO_TIMEOUT).await {
+        let asked = Instant::now();
+        match self
+            .exchange(&mut program, &hello, self.start_timeout)
+            .await
+        {
             Ok(reply) if reply.kind == ReplyKind::Ok => {
                 self.renewal = reply.renewal;
+                let took = asked.elapsed();
+                if took > self.start_timeout / 2 {
+                    tracing::warn!(
+                        "the exec client `{}` took {:.1} s to answer hello, more than half of \
+                         --exec-start-timeout {}s; raise it if machines in CI are busier",
+                        self.command,
+                        took.as_secs_f64(),
+                        self.start_timeout.as_secs_f64()
+                    );
+                }
                 Ok(program)
             }
             Ok(reply) => Err(self.failure(
@@ -262,9 +275,10 @@ impl Exec {
             )),
             Err(NoReply::TimedOut) => Err(self.failure(
                 format!(
-                    "did not answer the hello within {} s (its start-up is not part of any \
-                     operation, but a program that takes this long to start is taken as hung)",
-                    HELLO_TIMEOUT.as_secs()
+                    "did not answer the hello within --exec-start-timeout {}s (start-up is not \
+                     part of any operation, but a program that takes longer is taken as hung; \
+                     raise --exec-start-timeout if it is only slow)",
+                    self.start_timeout.as_secs_f64()
                 ),
                 Some(&program.stderr),
             )),

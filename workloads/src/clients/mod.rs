@@ -168,6 +168,10 @@ pub struct ClientOptions {
     pub sequential: bool,
     /// The program and arguments behind `--client exec:<command>`.
     pub command: Option<String>,
+    /// How long an `exec:` program may take to start and answer `hello`: starting an
+    /// interpreter and importing a library on a busy machine takes seconds, and start-up is
+    /// never part of an operation.
+    pub start_timeout: Duration,
 }
 
 impl Default for ClientOptions {
@@ -176,6 +180,7 @@ impl Default for ClientOptions {
             jitter: true,
             sequential: false,
             command: None,
+            start_timeout: Duration::from_secs(60),
         }
     }
 }

@@ -50,6 +50,14 @@ fn build(config: &ClientConfig) -> Result<Box<dyn LockClient>, String> {
                 .into(),
         );
     }
+    if config.cluster {
+        return Err(
+            "redlock needs independent masters, and a Redis Cluster's masters each own \
+             their own slots (a key lives on one of them, so no quorum can form); use \
+             --deployment redlock, or --client set-nx-px on a cluster"
+                .into(),
+        );
+    }
     let timeout = node_timeout(config.ttl);
     Ok(Box::new(Redlock {
         nodes: config
