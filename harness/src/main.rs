@@ -115,17 +115,19 @@ async fn dispatch(command: Command) -> Exit {
     }
 }
 
-/// A token cancelled on the first Ctrl-C or SIGTERM; the run then stops, heals, cleans up and
-/// checks what it recorded.
+/// A token cancelled on the first Ctrl-C, SIGTERM or SIGHUP (a closed terminal); the run then
+/// stops, heals, cleans up and checks what it recorded.
 fn interrupt_on_signals() -> CancellationToken {
+    use tokio::signal::unix::{signal, SignalKind};
     let token = CancellationToken::new();
     let cancel = token.clone();
     tokio::spawn(async move {
-        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-            .expect("installing the SIGTERM handler");
+        let mut term = signal(SignalKind::terminate()).expect("installing the SIGTERM handler");
+        let mut hangup = signal(SignalKind::hangup()).expect("installing the SIGHUP handler");
         tokio::select! {
             _ = tokio::signal::ctrl_c() => {}
             _ = term.recv() => {}
+            _ = hangup.recv() => {}
         }
         cancel.cancel();
     });
