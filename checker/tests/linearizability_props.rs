@@ -67,13 +67,23 @@ fn never_written(model: &str, read: &Value) -> Value {
     }
 }
 
+/// Generous limits for the properties: a rare generated history (a counter read that no
+/// write explains, among 200 concurrent ops) takes the search hundreds of thousands of states
+/// to refute, which a debug build on a busy machine does not finish in the default 10 s.
+fn patient() -> Limits {
+    Limits {
+        time: Duration::from_secs(120),
+        ..Limits::default()
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(200))]
 
     #[test]
     fn histories_of_correct_objects_are_linearizable(workload in workload()) {
         let history = object_history(&workload);
-        let result = check(&history, find_model(workload.model).unwrap(), Limits::default()).unwrap();
+        let result = check(&history, find_model(workload.model).unwrap(), patient()).unwrap();
         prop_assert_eq!(result.valid, Valid::True, "{:?}", result);
         prop_assert_eq!(result.ops_ignored, 0);
     }
@@ -94,7 +104,7 @@ proptest! {
         let read = reads[pick.index(reads.len())];
         let corrupted = never_written(workload.model, history[read].value.as_ref().unwrap());
         history[read].value = Some(corrupted);
-        let result = check(&history, find_model(workload.model).unwrap(), Limits::default()).unwrap();
+        let result = check(&history, find_model(workload.model).unwrap(), patient()).unwrap();
         prop_assert_eq!(result.valid, Valid::False, "{:?}", result);
         let failure = &result.failures[0];
         prop_assert_eq!(failure.key.as_deref(), history[read].key.as_deref());

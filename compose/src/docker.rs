@@ -59,6 +59,8 @@ pub struct Cleaned {
     pub removed: Leftovers,
     /// (run id, owner label, why it was left) of each run left alone.
     pub spared: Vec<(String, String, &'static str)>,
+    /// (run id, why) of each run that could not be removed.
+    pub failed: Vec<(String, String)>,
 }
 
 /// Removes what splitbrain runs left behind (a harness killed before the reaper could act, an
@@ -86,7 +88,10 @@ pub async fn clean(docker: &Docker, force: bool) -> Result<Cleaned, ComposeError
             Some(why) if !force => {
                 cleaned.spared.push((run, owner.unwrap_or_default(), why));
             }
-            _ => cleaned.removed.extend(remove_run(docker, &run).await?),
+            _ => match remove_run(docker, &run).await {
+                Ok(removed) => cleaned.removed.extend(removed),
+                Err(e) => cleaned.failed.push((run, e.to_string())),
+            },
         }
     }
     Ok(cleaned)
@@ -164,7 +169,7 @@ async fn remove_labelled(docker: &Docker, label: &str) -> Result<Leftovers, Comp
     let mut removed = Leftovers::default();
     // Containers come first: a network cannot go while a container is on it.
     for item in labelled(docker, label).await? {
-        let outcome = match item.kind {
+        match item.kind {
             Kind::Container => {
                 // A paused container cannot be killed; a failed unpause just means it was
                 // not paused.
@@ -174,21 +179,43 @@ async fn remove_labelled(docker: &Docker, label: &str) -> Result<Leftovers, Comp
                     v: true,
                     ..Default::default()
                 };
-                docker.remove_container(&item.id, Some(force)).await
+                gone_or(docker.remove_container(&item.id, Some(force)).await)?;
+                removed.containers.push(item.name);
             }
-            Kind::Network => docker.remove_network(&item.id).await,
-        };
-        match outcome {
-            Ok(())
-            | Err(bollard::errors::Error::DockerResponseServerError {
-                status_code: 404, ..
-            }) => {}
-            Err(e) => return Err(e.into()),
-        }
-        match item.kind {
-            Kind::Container => removed.containers.push(item.name),
-            Kind::Network => removed.networks.push(item.name),
+            Kind::Network => {
+                remove_network(docker, &item.id).await?;
+                removed.networks.push(item.name);
+            }
         }
     }
     Ok(removed)
+}
+
+/// Removes a network. Another remover (a reaper, a `clean`, the run itself) may be taking
+/// its last containers away at the same moment, which the engine refuses as "active
+/// endpoints" until they are gone: that is retried for a few seconds.
+async fn remove_network(docker: &Docker, id: &str) -> Result<(), ComposeError> {
+    for _ in 0..20 {
+        match docker.remove_network(id).await {
+            Err(bollard::errors::Error::DockerResponseServerError {
+                status_code: 403 | 409,
+                ..
+            }) => tokio::time::sleep(std::time::Duration::from_millis(250)).await,
+            outcome => return gone_or(outcome),
+        }
+    }
+    gone_or(docker.remove_network(id).await)
+}
+
+/// A removal's outcome, where "already gone" (404) and "already being removed" (409) by
+/// someone else are as good as done.
+fn gone_or(outcome: Result<(), bollard::errors::Error>) -> Result<(), ComposeError> {
+    match outcome {
+        Ok(())
+        | Err(bollard::errors::Error::DockerResponseServerError {
+            status_code: 404 | 409,
+            ..
+        }) => Ok(()),
+        Err(e) => Err(e.into()),
+    }
 }

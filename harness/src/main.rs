@@ -176,7 +176,14 @@ async fn clean(run: Option<&str>, force: bool) -> Result<Exit, HarnessError> {
     for (run, owner, why) in &cleaned.spared {
         println!("left run {run} alone: {why} ({owner}); --force removes it too");
     }
-    Ok(Exit::Success)
+    for (run, why) in &cleaned.failed {
+        eprintln!("error: could not remove run {run}: {why}");
+    }
+    Ok(if cleaned.failed.is_empty() {
+        Exit::Success
+    } else {
+        Exit::Crash
+    })
 }
 
 /// Kills the programs of harnesses that are gone (with `force`, of every other harness too);

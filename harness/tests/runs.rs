@@ -301,7 +301,7 @@ async fn clean_leaves_a_live_run_alone() {
         .unwrap();
     let out = run_splitbrain(&["clean"]);
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert_eq!(out.status.code(), Some(0), "{}", support::printed(&out));
     assert!(
         stdout.contains(&format!("left run {} alone", run.run_id)),
         "{stdout}"
