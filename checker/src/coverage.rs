@@ -50,6 +50,14 @@ pub struct Coverage {
     pub clock_faults_on_holder_node: usize,
     /// Fault starts of any kind.
     pub faults: usize,
+    /// Where the history says who was master (nemesis `master` ops, on replicated
+    /// deployments): how many times that changed, a failover or a split brain beginning or
+    /// ending.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub master_changes: Option<usize>,
+    /// How long two or more nodes acted as master at once, in ms (with `master_changes`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub two_masters_ms: Option<f64>,
 }
 
 /// The least, median and greatest of some durations, in milliseconds. The median of an even
@@ -85,16 +93,37 @@ impl Coverage {
         self.grants_faulted > 0
     }
 
+    /// Whether the history names masters and the master never changed: no fault made the
+    /// deployment fail over.
+    pub fn no_failover(&self) -> bool {
+        self.master_changes == Some(0)
+    }
+
     /// One line for a user, such as `53 grants, 12 with a fault on the holder during its
     /// lease; 39 kills, 31 back within the TTL (restart 40-180 ms, median 70 ms); 3 client
     /// pauses on a holder`. Kills, pauses and clock faults are left out when there are none.
     pub fn line(&self) -> String {
-        let mut parts = vec![format!(
-            "{} grant{}, {} with a fault on the holder during its lease",
-            self.grants,
-            plural(self.grants),
-            self.grants_faulted
-        )];
+        let mut parts = Vec::new();
+        if self.grants > 0 || self.master_changes.is_none() {
+            parts.push(format!(
+                "{} grant{}, {} with a fault on the holder during its lease",
+                self.grants,
+                plural(self.grants),
+                self.grants_faulted
+            ));
+        }
+        if let Some(changes) = self.master_changes {
+            let two = self
+                .two_masters_ms
+                .filter(|&ms| ms > 0.0)
+                .map_or(String::new(), |ms| {
+                    format!(", two masters at once for {:.1} s", ms / 1000.0)
+                });
+            parts.push(format!(
+                "{changes} master change{}{two}",
+                plural(changes)
+            ));
+        }
         if self.faults == 0 {
             parts.push("no faults".to_string());
         }
@@ -221,6 +250,33 @@ pub fn check(ops: &[Op], concurrency: Option<usize>) -> Coverage {
         pauses_on_holder: count_on_holder(&|fault| fault == "client-pause"),
         clock_faults_on_holder_node: count_on_holder(&|fault| fault.starts_with("clock-")),
         faults: windows.len(),
+        ..masters(ops)
+    }
+}
+
+/// What the nemesis `master` ops say: each names every node acting as master from then on.
+fn masters(ops: &[Op]) -> Coverage {
+    let records: Vec<&Op> = ops
+        .iter()
+        .filter(|op| op.process.is_nemesis() && op.f == "master")
+        .collect();
+    if records.is_empty() {
+        return Coverage::default();
+    }
+    let end = history_end(ops);
+    let two_masters: u64 = records
+        .iter()
+        .enumerate()
+        .filter(|(_, op)| op.node.as_ref().is_some_and(|nodes| nodes.len() > 1))
+        .map(|(i, op)| {
+            let until = records.get(i + 1).map_or(end, |next| next.time);
+            until.saturating_sub(op.time)
+        })
+        .sum();
+    Coverage {
+        master_changes: Some(records.len() - 1),
+        two_masters_ms: Some(ms(two_masters)),
+        ..Coverage::default()
     }
 }
 
@@ -307,10 +363,38 @@ mod tests {
             };
             self.push(from, op("start")).push(to, op("stop"))
         }
+        /// The deployment names `masters` as master from `at` on.
+        fn master(&mut self, at: u64, masters: &[&str]) -> &mut Self {
+            let op = Op::new(Process::NEMESIS, OpType::Info, "master")
+                .nodes(masters.iter().map(|m| m.to_string()).collect());
+            self.push(at, op)
+        }
         fn check(&mut self, concurrency: Option<usize>) -> Coverage {
             self.0.sort_by_key(|op| op.time);
             check(&self.0, concurrency)
         }
+    }
+
+    #[test]
+    fn master_records_count_changes_and_the_time_with_two_masters() {
+        let mut s = Script::default();
+        s.hold((0, 100), 0, &[]);
+        assert_eq!(s.check(None).master_changes, None, "no master records");
+        s.master(0, &["n1"])
+            .master(300, &["n1", "n2"])
+            .master(800, &["n2"])
+            .hold((900, 1000), 1, &[]);
+        let r = s.check(None);
+        assert_eq!(r.master_changes, Some(2));
+        assert_eq!(r.two_masters_ms, Some(500.0));
+        assert!(!r.no_failover());
+        assert!(r.line().contains("2 master changes, two masters at once for 0.5 s"));
+
+        let mut s = Script::default();
+        s.master(0, &["n1"]).fault((100, 200), "partition", &["n2"]);
+        let r = s.check(None);
+        assert!(r.no_failover());
+        assert_eq!(r.line(), "0 master changes");
     }
 
     #[test]
@@ -511,6 +595,7 @@ mod tests {
             pauses_on_holder: 3,
             clock_faults_on_holder_node: 0,
             faults: 60,
+            ..Coverage::default()
         };
         assert_eq!(
             coverage.line(),

@@ -218,6 +218,7 @@ pub fn check_ops(
         ops: OpCounts::of(ops),
         stats,
         coverage,
+        pace: None,
         faults: injected_faults(ops),
         acquisition: acquisition_stats::check(ops),
         lock_safety,

@@ -132,13 +132,15 @@ pub struct RunArgs {
     /// that they all live on one master.
     #[arg(long)]
     pub hash_tag: Option<String>,
-    /// How long a killed node stays down before it is restarted.
-    #[arg(long, default_value = "0s", value_parser = duration, allow_hyphen_values = true)]
-    pub restart_delay: Duration,
+    /// How long a killed node stays down before it is restarted (default: at once; on
+    /// sentinel and cluster, as long as other faults, around the failure detector).
+    #[arg(long, value_parser = duration, allow_hyphen_values = true)]
+    pub restart_delay: Option<Duration>,
     /// Mean quiet time before each fault (seeded, within half of it either way), and the mean
-    /// length of faults that have no length of their own.
-    #[arg(long, default_value = "500ms", value_parser = duration, allow_hyphen_values = true)]
-    pub nemesis_interval: Duration,
+    /// length of faults that have no length of their own (default: 500ms; on sentinel and
+    /// cluster, drawn around the failure detector instead, so that faults outlast it).
+    #[arg(long, value_parser = duration, allow_hyphen_values = true)]
+    pub nemesis_interval: Option<Duration>,
     /// The largest clock jump of clock-bump and clock-strobe.
     #[arg(long, default_value = "10s", value_parser = duration, allow_hyphen_values = true)]
     pub clock_bump: Duration,
@@ -316,6 +318,6 @@ mod tests {
             ("redlock", "redlock", "kill")
         );
         assert_eq!(args.time_limit, Duration::from_secs(60));
-        assert_eq!(args.nemesis_interval, Duration::from_millis(500));
+        assert_eq!(args.nemesis_interval, None);
     }
 }

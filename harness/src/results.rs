@@ -124,6 +124,9 @@ pub struct Results {
     /// What the faults reached: grants with a fault on their holder, kills back within the
     /// TTL, pauses that landed on a holder.
     pub coverage: Coverage,
+    /// What paced the faults, where the deployment's failure detector did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pace: Option<String>,
     pub faults: Vec<InjectedFault>,
     #[serde(rename = "lock-safety")]
     pub lock_safety: LockSafety,

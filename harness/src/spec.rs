@@ -69,10 +69,15 @@ pub struct TestSpec {
     pub resources: usize,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hash_tag: Option<String>,
-    #[serde(with = "millis")]
-    pub restart_delay: Duration,
-    #[serde(with = "millis")]
-    pub nemesis_interval: Duration,
+    /// `--restart-delay`, where it was given.
+    #[serde(default, with = "opt_millis")]
+    pub restart_delay: Option<Duration>,
+    /// `--nemesis-interval`, where it was given.
+    #[serde(default, with = "opt_millis")]
+    pub nemesis_interval: Option<Duration>,
+    /// What paces the faults, where it is the deployment's failure detector.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pace: Option<Pace>,
     #[serde(with = "millis")]
     pub clock_bump: Duration,
     pub clock_drift: f64,
@@ -91,6 +96,34 @@ pub struct TestSpec {
     pub link_jitter: Duration,
     pub seed: u64,
     pub results: PathBuf,
+}
+
+/// The quiet time between faults, and the length of faults without one of their own, where
+/// nothing else paces them.
+const DEFAULT_INTERVAL: Duration = Duration::from_millis(500);
+
+/// Faults paced by the deployment's failure detector: what it is, and how long.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Pace {
+    pub detector_ms: u64,
+    pub why: String,
+}
+
+impl Pace {
+    /// One line for the summary: what paces the faults and how.
+    pub fn line(&self) -> String {
+        let detector = self.detector_ms as f64 / 1000.0;
+        format!(
+            "faults drawn around {detector} s, {}: one in five shorter (nothing should \
+             happen), the rest {:.1}-{:.1} s, {:.1}-{:.1} s apart (--nemesis-interval sets \
+             its own pace)",
+            self.why,
+            detector * 1.5,
+            detector * 3.0,
+            detector,
+            detector * 2.0
+        )
+    }
 }
 
 impl TestSpec {
@@ -274,12 +307,15 @@ impl TestSpec {
         positive("--ttl", args.ttl)?;
         positive("--time-limit", args.time_limit)?;
         positive("--exec-start-timeout", args.exec_start_timeout)?;
-        if args.nemesis_interval < limits::SHORTEST_INTERVAL {
+        if let Some(interval) = args
+            .nemesis_interval
+            .filter(|&i| i < limits::SHORTEST_INTERVAL)
+        {
             return Err(bad(format!(
                 "--nemesis-interval {} is shorter than {}: starting and healing a fault goes \
                  through Docker and takes tens to hundreds of milliseconds, so faults could \
                  not keep to it",
-                humantime::format_duration(args.nemesis_interval),
+                humantime::format_duration(interval),
                 humantime::format_duration(limits::SHORTEST_INTERVAL)
             )));
         }
@@ -356,6 +392,13 @@ impl TestSpec {
             hash_tag: args.hash_tag.clone(),
             restart_delay: args.restart_delay,
             nemesis_interval: args.nemesis_interval,
+            pace: match (args.nemesis_interval, topology.failure_detector(&options)) {
+                (None, Some(detector)) => Some(Pace {
+                    detector_ms: detector.after.as_millis() as u64,
+                    why: detector.why,
+                }),
+                _ => None,
+            },
             clock_bump: args.clock_bump,
             clock_drift: args.clock_drift,
             client_pause: args.client_pause,
@@ -392,8 +435,12 @@ impl TestSpec {
 
     pub fn nemesis_options(&self) -> NemesisOptions {
         NemesisOptions {
-            interval: self.nemesis_interval,
+            interval: self.nemesis_interval.unwrap_or(DEFAULT_INTERVAL),
             restart_delay: self.restart_delay,
+            detector: self
+                .pace
+                .as_ref()
+                .map(|p| Duration::from_millis(p.detector_ms)),
             clock_bump: self.clock_bump,
             clock_drift: self.clock_drift,
             client_pause: self.client_pause,
@@ -444,8 +491,8 @@ impl TestSpec {
     pub fn command_line(&self) -> String {
         let mut line = format!(
             "splitbrain run --deployment {} --client {} --workload {} --nemesis {} \
-             --time-limit {} --concurrency {} --ttl {} --restart-delay {} \
-             --nemesis-interval {} --persistence {} --clock-bump {} --clock-drift {} --client-pause {} --seed {}",
+             --time-limit {} --concurrency {} --ttl {} --persistence {} --clock-bump {} \
+             --clock-drift {} --client-pause {} --seed {}",
             self.deployment,
             shell_quoted(&self.client),
             self.workload,
@@ -459,8 +506,6 @@ impl TestSpec {
             humantime::format_duration(self.time_limit),
             self.concurrency,
             humantime::format_duration(self.ttl),
-            humantime::format_duration(self.restart_delay),
-            humantime::format_duration(self.nemesis_interval),
             self.persistence,
             humantime::format_duration(self.clock_bump),
             self.clock_drift,
@@ -469,6 +514,12 @@ impl TestSpec {
         );
         if let Some(nodes) = self.nodes {
             line += &format!(" --nodes {nodes}");
+        }
+        if let Some(delay) = self.restart_delay {
+            line += &format!(" --restart-delay {}", humantime::format_duration(delay));
+        }
+        if let Some(interval) = self.nemesis_interval {
+            line += &format!(" --nemesis-interval {}", humantime::format_duration(interval));
         }
         if self.client.starts_with(EXEC_PREFIX) {
             line += &format!(
@@ -945,7 +996,7 @@ mod tests {
             if let Ok(Cli { command: Command::Run(args) }) = Cli::try_parse_from(argv) {
                 match TestSpec::from_args(&args) {
                     Ok(spec) => {
-                        for d in [spec.time_limit, spec.ttl, spec.clock_bump, spec.nemesis_interval] {
+                        for d in [spec.time_limit, spec.ttl, spec.clock_bump] {
                             proptest::prop_assert!(d <= crate::limits::LONGEST);
                         }
                     }

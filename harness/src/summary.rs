@@ -32,7 +32,10 @@ pub fn render(title: &str, results: &Results) -> String {
         let _ = writeln!(out, "           {f}: {}", parts.join(", "));
     }
     let _ = writeln!(out, "  faults   {}", faults_line(results));
-    if results.coverage.grants > 0 {
+    if let Some(pace) = &results.pace {
+        let _ = writeln!(out, "  pace     {pace}");
+    }
+    if results.coverage.grants > 0 || results.coverage.master_changes.is_some() {
         let _ = writeln!(out, "  coverage {}", results.coverage.line());
     }
     let stats = &results.acquisition;
@@ -252,7 +255,9 @@ fn linearizability_lines(out: &mut String, result: &Linearizability, counts: boo
 /// What a valid lock run's faults reached, where that limits what the verdict says.
 fn reach(results: &Results) -> &'static str {
     let coverage = &results.coverage;
-    if coverage.grants == 0 {
+    if coverage.faults > 0 && coverage.no_failover() {
+        "; but the master never changed: no fault made the deployment fail over"
+    } else if coverage.grants == 0 {
         ""
     } else if coverage.faults == 0 {
         " (no faults were injected)"

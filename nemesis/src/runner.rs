@@ -14,8 +14,12 @@ use crate::Fault;
 pub struct NemesisOptions {
     /// Mean quiet time before each fault, and mean length of faults that have no other.
     pub interval: Duration,
-    /// How long a killed node stays down.
-    pub restart_delay: Duration,
+    /// How long a killed node stays down; `None`: as long as other faults last (around the
+    /// failure detector where faults are paced by one, else not at all).
+    pub restart_delay: Option<Duration>,
+    /// The failure detector faults are paced by (see [`crate::faults::fault_length`]): the
+    /// deployment's, unless `--nemesis-interval` set the pace.
+    pub detector: Option<Duration>,
     /// The largest clock jump.
     pub clock_bump: Duration,
     /// How fast a drifting clock runs (its inverse for a slow one); above 0, not 1.
@@ -32,7 +36,8 @@ impl Default for NemesisOptions {
     fn default() -> Self {
         NemesisOptions {
             interval: Duration::from_millis(500),
-            restart_delay: Duration::ZERO,
+            restart_delay: None,
+            detector: None,
             clock_bump: Duration::from_secs(10),
             clock_drift: 2.0,
             client_pause: Duration::from_secs(3),

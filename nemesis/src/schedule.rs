@@ -5,9 +5,9 @@ use std::time::Duration;
 
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
-use rand::{Rng, SeedableRng};
+use rand::SeedableRng;
 
-use crate::faults::{Action, Layout};
+use crate::faults::{quiet_time, Action, Layout};
 use crate::{Fault, NemesisOptions};
 
 /// One step of the schedule.
@@ -72,10 +72,7 @@ impl Iterator for Schedule {
             self.deck.shuffle(&mut self.rng);
         }
         let fault = self.deck.pop()?;
-        let wait = self
-            .options
-            .interval
-            .mul_f64(self.rng.random_range(0.5..1.5));
+        let wait = quiet_time(&self.options, &mut self.rng);
         let action = fault.plan(&self.layout, &self.options, &mut self.rng);
         let hold = fault.hold(&self.options, &mut self.rng);
         Some(Step {

@@ -1,6 +1,8 @@
 use std::time::Duration;
 
-use super::{node_name, NodeSpec, Topology, TopologyOptions};
+use super::{
+    node_name, seconds, FailureDetector, NodeSpec, Topology, TopologyOptions, ELECTION,
+};
 
 /// Three masters with one replica each, the smallest cluster Redis recommends.
 const DEFAULT_NODES: usize = 6;
@@ -96,6 +98,18 @@ impl Topology for Cluster {
             "--cluster-yes".into(),
         ]);
         Some(command)
+    }
+
+    fn failure_detector(&self, options: &TopologyOptions) -> Option<FailureDetector> {
+        let timeout = options.cluster.node_timeout;
+        Some(FailureDetector {
+            after: timeout + ELECTION,
+            why: format!(
+                "the cluster's node timeout ({}) and about {} for a replica to win its election",
+                seconds(timeout),
+                seconds(ELECTION)
+            ),
+        })
     }
 }
 

@@ -112,6 +112,27 @@ pub trait Topology: Sync {
     fn formation(&self, _options: &TopologyOptions) -> Option<Vec<String>> {
         None
     }
+    /// The failure detector a fault on the nodes must outlast before this deployment acts on
+    /// it (promotes a replica); `None` where nothing watches the nodes.
+    fn failure_detector(&self, _options: &TopologyOptions) -> Option<FailureDetector> {
+        None
+    }
+}
+
+/// How long a node must look gone before a deployment acts, and what that time is made of.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FailureDetector {
+    pub after: std::time::Duration,
+    pub why: String,
+}
+
+/// About how long an election and a promotion take once a master is deemed down: a Sentinel
+/// leader vote, or a Cluster replica's ranked election delay (500 ms and up to 500 ms more).
+pub(crate) const ELECTION: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// A duration as a person writes it: `2s`, `1.5s`.
+pub(crate) fn seconds(d: std::time::Duration) -> String {
+    format!("{}s", d.as_secs_f64())
 }
 
 /// Every deployment, by name.

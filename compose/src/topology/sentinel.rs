@@ -1,6 +1,8 @@
 use std::time::Duration;
 
-use super::{node_name, NodeSpec, Topology, TopologyOptions};
+use super::{
+    node_name, seconds, FailureDetector, NodeSpec, Topology, TopologyOptions, ELECTION,
+};
 
 /// The name Sentinel knows the monitored master by.
 pub const MASTER_NAME: &str = "mymaster";
@@ -91,6 +93,18 @@ impl Topology for Sentinel {
                 }
             })
             .collect())
+    }
+
+    fn failure_detector(&self, options: &TopologyOptions) -> Option<FailureDetector> {
+        let down_after = options.sentinel.down_after;
+        Some(FailureDetector {
+            after: down_after + ELECTION,
+            why: format!(
+                "Sentinel's down-after ({}) and about {} to elect a leader and promote a replica",
+                seconds(down_after),
+                seconds(ELECTION)
+            ),
+        })
     }
 }
 

@@ -4,7 +4,7 @@ use async_trait::async_trait;
 use rand::rngs::StdRng;
 use splitbrain_compose::ComposeError;
 
-use super::{join_targets, Action, Fault, Started, Target};
+use super::{fault_length, join_targets, Action, Fault, Started, Target};
 use crate::NemesisOptions;
 
 /// SIGKILL the target nodes' Redis, then start them again after the restart delay. What a
@@ -21,8 +21,14 @@ impl Fault for Kill {
         "SIGKILL nodes, restart them after --restart-delay"
     }
 
-    fn hold(&self, options: &NemesisOptions, _rng: &mut StdRng) -> Duration {
-        options.restart_delay
+    /// `--restart-delay`; left to splitbrain, as long as other faults last where a failure
+    /// detector paces them (a node back at once is never noticed), else at once.
+    fn hold(&self, options: &NemesisOptions, rng: &mut StdRng) -> Duration {
+        match (options.restart_delay, options.detector) {
+            (Some(delay), _) => delay,
+            (None, Some(_)) => fault_length(options, rng),
+            (None, None) => Duration::ZERO,
+        }
     }
 
     async fn start(&self, target: &Target, action: &Action) -> Result<Started, ComposeError> {

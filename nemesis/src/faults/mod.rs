@@ -118,9 +118,9 @@ pub trait Fault: Sync {
     fn plan(&self, layout: &Layout, _options: &NemesisOptions, rng: &mut StdRng) -> Action {
         Action::on(jepsen_targets(&layout.nodes, rng))
     }
-    /// How long the fault stays on before it is healed; by default about one interval.
+    /// How long the fault stays on before it is healed; by default [`fault_length`].
     fn hold(&self, options: &NemesisOptions, rng: &mut StdRng) -> Duration {
-        options.interval.mul_f64(rng.random_range(0.5..1.5))
+        fault_length(options, rng)
     }
     async fn start(&self, target: &Target, action: &Action) -> Result<Started, ComposeError>;
     async fn stop(&self, target: &Target, action: &Action) -> Result<(), ComposeError>;
@@ -158,6 +158,28 @@ pub static FAULTS: &[&dyn Fault] = &[
     &packet::Packet::Loss,
     &packet::Packet::Netem,
 ];
+
+/// How long a fault lasts by default. Where faults are paced by a failure detector, one in
+/// five is shorter than it (the deployment should do nothing) and the rest last 1.5 to 3
+/// times as long (it must fail over): a fault shorter than the detector tests nothing more.
+/// Otherwise, about one `--nemesis-interval`.
+pub fn fault_length(options: &NemesisOptions, rng: &mut StdRng) -> Duration {
+    match options.detector {
+        Some(detector) if rng.random_bool(0.2) => detector.mul_f64(rng.random_range(0.3..0.8)),
+        Some(detector) => detector.mul_f64(rng.random_range(1.5..3.0)),
+        None => options.interval.mul_f64(rng.random_range(0.5..1.5)),
+    }
+}
+
+/// The quiet time before a fault: where faults are paced by a failure detector, one to two
+/// detectors, so that the deployment settles (an old master rejoins as a replica) before the
+/// next; otherwise about one `--nemesis-interval`.
+pub fn quiet_time(options: &NemesisOptions, rng: &mut StdRng) -> Duration {
+    match options.detector {
+        Some(detector) => detector.mul_f64(rng.random_range(1.0..2.0)),
+        None => options.interval.mul_f64(rng.random_range(0.5..1.5)),
+    }
+}
 
 /// Looks a fault up by name.
 pub fn find_fault(name: &str) -> Option<&'static dyn Fault> {
