@@ -119,10 +119,7 @@ impl Coverage {
                 .map_or(String::new(), |ms| {
                     format!(", two masters at once for {:.1} s", ms / 1000.0)
                 });
-            parts.push(format!(
-                "{changes} master change{}{two}",
-                plural(changes)
-            ));
+            parts.push(format!("{changes} master change{}{two}", plural(changes)));
         }
         if self.faults == 0 {
             parts.push("no faults".to_string());
@@ -388,7 +385,9 @@ mod tests {
         assert_eq!(r.master_changes, Some(2));
         assert_eq!(r.two_masters_ms, Some(500.0));
         assert!(!r.no_failover());
-        assert!(r.line().contains("2 master changes, two masters at once for 0.5 s"));
+        assert!(r
+            .line()
+            .contains("2 master changes, two masters at once for 0.5 s"));
 
         let mut s = Script::default();
         s.master(0, &["n1"]).fault((100, 200), "partition", &["n2"]);

@@ -519,7 +519,10 @@ impl TestSpec {
             line += &format!(" --restart-delay {}", humantime::format_duration(delay));
         }
         if let Some(interval) = self.nemesis_interval {
-            line += &format!(" --nemesis-interval {}", humantime::format_duration(interval));
+            line += &format!(
+                " --nemesis-interval {}",
+                humantime::format_duration(interval)
+            );
         }
         if self.client.starts_with(EXEC_PREFIX) {
             line += &format!(
@@ -838,6 +841,47 @@ mod tests {
         let start = message(&["--exec-start-timeout", "0s"]);
         assert!(start.contains("more than zero"), "{start}");
         assert!(spec(&["--concurrency", "500", "--nemesis-interval", "100ms"]).is_ok());
+    }
+
+    #[test]
+    fn replicated_deployments_pace_faults_by_their_failure_detector_unless_told() {
+        let sentinel = spec(&["--deployment", "sentinel", "--client", "set-nx-px"]).unwrap();
+        let pace = sentinel
+            .pace
+            .as_ref()
+            .expect("sentinel has a failure detector");
+        assert_eq!(pace.detector_ms, 3_000);
+        assert!(pace.line().contains("down-after (2s)"), "{}", pace.line());
+        assert_eq!(
+            sentinel.nemesis_options().detector,
+            Some(Duration::from_secs(3))
+        );
+        let cluster = spec(&[
+            "--deployment",
+            "cluster",
+            "--client",
+            "set-nx-px",
+            "--cluster-node-timeout",
+            "5s",
+        ])
+        .unwrap();
+        assert_eq!(cluster.pace.map(|p| p.detector_ms), Some(6_000));
+        let told = spec(&[
+            "--deployment",
+            "sentinel",
+            "--client",
+            "set-nx-px",
+            "--nemesis-interval",
+            "8s",
+        ])
+        .unwrap();
+        assert_eq!(told.pace, None);
+        assert!(told.command_line().contains("--nemesis-interval 8s"));
+        assert_eq!(
+            spec(&[]).unwrap().pace,
+            None,
+            "redlock has no failure detector"
+        );
     }
 
     #[test]

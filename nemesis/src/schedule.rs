@@ -112,6 +112,46 @@ mod tests {
         assert_ne!(steps(42), steps(43));
     }
 
+    /// Paced by a 3 s failure detector: about one fault in five is shorter than the detector,
+    /// the rest 1.5 to 3 times as long; quiet times are one to two detectors; a killed node
+    /// stays down as long as other faults last unless `--restart-delay` says otherwise.
+    #[test]
+    fn faults_paced_by_a_detector_mostly_outlast_it() {
+        let detector = Duration::from_secs(3);
+        let options = NemesisOptions {
+            detector: Some(detector),
+            ..NemesisOptions::default()
+        };
+        let kill = crate::find_fault("kill").unwrap();
+        let partition = crate::find_fault("partition").unwrap();
+        let steps: Vec<Step> = Schedule::new(3, vec![partition, kill], layout(), options.clone())
+            .take(400)
+            .collect();
+        let short = steps.iter().filter(|s| s.hold < detector).count();
+        assert!(
+            (40..=120).contains(&short),
+            "{short} of 400 shorter than the detector"
+        );
+        for step in &steps {
+            assert!(step.hold >= detector.mul_f64(0.3) && step.hold <= detector * 3);
+            assert!(
+                step.wait >= detector && step.wait <= detector * 2,
+                "{step:?}"
+            );
+        }
+        let delayed = NemesisOptions {
+            restart_delay: Some(Duration::from_millis(100)),
+            ..options
+        };
+        let mut rng = StdRng::seed_from_u64(1);
+        assert_eq!(kill.hold(&delayed, &mut rng), Duration::from_millis(100));
+        // Without a detector, a killed node comes straight back: the restart hazard.
+        assert_eq!(
+            kill.hold(&NemesisOptions::default(), &mut rng),
+            Duration::ZERO
+        );
+    }
+
     #[test]
     fn every_fault_is_used() {
         let steps = steps(1).join("\n");

@@ -1,8 +1,6 @@
 use std::time::Duration;
 
-use super::{
-    node_name, seconds, FailureDetector, NodeSpec, Topology, TopologyOptions, ELECTION,
-};
+use super::{node_name, seconds, FailureDetector, NodeSpec, Topology, TopologyOptions, ELECTION};
 
 /// Three masters with one replica each, the smallest cluster Redis recommends.
 const DEFAULT_NODES: usize = 6;

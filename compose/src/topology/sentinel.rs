@@ -1,8 +1,6 @@
 use std::time::Duration;
 
-use super::{
-    node_name, seconds, FailureDetector, NodeSpec, Topology, TopologyOptions, ELECTION,
-};
+use super::{node_name, seconds, FailureDetector, NodeSpec, Topology, TopologyOptions, ELECTION};
 
 /// The name Sentinel knows the monitored master by.
 pub const MASTER_NAME: &str = "mymaster";
