@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use async_trait::async_trait;
 use rand::rngs::StdRng;
 use rand::seq::{IndexedRandom, SliceRandom};
+use rand::Rng;
 use splitbrain_compose::{ComposeError, Deployment};
 
 use super::{Action, Fault, Layout, Started, Target};
@@ -155,27 +156,40 @@ impl Fault for Partition {
             .or_else(|| fitting.choose(rng).copied())
             .unwrap_or(Shape::Isolate);
         let grudge = shape.grudge(nodes, rng);
+        let mut params = serde_json::json!({ "shape": shape.name(), "grudge": grudge });
+        // As Jepsen aims at primaries: where a master fails over, half of the one-sided
+        // shapes put the current master on the minority side, which is what a failover
+        // needs; a random side holds it a third of the time on three nodes.
+        let one_sided = matches!(shape, Shape::Isolate | Shape::Halves);
+        if (layout.sentinels || layout.cluster) && one_sided && rng.random_bool(0.5) {
+            params["aim"] = "master".into();
+        }
         Action {
             targets: grudge.keys().cloned().collect(),
-            params: serde_json::json!({ "shape": shape.name(), "grudge": grudge }),
+            params,
         }
     }
 
     async fn start(&self, target: &Target, action: &Action) -> Result<Started, ComposeError> {
-        let grudge: Grudge = serde_json::from_value(action.params["grudge"].clone())
+        let mut grudge: Grudge = serde_json::from_value(action.params["grudge"].clone())
             .expect("the plan wrote the grudge");
+        let mut measured = None;
+        if action.params["aim"] == "master" {
+            if let Some(master) = target.deployment.master_of(&target.key).await {
+                grudge = with_on_minority_side(&grudge, &master);
+                measured = Some(serde_json::json!({ "master": master, "grudge": grudge }));
+            }
+        }
         apply(&target.deployment, &grudge).await?;
-        Ok(Started::default())
+        Ok(Started {
+            measured,
+            ..Started::default()
+        })
     }
 
-    async fn stop(&self, target: &Target, action: &Action) -> Result<(), ComposeError> {
-        let deployment = &target.deployment;
-        for node in &action.targets {
-            deployment
-                .exec_ok(node, &["iptables", "-F", "INPUT"])
-                .await?;
-        }
-        Ok(())
+    /// An aimed grudge may name other nodes than the plan's: every node's rules go.
+    async fn stop(&self, target: &Target, _action: &Action) -> Result<(), ComposeError> {
+        self.heal_all(target).await
     }
 
     async fn heal_all(&self, target: &Target) -> Result<(), ComposeError> {
@@ -202,6 +216,40 @@ impl Fault for Partition {
         }
         Ok(left)
     }
+}
+
+/// `grudge` with `master` on its minority side: the nodes cut off from the most peers. If
+/// `master` is not among them, it trades names with one of them, so the shape stays the same.
+fn with_on_minority_side(grudge: &Grudge, master: &str) -> Grudge {
+    let most = grudge.values().map(Vec::len).max().unwrap_or(0);
+    let minority: Vec<&String> = grudge
+        .iter()
+        .filter(|(_, v)| v.len() == most)
+        .map(|(k, _)| k)
+        .collect();
+    if minority.iter().any(|n| *n == master) || !grudge.contains_key(master) {
+        return grudge.clone();
+    }
+    let Some(other) = minority.first().map(|n| n.to_string()) else {
+        return grudge.clone();
+    };
+    let swap = |node: &String| {
+        if *node == other {
+            master.to_string()
+        } else if node == master {
+            other.clone()
+        } else {
+            node.clone()
+        }
+    };
+    grudge
+        .iter()
+        .map(|(node, peers)| {
+            let mut peers: Vec<String> = peers.iter().map(swap).collect();
+            peers.sort();
+            (swap(node), peers)
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -314,5 +362,28 @@ mod tests {
             .contains("at least 4"));
         assert!(Partition(None).fits(&layout(1)).is_err());
         assert!(Partition(None).fits(&layout(2)).is_ok());
+    }
+
+    #[test]
+    fn an_aimed_grudge_puts_the_master_on_the_minority_side_in_the_same_shape() {
+        let all = nodes(3);
+        for seed in 0..10 {
+            let grudge = Shape::Isolate.grudge(&all, &mut StdRng::seed_from_u64(seed));
+            let aimed = with_on_minority_side(&grudge, "n1");
+            assert_eq!(
+                aimed["n1"].len(),
+                2,
+                "n1 is cut from both others: {aimed:?}"
+            );
+            let mut sizes: Vec<usize> = grudge.values().map(Vec::len).collect();
+            let mut aimed_sizes: Vec<usize> = aimed.values().map(Vec::len).collect();
+            sizes.sort();
+            aimed_sizes.sort();
+            assert_eq!(sizes, aimed_sizes);
+        }
+        let five = nodes(5);
+        let halves = Shape::Halves.grudge(&five, &mut StdRng::seed_from_u64(4));
+        let aimed = with_on_minority_side(&halves, "n3");
+        assert_eq!(aimed["n3"].len(), 3, "{aimed:?}");
     }
 }
