@@ -4,7 +4,7 @@ use splitbrain_compose::clock::ClockSkew;
 use splitbrain_compose::ComposeError;
 
 use super::clock::{measure, set_all, Clock, ClockKind};
-use super::holder::{holder_params, next_grant, no_grant, victims};
+use super::holder::{aim, holder_action};
 use super::{Action, Fault, Layout, Started, Target};
 use crate::NemesisOptions;
 
@@ -37,36 +37,26 @@ impl Fault for ClockHolder {
     }
 
     fn plan(&self, _layout: &Layout, options: &NemesisOptions, rng: &mut StdRng) -> Action {
-        let mut params = holder_params(options, rng);
-        params["offset_ms"] = jump_ms(options).into();
-        Action {
-            targets: Vec::new(),
-            params,
-        }
+        let mut action = holder_action(options, rng);
+        action.params["offset_ms"] = jump_ms(options).into();
+        action
     }
 
     async fn start(&self, target: &Target, action: &Action) -> Result<Started, ComposeError> {
-        let Some(grant) = next_grant(target, &action.params).await else {
-            return Ok(Started {
-                measured: Some(no_grant()),
-                ..Started::default()
-            });
+        let aimed = match aim(target, action).await {
+            Ok(aimed) => aimed,
+            Err(nothing) => return Ok(nothing),
         };
-        let (victims, granted) = victims(target, &grant, &action.params);
         let offset_ms = action.params["offset_ms"].as_i64().unwrap_or_default();
         let deployment = &target.deployment;
-        set_all(
-            deployment,
-            &victims,
-            ClockSkew::offset(offset_ms * 1_000_000),
-        )
-        .await?;
-        let mut measured = measure(deployment, &victims).await?;
-        measured["holder"] = grant.process.into();
-        measured["granted_by"] = granted.into();
+        let skew = ClockSkew::offset(offset_ms * 1_000_000);
+        set_all(deployment, &aimed.victims, skew).await?;
+        let mut measured = measure(deployment, &aimed.victims).await?;
+        measured["holder"] = aimed.measured["holder"].clone();
+        measured["granted_by"] = aimed.measured["granted_by"].clone();
         Ok(Started {
             measured: Some(measured),
-            targets: Some(victims),
+            targets: Some(aimed.victims),
             ..Started::default()
         })
     }

@@ -8,7 +8,7 @@ use rand::seq::IndexedRandom;
 use rand::{Rng, SeedableRng};
 use splitbrain_workloads::SeenGrant;
 
-use super::Target;
+use super::{Action, Started, Target};
 use crate::NemesisOptions;
 
 /// How long a step waits for a grant before it gives up and hits nothing.
@@ -16,18 +16,45 @@ pub(super) fn patience(options: &NemesisOptions) -> Duration {
     (options.interval * 4).max(Duration::from_secs(2))
 }
 
-/// The waiting time for a grant, and the seed of the choice among its nodes, ride in the
-/// params, so the plan stays seeded.
-pub(super) fn holder_params(options: &NemesisOptions, rng: &mut StdRng) -> serde_json::Value {
-    serde_json::json!({
-        "patience_ms": patience(options).as_millis() as u64,
-        "pick": rng.random::<u32>(),
+/// The plan of a step aimed at the holder: no targets yet (they are the holder's nodes once a
+/// grant comes); the waiting time for a grant and the seed of the choice among its nodes ride
+/// in the params, so the plan stays seeded.
+pub(super) fn holder_action(options: &NemesisOptions, rng: &mut StdRng) -> Action {
+    Action {
+        targets: Vec::new(),
+        params: serde_json::json!({
+            "patience_ms": patience(options).as_millis() as u64,
+            "pick": rng.random::<u32>(),
+        }),
+    }
+}
+
+/// The nodes a step aimed at the holder hits, once the next grant comes: the fewest of its
+/// nodes whose loss lets another client win (see [`betraying_set`]), and how to record it.
+/// Where no grant comes within the patience, what to record instead.
+pub(super) async fn aim(target: &Target, action: &Action) -> Result<Aimed, Started> {
+    let Some(grant) = next_grant(target, &action.params).await else {
+        return Err(Started {
+            measured: Some(serde_json::json!({ "refused": "no grant within the patience" })),
+            ..Started::default()
+        });
+    };
+    let (victims, granted) = victims(target, &grant, &action.params);
+    Ok(Aimed {
+        measured: serde_json::json!({ "holder": grant.process, "granted_by": granted }),
+        victims,
     })
+}
+
+/// The nodes a step aimed at the holder hits, and what it records of the grant.
+pub(super) struct Aimed {
+    pub victims: Vec<String>,
+    pub measured: serde_json::Value,
 }
 
 /// The next grant of the contended key given after this call, if one comes within the
 /// `patience_ms` of `params`.
-pub(super) async fn next_grant(target: &Target, params: &serde_json::Value) -> Option<SeenGrant> {
+async fn next_grant(target: &Target, params: &serde_json::Value) -> Option<SeenGrant> {
     let patience = Duration::from_millis(params["patience_ms"].as_u64().unwrap_or(0));
     let mut grants = target.grants.clone();
     grants.mark_unchanged();
@@ -45,14 +72,9 @@ pub(super) async fn next_grant(target: &Target, params: &serde_json::Value) -> O
     .flatten()
 }
 
-/// What a step that found no grant to aim at records.
-pub(super) fn no_grant() -> serde_json::Value {
-    serde_json::json!({ "refused": "no grant within the patience" })
-}
-
 /// The fewest nodes of `grant` whose loss lets another client win without the holder (see
 /// [`betraying_set`]), picked with the seed in `params`; and every node that granted it.
-pub(super) fn victims(
+fn victims(
     target: &Target,
     grant: &SeenGrant,
     params: &serde_json::Value,

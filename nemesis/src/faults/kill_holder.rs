@@ -4,7 +4,7 @@ use async_trait::async_trait;
 use rand::rngs::StdRng;
 use splitbrain_compose::ComposeError;
 
-use super::holder::{holder_params, next_grant, no_grant, victims};
+use super::holder::{aim, holder_action};
 use super::kill::Kill;
 use super::{Action, Fault, Layout, Started, Target};
 use crate::NemesisOptions;
@@ -33,10 +33,7 @@ impl Fault for KillHolder {
     }
 
     fn plan(&self, _layout: &Layout, options: &NemesisOptions, rng: &mut StdRng) -> Action {
-        Action {
-            targets: Vec::new(),
-            params: holder_params(options, rng),
-        }
+        holder_action(options, rng)
     }
 
     fn hold(&self, options: &NemesisOptions, rng: &mut StdRng) -> Duration {
@@ -44,17 +41,15 @@ impl Fault for KillHolder {
     }
 
     async fn start(&self, target: &Target, action: &Action) -> Result<Started, ComposeError> {
-        let Some(grant) = next_grant(target, &action.params).await else {
-            return Ok(Started {
-                measured: Some(no_grant()),
-                ..Started::default()
-            });
+        let aimed = match aim(target, action).await {
+            Ok(aimed) => aimed,
+            Err(nothing) => return Ok(nothing),
         };
-        let (victims, granted) = victims(target, &grant, &action.params);
-        Kill.start(target, &Action::on(victims.clone())).await?;
+        Kill.start(target, &Action::on(aimed.victims.clone()))
+            .await?;
         Ok(Started {
-            measured: Some(serde_json::json!({ "holder": grant.process, "granted_by": granted })),
-            targets: Some(victims),
+            measured: Some(aimed.measured),
+            targets: Some(aimed.victims),
             ..Started::default()
         })
     }
