@@ -58,6 +58,33 @@ pub struct Coverage {
     /// How long two or more nodes acted as master at once, in ms (with `master_changes`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub two_masters_ms: Option<f64>,
+    /// Updates (any `ok` op but a read) that a master acknowledged between the start of the
+    /// fault after which another node was promoted and its own demotion: the writes a failover
+    /// puts at risk (with `master_changes`; ops that name their node).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub acked_by_demoted: Option<usize>,
+    /// Grants by a master later demoted whose lease still ran when another node was promoted:
+    /// the ones a second client could be granted beside (with `master_changes`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub leases_live_at_promotion: Option<usize>,
+    /// The deployment's failure detector, in ms, where the run says what it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detector_ms: Option<f64>,
+    /// Faults that cut nodes off or stopped them (partitions, kills, pauses).
+    #[serde(default)]
+    pub node_outages: usize,
+    /// Of those, how many lasted longer than the failure detector (with `detector_ms`).
+    #[serde(default)]
+    pub outages_past_detector: usize,
+}
+
+/// What the history alone does not say about its run, where the caller knows it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RunFacts {
+    /// The number of client workers.
+    pub concurrency: Option<usize>,
+    /// How long a node must look gone before the deployment promotes another.
+    pub detector_ms: Option<u64>,
 }
 
 /// The least, median and greatest of some durations, in milliseconds. The median of an even
@@ -120,6 +147,27 @@ impl Coverage {
                     format!(", two masters at once for {:.1} s", ms / 1000.0)
                 });
             parts.push(format!("{changes} master change{}{two}", plural(changes)));
+        }
+        if let Some(acked) = self.acked_by_demoted.filter(|&n| n > 0) {
+            parts.push(format!(
+                "{acked} update{} acknowledged by a master after the fault that demoted it began",
+                plural(acked)
+            ));
+        }
+        if let Some(live) = self.leases_live_at_promotion.filter(|_| self.grants > 0) {
+            parts.push(format!(
+                "{live} lease{} of a demoted master still running when another was promoted",
+                plural(live)
+            ));
+        }
+        if let Some(detector) = self.detector_ms.filter(|_| self.node_outages > 0) {
+            parts.push(format!(
+                "{} of {} node outage{} outlasted the failure detector ({:.1} s)",
+                self.outages_past_detector,
+                self.node_outages,
+                plural(self.node_outages),
+                detector / 1000.0
+            ));
         }
         if self.faults == 0 {
             parts.push("no faults".to_string());
@@ -201,8 +249,16 @@ impl Reach {
 /// The faults that crash nodes and restart them.
 const KILLS: [&str; 3] = ["kill", "kill-primary", "kill-holder"];
 
-/// Checks what a history exercised. `concurrency` is the number of client workers, if known.
-pub fn check(ops: &[Op], concurrency: Option<usize>) -> Coverage {
+/// The faults that take nodes away from their peers, for the failure detector's purposes.
+fn is_outage(fault: &str) -> bool {
+    ["partition", "kill", "pause"]
+        .iter()
+        .any(|family| fault == *family || fault.starts_with(&format!("{family}-")))
+}
+
+/// Checks what a history exercised; `facts` says what the history does not.
+pub fn check(ops: &[Op], facts: RunFacts) -> Coverage {
+    let concurrency = facts.concurrency;
     let (holds, _) = derive_holds(ops, history_end(ops));
     let grants: Vec<&Candidate> = holds.iter().filter(|h| h.certain).collect();
     let windows = fault_windows(ops);
@@ -225,6 +281,7 @@ pub fn check(ops: &[Op], concurrency: Option<usize>) -> Coverage {
         .filter(|w| w.stopped)
         .map(|w| w.stop.saturating_sub(w.start))
         .collect();
+    let outages: Vec<&Window> = windows.iter().filter(|w| is_outage(&w.fault)).collect();
     let count_on_holder = |is_kind: &dyn Fn(&str) -> bool| {
         windows
             .iter()
@@ -247,12 +304,21 @@ pub fn check(ops: &[Op], concurrency: Option<usize>) -> Coverage {
         pauses_on_holder: count_on_holder(&|fault| fault == "client-pause"),
         clock_faults_on_holder_node: count_on_holder(&|fault| fault.starts_with("clock-")),
         faults: windows.len(),
-        ..masters(ops)
+        detector_ms: facts.detector_ms.map(|d| d as f64),
+        node_outages: outages.len(),
+        outages_past_detector: facts.detector_ms.map_or(0, |detector| {
+            let detector_ns = detector.saturating_mul(1_000_000);
+            outages
+                .iter()
+                .filter(|w| w.stop.saturating_sub(w.start) > detector_ns)
+                .count()
+        }),
+        ..masters(ops, &windows, &grants)
     }
 }
 
 /// What the nemesis `master` ops say: each names every node acting as master from then on.
-fn masters(ops: &[Op]) -> Coverage {
+fn masters(ops: &[Op], windows: &[Window], grants: &[&Candidate]) -> Coverage {
     let records: Vec<&Op> = ops
         .iter()
         .filter(|op| op.process.is_nemesis() && op.f == "master")
@@ -270,11 +336,81 @@ fn masters(ops: &[Op]) -> Coverage {
             until.saturating_sub(op.time)
         })
         .sum();
+    let at_risk = at_risk(&records, windows, end);
+    let risked = |node: &Option<Vec<String>>, time: u64| {
+        let [node] = node.as_deref().unwrap_or_default() else {
+            return None;
+        };
+        at_risk
+            .iter()
+            .find(|r| r.node == *node && (r.from..r.until).contains(&time))
+    };
+    let acked = ops
+        .iter()
+        .filter(|op| !op.process.is_nemesis() && op.kind == OpType::Ok && op.f != "read")
+        .filter(|op| risked(&op.node, op.time).is_some())
+        .count();
+    let live = grants
+        .iter()
+        .filter(|g| match g.nodes.as_deref() {
+            Some([node]) => at_risk
+                .iter()
+                .any(|r| r.node == *node && (g.start..g.end).contains(&r.promoted)),
+            _ => false,
+        })
+        .count();
     Coverage {
         master_changes: Some(records.len() - 1),
         two_masters_ms: Some(ms(two_masters)),
+        acked_by_demoted: Some(acked),
+        leases_live_at_promotion: Some(live),
         ..Coverage::default()
     }
+}
+
+/// When a master's acknowledgements were at risk: from the start of the latest fault on it
+/// (or on no node in particular) before another node was promoted, until the records stop
+/// naming it master.
+struct AtRisk {
+    node: String,
+    from: u64,
+    promoted: u64,
+    until: u64,
+}
+
+fn at_risk(records: &[&Op], windows: &[Window], end: u64) -> Vec<AtRisk> {
+    let named = |op: &Op| op.node.clone().unwrap_or_default();
+    let mut at_risk = Vec::new();
+    for (i, pair) in records.windows(2).enumerate() {
+        let (before, after) = (named(pair[0]), named(pair[1]));
+        if after.iter().all(|node| before.contains(node)) {
+            continue;
+        }
+        let promoted = pair[1].time;
+        for old in before {
+            let Some(demoted) = records[i + 1..]
+                .iter()
+                .find(|record| !named(record).contains(&old))
+                .map(|record| record.time)
+            else {
+                continue;
+            };
+            let from = windows
+                .iter()
+                .filter(|w| w.start <= promoted)
+                .filter(|w| w.nodes.is_empty() || w.nodes.contains(&old))
+                .map(|w| w.start)
+                .max()
+                .unwrap_or(promoted);
+            at_risk.push(AtRisk {
+                node: old,
+                from,
+                promoted,
+                until: demoted.min(end),
+            });
+        }
+    }
+    at_risk
 }
 
 /// Whether `window`'s fault acts on `grant`'s holder, its worker or its nodes (module doc).
@@ -366,10 +502,67 @@ mod tests {
                 .nodes(masters.iter().map(|m| m.to_string()).collect());
             self.push(at, op)
         }
-        fn check(&mut self, concurrency: Option<usize>) -> Coverage {
-            self.0.sort_by_key(|op| op.time);
-            check(&self.0, concurrency)
+        /// Process `p`'s `f` of `value`, acknowledged at `at` by `node`.
+        fn acked(&mut self, at: u64, p: u64, f: &str, node: &str) -> &mut Self {
+            let op = |kind| Op::new(Process::Client(p), kind, f).key("set");
+            let mut done = op(OpType::Ok);
+            done.node = Some(vec![node.to_string()]);
+            self.push(at - 1, op(OpType::Invoke)).push(at, done)
         }
+        fn check(&mut self, concurrency: Option<usize>) -> Coverage {
+            self.check_with(RunFacts {
+                concurrency,
+                detector_ms: None,
+            })
+        }
+        fn check_with(&mut self, facts: RunFacts) -> Coverage {
+            self.0.sort_by_key(|op| op.time);
+            check(&self.0, facts)
+        }
+    }
+
+    #[test]
+    fn updates_a_master_acknowledged_between_its_cut_off_and_its_demotion_are_at_risk() {
+        let mut s = Script::default();
+        s.master(0, &["n1"])
+            .fault((100, 700), "partition", &["n1", "n2", "n3"])
+            .master(300, &["n1", "n2"])
+            .master(800, &["n2"])
+            .acked(50, 0, "add", "n1") // before the fault: replicated
+            .acked(150, 1, "add", "n1") // cut off, not yet replaced
+            .acked(500, 2, "add", "n1") // two masters
+            .acked(200, 3, "read", "n1") // a read risks nothing
+            .acked(400, 4, "add", "n2") // the new master's
+            .acked(900, 0, "add", "n1") // after the demotion (refused in life)
+            .hold((120, 400), 5, &["n1"]) // a lease running past the promotion
+            .hold((150, 250), 6, &["n1"]) // one released before it
+            .hold((60, 350), 7, &["n1"]); // granted before the fault, running at the promotion
+        let facts = RunFacts {
+            concurrency: Some(5),
+            detector_ms: Some(300),
+        };
+        let r = s.check_with(facts);
+        assert_eq!(r.acked_by_demoted, Some(4), "two adds and two grants");
+        assert_eq!(r.leases_live_at_promotion, Some(2));
+        assert_eq!((r.node_outages, r.outages_past_detector), (1, 1));
+        assert!(
+            r.line().contains(
+                "4 updates acknowledged by a master after the fault that demoted it began; 2 \
+                 leases of a demoted master still running when another was promoted; 1 of 1 \
+                 node outage outlasted the failure detector (0.3 s)"
+            ),
+            "{}",
+            r.line()
+        );
+
+        let mut short = Script::default();
+        short
+            .master(0, &["n1"])
+            .fault((100, 300), "kill", &["n1"])
+            .fault((400, 500), "clock-bump", &["n1"]);
+        let r = short.check_with(facts);
+        assert_eq!((r.node_outages, r.outages_past_detector), (1, 0));
+        assert_eq!(r.acked_by_demoted, Some(0), "no promotion, nothing at risk");
     }
 
     #[test]

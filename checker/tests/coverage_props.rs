@@ -2,7 +2,7 @@
 //! a fault over the whole run reaches every grant, and a run without faults exercised none.
 
 use proptest::prelude::*;
-use splitbrain_checker::coverage::check;
+use splitbrain_checker::coverage::{self, RunFacts};
 use splitbrain_checker::testing::{lock_history, LockWorkload};
 use splitbrain_checker::{Op, OpType, Process};
 
@@ -15,6 +15,17 @@ fn workload() -> impl Strategy<Value = LockWorkload> {
             seed,
         }
     })
+}
+
+/// Coverage of `history`, run by `concurrency` workers if known.
+fn check(history: &[Op], concurrency: Option<usize>) -> coverage::Coverage {
+    coverage::check(
+        history,
+        RunFacts {
+            concurrency,
+            detector_ms: None,
+        },
+    )
 }
 
 /// How many acquires returned `ok`, each completion paired with its process's invoke.

@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use splitbrain_checker::linearizability::{self, find_model, Limits, Linearizability, MODELS};
+use splitbrain_checker::coverage::RunFacts;
 use splitbrain_checker::{
     acquisition_stats, coverage, fencing, lock_safety, lost_writes, read_edn_history, read_history,
     stats, stuck_lock, EdnOptions, HistoryError, Op, Valid,
@@ -22,6 +23,7 @@ use splitbrain_checker::{
 use crate::cli::CheckArgs;
 use crate::error::{Exit, HarnessError};
 use crate::results::{injected_faults, OpCounts, Results};
+use crate::spec::TestSpec;
 use crate::summary;
 
 /// How the linearizability checker runs on a history.
@@ -117,9 +119,19 @@ pub fn check(args: &CheckArgs) -> Result<Exit, HarnessError> {
         })
         .transpose()
         .map_err(|e| HarnessError::BadInput(format!("{}: {e}", path.display())))?;
-    let results = check_ops(&ops, false, None, None, linearizability);
+    let spec = stored_spec(&path);
+    let facts = spec.as_ref().map(TestSpec::run_facts).unwrap_or_default();
+    let mut results = check_ops(&ops, false, None, facts, linearizability);
+    results.pace = spec.and_then(|spec| spec.pace).map(|pace| pace.line());
     print!("{}", summary::render(&title, &results));
     Ok(Exit::Verdict(results.valid))
+}
+
+/// The run's `test.json` beside a history, where there is one that reads as a spec: it says
+/// what the history alone does not (how many workers, what paced the faults).
+pub fn stored_spec(history: &Path) -> Option<TestSpec> {
+    let text = std::fs::read_to_string(history.with_file_name("test.json")).ok()?;
+    serde_json::from_str(&text).ok()
 }
 
 fn not_a_history(path: &Path, e: HistoryError) -> HarnessError {
@@ -143,13 +155,13 @@ fn is_edn(path: &Path, text: &str) -> bool {
     }
 }
 
-/// Reads back a run's history and checks it with every checker; `concurrency` is the run's
-/// number of client workers, where known.
+/// Reads back a run's history and checks it with every checker; `facts` says what the
+/// history does not.
 pub fn check_history(
     path: &Path,
     interrupted: bool,
     error: Option<String>,
-    concurrency: Option<usize>,
+    facts: RunFacts,
 ) -> Result<Results, HarnessError> {
     let ops = match std::fs::File::open(path) {
         Ok(file) => {
@@ -170,7 +182,7 @@ pub fn check_history(
         &ops,
         interrupted,
         error,
-        concurrency,
+        facts,
         linearizability,
     ))
 }
@@ -182,11 +194,11 @@ pub fn check_ops(
     ops: &[Op],
     interrupted: bool,
     error: Option<String>,
-    concurrency: Option<usize>,
+    facts: RunFacts,
     linearizability: Option<(Linearizability, bool)>,
 ) -> Results {
     let stats = stats::check(ops, &stats::needed_for(ops));
-    let coverage = coverage::check(ops, concurrency);
+    let coverage = coverage::check(ops, facts);
     let lock_safety = lock_safety::check(ops);
     let lost_writes = lost_writes::check(ops);
     let fencing = fencing::check(ops);
@@ -306,7 +318,7 @@ mod tests {
     fn registers_count_in_the_verdict_and_locks_do_not() {
         let check = |ops: &[Op]| {
             let result = linearizable(ops, &LinearizabilityCheck::default());
-            check_ops(ops, false, None, None, result)
+            check_ops(ops, false, None, RunFacts::default(), result)
         };
         let stale_read = vec![
             op(0, OpType::Invoke, "write").value(1).key("r"),

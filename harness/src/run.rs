@@ -103,7 +103,7 @@ pub async fn run(spec: TestSpec, interrupt: CancellationToken) -> Result<Exit, H
     }
 
     let interrupted = interrupt.is_cancelled();
-    let mut results = check_history(&dir.history(), interrupted, error, Some(spec.concurrency))?;
+    let mut results = check_history(&dir.history(), interrupted, error, spec.run_facts())?;
     results.pace = spec.pace.as_ref().map(|pace| pace.line());
     let title = format!(
         "{} (seed {}) in {:.1} s -> {}",

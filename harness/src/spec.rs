@@ -4,6 +4,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
+use splitbrain_checker::coverage::RunFacts;
 use splitbrain_compose::topology::{
     self, ClusterOptions, Persistence, SentinelOptions, TopologyOptions, MASTER_NAME,
 };
@@ -410,6 +411,16 @@ impl TestSpec {
             seed: args.seed.unwrap_or_else(rand::random),
             results: args.results.clone(),
         })
+    }
+
+    /// What the run's history does not say about it, for the checkers.
+    pub fn run_facts(&self) -> RunFacts {
+        let detector = topology::find(&self.deployment)
+            .and_then(|topology| topology.failure_detector(&self.topology_options()));
+        RunFacts {
+            concurrency: Some(self.concurrency),
+            detector_ms: detector.map(|d| d.after.as_millis() as u64),
+        }
     }
 
     pub fn topology_options(&self) -> TopologyOptions {

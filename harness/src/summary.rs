@@ -257,6 +257,9 @@ fn reach(results: &Results) -> &'static str {
     let coverage = &results.coverage;
     if coverage.faults > 0 && coverage.no_failover() {
         "; but the master never changed: no fault made the deployment fail over"
+    } else if coverage.grants > 0 && coverage.leases_live_at_promotion == Some(0) {
+        "; but no lease a demoted master granted was still running when another master was \
+         promoted: the failovers took longer than the leases lasted"
     } else if coverage.grants == 0 {
         ""
     } else if coverage.faults == 0 {

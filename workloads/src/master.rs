@@ -1,14 +1,14 @@
 //! The server a single-server lock client talks to: one fixed node; the master of a
 //! Sentinel-watched deployment, found through the Sentinels as real clients find it and found
-//! again after any error, since a failover moves it; or a Redis Cluster, through redis-rs's
-//! cluster client, which follows MOVED and ASK and refreshes its slot map.
+//! again after any error, since a failover moves it; or the master of a key's slot in a Redis
+//! Cluster, routed by its slot map as cluster clients route.
 
 use std::net::SocketAddr;
 use std::time::Duration;
 
 use redis::FromRedisValue;
 
-use crate::node::{invocation, NodeConn, NodeError};
+use crate::node::{NodeConn, NodeError};
 use crate::{ClientConfig, Sentinels};
 
 /// Where a single-server client sends its commands.
@@ -23,7 +23,7 @@ impl Server {
     /// deployment does not fit `who`, which needs one server to talk to.
     pub fn of(config: &ClientConfig, who: &str, timeout: Duration) -> Result<Server, String> {
         if config.cluster {
-            return ClusterConn::new(&config.nodes, timeout).map(Server::Cluster);
+            return Ok(Server::Cluster(ClusterConn::new(&config.nodes, timeout)));
         }
         match (config.nodes.as_slice(), &config.sentinels) {
             (nodes, Some(sentinels)) => {
@@ -43,7 +43,7 @@ impl Server {
         match self {
             Server::Node(node) => node.name(),
             Server::Master(master) => master.current.as_ref().map_or("?", NodeConn::name),
-            Server::Cluster(_) => "cluster",
+            Server::Cluster(cluster) => cluster.name(),
         }
     }
 
@@ -56,10 +56,8 @@ impl Server {
                 master.settle(reply)
             }
             Server::Cluster(cluster) => {
-                let timeout = cluster.timeout;
-                let conn = cluster.connect().await?;
-                let reply = tokio::time::timeout(timeout, cmd.query_async::<T>(conn)).await;
-                cluster.settle(reply)
+                let key = key_of(cmd);
+                cluster.route(key.as_deref(), Request::Command(cmd)).await
             }
         }
     }
@@ -78,79 +76,181 @@ impl Server {
                 master.settle(reply)
             }
             Server::Cluster(cluster) => {
-                let invocation = invocation(script, keys, args);
-                let timeout = cluster.timeout;
-                let conn = cluster.connect().await?;
-                let reply = tokio::time::timeout(timeout, invocation.invoke_async::<T>(conn)).await;
-                cluster.settle(reply)
+                let key = keys.first().map(|key| key.as_bytes());
+                cluster.route(key, Request::Script(script, keys, args)).await
             }
         }
     }
 }
 
-/// A Redis Cluster, as redis-rs's cluster client sees it.
+/// A Redis Cluster client of our own, routing as cluster clients do (Jedis, redis-py): each
+/// command goes to the master that the slot map names for its key's slot; the map is read
+/// with `CLUSTER SLOTS` from one node, corrected by each `MOVED`, and read again, from the next
+/// node in turn, after any other failure, so that a node cut off with a stale view is not the
+/// only one asked. Not redis-rs's cluster client, for two reasons: every op records the node
+/// that answered it (coverage counts the writes a demoted master acknowledged), and a
+/// `CLUSTERDOWN` or `TRYAGAIN` reply is a refusal, which redis-rs retries past the op's
+/// timeout, turning an op that certainly failed into one of unknown outcome.
 pub struct ClusterConn {
-    client: redis::cluster::ClusterClient,
-    timeout: Duration,
-    conn: Option<redis::cluster_async::ClusterConnection>,
+    nodes: Vec<NodeConn>,
+    /// Where each node of `nodes` is reached, which is also the address it announces.
+    addrs: Vec<SocketAddr>,
+    /// Slot ranges (first, last, index into `nodes`); empty until read.
+    slots: Vec<(u16, u16, usize)>,
+    /// The node to read the slot map from next.
+    next_source: usize,
+    /// The node the last command went to (where `WAIT`, which names no key, must go too).
+    last: usize,
 }
+
+/// What a cluster client sends: a command, or a script with its keys and arguments.
+enum Request<'r> {
+    Command(&'r redis::Cmd),
+    Script(&'r redis::Script, &'r [&'r str], &'r [&'r str]),
+}
+
+impl Request<'_> {
+    async fn send<T: FromRedisValue>(&self, node: &mut NodeConn) -> Result<T, NodeError> {
+        match self {
+            Request::Command(cmd) => node.query(cmd).await,
+            Request::Script(script, keys, args) => node.eval(script, keys, args).await,
+        }
+    }
+}
+
+/// How many `MOVED` redirections one command follows before giving up.
+const MOST_REDIRECTS: usize = 3;
 
 impl ClusterConn {
-    fn new(nodes: &[(String, SocketAddr)], timeout: Duration) -> Result<ClusterConn, String> {
-        let client = redis::cluster::ClusterClientBuilder::new(
-            nodes.iter().map(|(_, addr)| format!("redis://{addr}/")),
-        )
-        .connection_timeout(timeout)
-        .response_timeout(timeout)
-        .build()
-        .map_err(|e| format!("the cluster client: {e}"))?;
-        Ok(ClusterConn {
-            client,
-            timeout,
-            conn: None,
-        })
-    }
-
-    async fn connect(&mut self) -> Result<&mut redis::cluster_async::ClusterConnection, NodeError> {
-        if self.conn.is_none() {
-            let conn = tokio::time::timeout(self.timeout, self.client.get_async_connection())
-                .await
-                .map_err(|_| unreachable("connecting to the cluster timed out".into()))?
-                .map_err(|e| unreachable(e.to_string()))?;
-            self.conn = Some(conn);
+    fn new(nodes: &[(String, SocketAddr)], timeout: Duration) -> ClusterConn {
+        ClusterConn {
+            nodes: nodes
+                .iter()
+                .map(|(name, addr)| NodeConn::new(name.clone(), *addr, timeout))
+                .collect(),
+            addrs: nodes.iter().map(|(_, addr)| *addr).collect(),
+            slots: Vec::new(),
+            next_source: 0,
+            last: 0,
         }
-        Ok(self.conn.as_mut().expect("connected above"))
     }
 
-    /// Like a node's: a server's refusal did not happen; anything else may have.
-    fn settle<T>(
+    fn name(&self) -> &str {
+        self.nodes.get(self.last).map_or("?", NodeConn::name)
+    }
+
+    /// Sends `send` to the master of `key`'s slot (or, without a key, to the last node used),
+    /// following `MOVED`; any other failure makes the next command read the slot map again.
+    async fn route<T: FromRedisValue>(
         &mut self,
-        reply: Result<redis::RedisResult<T>, tokio::time::error::Elapsed>,
+        key: Option<&[u8]>,
+        request: Request<'_>,
     ) -> Result<T, NodeError> {
-        let message = match reply {
-            Ok(Ok(value)) => return Ok(value),
-            Ok(Err(e)) if matches!(e.kind(), redis::ErrorKind::Server(_)) => {
-                return Err(NodeError::Refused {
-                    node: "cluster".into(),
-                    message: e.to_string(),
-                })
+        let mut redirects = 0;
+        loop {
+            if let Some(key) = key {
+                self.last = self.master_of(slot_of(key)).await?;
             }
-            Ok(Err(e)) => e.to_string(),
-            Err(_) => format!("timed out after {} ms", self.timeout.as_millis()),
-        };
-        self.conn = None;
-        Err(NodeError::Indeterminate {
+            let reply = request.send(&mut self.nodes[self.last]).await;
+            match reply {
+                Err(NodeError::Redirected { ref to, .. }) if redirects < MOST_REDIRECTS => {
+                    redirects += 1;
+                    let Some(slot) = key.map(slot_of) else {
+                        return reply;
+                    };
+                    match self.addrs.iter().position(|addr| addr.to_string() == *to) {
+                        Some(node) => self.slots.insert(0, (slot, slot, node)),
+                        None => {
+                            self.slots.clear();
+                            return reply;
+                        }
+                    }
+                }
+                Err(_) => {
+                    self.slots.clear();
+                    return reply;
+                }
+                Ok(_) => return reply,
+            }
+        }
+    }
+
+    /// The node serving `slot`, reading the slot map first if it is not known.
+    async fn master_of(&mut self, slot: u16) -> Result<usize, NodeError> {
+        if self.slots.is_empty() {
+            self.read_slot_map().await?;
+        }
+        self.slots
+            .iter()
+            .find(|(first, last, _)| (*first..=*last).contains(&slot))
+            .map(|(_, _, node)| *node)
+            .ok_or_else(|| NodeError::Unreachable {
+                node: "cluster".into(),
+                message: format!("no node serves slot {slot}"),
+            })
+    }
+
+    /// Reads `CLUSTER SLOTS` from the nodes in turn, starting after the last one asked.
+    async fn read_slot_map(&mut self) -> Result<(), NodeError> {
+        let ask = redis::cmd("CLUSTER").arg("SLOTS").clone();
+        for _ in 0..self.nodes.len() {
+            let source = self.next_source;
+            self.next_source = (source + 1) % self.nodes.len();
+            // Each range is [first, last, [ip, port, id, ...], replicas...].
+            let Ok(ranges) = self.nodes[source].query::<Vec<Vec<redis::Value>>>(&ask).await
+            else {
+                continue;
+            };
+            let addrs = &self.addrs;
+            self.slots = ranges
+                .iter()
+                .filter_map(|range| {
+                    let [first, last, master, ..] = range.as_slice() else {
+                        return None;
+                    };
+                    let [ip, port, ..] = &redis::from_redis_value_ref::<Vec<redis::Value>>(master)
+                        .ok()?[..]
+                    else {
+                        return None;
+                    };
+                    let ip: String = redis::from_redis_value_ref(ip).ok()?;
+                    let port: u16 = redis::from_redis_value_ref(port).ok()?;
+                    let node = addrs
+                        .iter()
+                        .position(|addr| addr.to_string() == format!("{ip}:{port}"))?;
+                    let slot = |value| redis::from_redis_value_ref::<u16>(value).ok();
+                    Some((slot(first)?, slot(last)?, node))
+                })
+                .collect();
+            if !self.slots.is_empty() {
+                return Ok(());
+            }
+        }
+        Err(NodeError::Unreachable {
             node: "cluster".into(),
-            message,
+            message: "no node answered CLUSTER SLOTS with a slot map".into(),
         })
     }
 }
 
-fn unreachable(message: String) -> NodeError {
-    NodeError::Unreachable {
-        node: "cluster".into(),
-        message,
-    }
+/// The cluster slot of a key: CRC16 (XMODEM) of its hash tag, or of the whole key without one.
+fn slot_of(key: &[u8]) -> u16 {
+    let tag = key.iter().position(|&b| b == b'{').and_then(|open| {
+        let rest = &key[open + 1..];
+        let close = rest.iter().position(|&b| b == b'}')?;
+        (close > 0).then(|| &rest[..close])
+    });
+    crc16::State::<crc16::XMODEM>::calculate(tag.unwrap_or(key)) % 16384
+}
+
+/// The key a command acts on: its first argument, except for the keyless `WAIT`.
+fn key_of(cmd: &redis::Cmd) -> Option<Vec<u8>> {
+    let mut args = cmd.args_iter().map(|arg| match arg {
+        redis::Arg::Simple(bytes) => bytes.to_vec(),
+        _ => Vec::new(),
+    });
+    let name = args.next()?;
+    (!name.eq_ignore_ascii_case(b"WAIT")).then(|| args.next()).flatten()
 }
 
 /// The master as the Sentinels name it.
@@ -231,5 +331,27 @@ impl MasterConn {
             self.current = None;
         }
         reply
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_map_to_the_slots_redis_computes() {
+        // Values from CLUSTER KEYSLOT on Redis 7.
+        assert_eq!(slot_of(b"foo"), 12182);
+        assert_eq!(slot_of(b"lock"), 8718);
+        assert_eq!(slot_of(b"{app}lock"), 6805);
+        assert_eq!(slot_of(b"app"), 6805);
+        assert_eq!(slot_of(b"{}lock"), 6348, "an empty tag is no tag");
+    }
+
+    #[test]
+    fn commands_are_routed_by_their_first_argument_but_wait_by_none() {
+        let set = redis::cmd("SET").arg("lock").arg("token").clone();
+        assert_eq!(key_of(&set), Some(b"lock".to_vec()));
+        assert_eq!(key_of(&redis::cmd("wait").arg(1).arg(100).clone()), None);
     }
 }

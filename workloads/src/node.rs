@@ -17,6 +17,10 @@ pub enum NodeError {
     /// The server answered with an error: it did not happen.
     #[error("{node}: server error: {message}")]
     Refused { node: String, message: String },
+    /// A Redis Cluster node answered `MOVED`: the key's slot is served at `to`, and the
+    /// command did not happen here.
+    #[error("{node}: MOVED to {to}")]
+    Redirected { node: String, to: String },
 }
 
 impl NodeError {
@@ -105,6 +109,12 @@ impl NodeConn {
     ) -> Result<T, NodeError> {
         let error = match reply {
             Ok(Ok(value)) => return Ok(value),
+            Ok(Err(e)) if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::Moved) => {
+                return Err(NodeError::Redirected {
+                    node: self.name.clone(),
+                    to: e.redirect_node().map_or("?", |(to, _)| to).to_string(),
+                })
+            }
             Ok(Err(e)) if matches!(e.kind(), redis::ErrorKind::Server(_)) => {
                 return Err(NodeError::Refused {
                     node: self.name.clone(),

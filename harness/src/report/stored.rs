@@ -205,7 +205,10 @@ impl StoredRun {
         let (results, results_rechecked) = if results_path.is_file() {
             (read_json(&results_path)?, false)
         } else {
-            let results = crate::check::check_history(&history_path, false, None, None)?;
+            let facts = crate::check::stored_spec(&history_path)
+                .map(|spec| spec.run_facts())
+                .unwrap_or_default();
+            let results = crate::check::check_history(&history_path, false, None, facts)?;
             let json = serde_json::to_value(&results).context("serialising results")?;
             (json, true)
         };

@@ -163,6 +163,10 @@ impl Worker {
                 }
             };
             let unknown = done.kind == OpType::Info;
+            let done = match done.kind {
+                OpType::Ok => done.nodes(vec![self.server.name().to_string()]),
+                _ => done,
+            };
             recorder.record(done);
             // A process whose op may still take effect is never reused, as in Jepsen.
             if unknown {

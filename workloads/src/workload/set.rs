@@ -108,7 +108,7 @@ async fn add_until_stopped(
         recorder.record(op(process, OpType::Invoke));
         let sadd = redis::cmd("SADD").arg(SET_KEY).arg(id).clone();
         let done = match server.query::<i64>(&sadd).await {
-            Ok(_) => op(process, OpType::Ok),
+            Ok(_) => op(process, OpType::Ok).nodes(vec![server.name().to_string()]),
             Err(e) => op(process, unsettled(&e)).error(e.to_string()),
         };
         let unknown = done.kind == OpType::Info;
