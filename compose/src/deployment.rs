@@ -415,6 +415,11 @@ impl Deployment {
         &self.nodes
     }
 
+    /// Every node's name, in order.
+    pub fn node_names(&self) -> Vec<String> {
+        self.nodes.iter().map(|n| n.name.clone()).collect()
+    }
+
     /// The address the harness (and every client) reaches the nodes from.
     pub fn gateway(&self) -> Ipv4Addr {
         self.gateway

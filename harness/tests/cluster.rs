@@ -22,13 +22,8 @@ async fn an_isolated_master_grants_the_lock_the_majority_grants_again() {
         .master_of("lock")
         .await
         .expect("a master for lock");
-    let others: Vec<String> = fx
-        .deployment
-        .nodes()
-        .iter()
-        .map(|n| n.name.clone())
-        .filter(|n| *n != old)
-        .collect();
+    let mut others = fx.deployment.node_names();
+    others.retain(|n| *n != old);
 
     // Cut the master off from every other node; the harness still reaches it.
     let ip = |name: &str| fx.deployment.node(name).unwrap().addr.ip().to_string();

@@ -90,12 +90,7 @@ impl Nemesis {
         stop: CancellationToken,
     ) -> Result<Vec<Step>, NemesisError> {
         let layout = Layout {
-            nodes: target
-                .deployment
-                .nodes()
-                .iter()
-                .map(|n| n.name.clone())
-                .collect(),
+            nodes: target.deployment.node_names(),
             clients: target.clients.workers(),
             groups: target.links.groups(),
             sentinels: target.deployment.replicas() > 0,

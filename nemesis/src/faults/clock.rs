@@ -153,7 +153,7 @@ impl Fault for Clock {
 
     async fn heal_all(&self, target: &Target) -> Result<(), ComposeError> {
         let deployment = &target.deployment;
-        let all: Vec<String> = deployment.nodes().iter().map(|n| n.name.clone()).collect();
+        let all = deployment.node_names();
         set_all(deployment, &all, ClockSkew::default()).await
     }
 

@@ -79,12 +79,7 @@ fn victims(
     grant: &SeenGrant,
     params: &serde_json::Value,
 ) -> (Vec<String>, Vec<String>) {
-    let all: Vec<String> = target
-        .deployment
-        .nodes()
-        .iter()
-        .map(|n| n.name.clone())
-        .collect();
+    let all = target.deployment.node_names();
     let granted = if grant.nodes.is_empty() {
         all.clone()
     } else {

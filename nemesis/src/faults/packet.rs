@@ -142,12 +142,7 @@ impl Fault for Packet {
     }
 
     async fn heal_all(&self, target: &Target) -> Result<(), ComposeError> {
-        let all: Vec<String> = target
-            .deployment
-            .nodes()
-            .iter()
-            .map(|n| n.name.clone())
-            .collect();
+        let all = target.deployment.node_names();
         self.stop(target, &Action::on(all)).await
     }
 

@@ -63,12 +63,8 @@ impl Fault for PrimaryPartition {
                 targets: None,
             });
         };
-        let others: Vec<String> = deployment
-            .nodes()
-            .iter()
-            .map(|n| n.name.clone())
-            .filter(|n| *n != primary)
-            .collect();
+        let mut others = deployment.node_names();
+        others.retain(|n| *n != primary);
         let mut grudge = Grudge::new();
         grudge.insert(primary.clone(), others.clone());
         for other in &others {
