@@ -141,15 +141,17 @@ pub struct RunArgs {
     /// cluster, drawn around the failure detector instead, so that faults outlast it).
     #[arg(long, value_parser = duration, allow_hyphen_values = true)]
     pub nemesis_interval: Option<Duration>,
-    /// The largest clock jump of clock-bump and clock-strobe.
-    #[arg(long, default_value = "10s", value_parser = duration, allow_hyphen_values = true)]
-    pub clock_bump: Duration,
+    /// The largest clock jump of clock-bump and clock-strobe (default: 10s, or twice the TTL
+    /// where that is longer, so that a jump can outrun a lease).
+    #[arg(long, value_parser = duration, allow_hyphen_values = true)]
+    pub clock_bump: Option<Duration>,
     /// How fast clock-drift runs a clock (or 1/that, for a slow one); above 0, not 1.
     #[arg(long, default_value_t = 2.0, allow_hyphen_values = true)]
     pub clock_drift: f64,
-    /// How long client-pause freezes a client (give or take a quarter).
-    #[arg(long, default_value = "3s", value_parser = duration, allow_hyphen_values = true)]
-    pub client_pause: Duration,
+    /// How long client-pause freezes a client, give or take a quarter (default: 3s, or 1.5
+    /// TTLs where that is longer, so that the frozen client outlives its lease).
+    #[arg(long, value_parser = duration, allow_hyphen_values = true)]
+    pub client_pause: Option<Duration>,
     /// How long an exec: client's program may take to start and answer hello (start-up is
     /// never counted in an operation).
     #[arg(long, default_value = "60s", value_parser = duration, allow_hyphen_values = true)]

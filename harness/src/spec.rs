@@ -103,6 +103,17 @@ pub struct TestSpec {
 /// nothing else paces them.
 const DEFAULT_INTERVAL: Duration = Duration::from_millis(500);
 
+/// The default largest clock jump and client pause, where the TTL asks for no more.
+const CLOCK_BUMP: Duration = Duration::from_secs(10);
+const CLIENT_PAUSE: Duration = Duration::from_secs(3);
+
+/// A lease fault's default length: `default`, or `factor` TTLs where that is longer, since a
+/// pause or a clock jump shorter than the lease cannot make a zombie (within the longest
+/// duration any option takes).
+fn outlasting(default: Duration, ttl: Duration, factor: f64) -> Duration {
+    default.max(ttl.mul_f64(factor)).min(limits::LONGEST)
+}
+
 /// Faults paced by the deployment's failure detector: what it is, and how long.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Pace {
@@ -400,9 +411,13 @@ impl TestSpec {
                 }),
                 _ => None,
             },
-            clock_bump: args.clock_bump,
+            clock_bump: args
+                .clock_bump
+                .unwrap_or_else(|| outlasting(CLOCK_BUMP, args.ttl, 2.0)),
             clock_drift: args.clock_drift,
-            client_pause: args.client_pause,
+            client_pause: args
+                .client_pause
+                .unwrap_or_else(|| outlasting(CLIENT_PAUSE, args.ttl, 1.5)),
             exec_start_timeout: args.exec_start_timeout,
             client_groups,
             toxiproxy_port: args.toxiproxy_port,
@@ -852,6 +867,21 @@ mod tests {
         let start = message(&["--exec-start-timeout", "0s"]);
         assert!(start.contains("more than zero"), "{start}");
         assert!(spec(&["--concurrency", "500", "--nemesis-interval", "100ms"]).is_ok());
+    }
+
+    #[test]
+    fn lease_faults_outlast_the_lease_unless_told() {
+        let at = |extra: &[&str]| {
+            let s = spec(extra).unwrap();
+            (s.client_pause, s.clock_bump)
+        };
+        let secs = Duration::from_secs_f64;
+        assert_eq!(at(&[]), (secs(3.0), secs(10.0)), "the TTL of 2s asks no more");
+        assert_eq!(at(&["--ttl", "5s"]), (secs(7.5), secs(10.0)));
+        assert_eq!(at(&["--ttl", "8s"]), (secs(12.0), secs(16.0)));
+        let told = ["--ttl", "8s", "--client-pause", "1s", "--clock-bump", "2s"];
+        assert_eq!(at(&told), (secs(1.0), secs(2.0)));
+        assert!(spec(&told).unwrap().command_line().contains("--client-pause 1s"));
     }
 
     #[test]
