@@ -13,8 +13,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use anyhow::Context;
-use splitbrain_checker::linearizability::{self, find_model, Limits, Linearizability, MODELS};
 use splitbrain_checker::coverage::RunFacts;
+use splitbrain_checker::linearizability::{self, find_model, Limits, Linearizability, MODELS};
 use splitbrain_checker::{
     acquisition_stats, coverage, fencing, lock_safety, lost_writes, read_edn_history, read_history,
     stats, stuck_lock, EdnOptions, HistoryError, Op, Valid,
@@ -178,13 +178,7 @@ pub fn check_history(
         }
     };
     let linearizability = linearizable(&ops, &LinearizabilityCheck::default());
-    Ok(check_ops(
-        &ops,
-        interrupted,
-        error,
-        facts,
-        linearizability,
-    ))
+    Ok(check_ops(&ops, interrupted, error, facts, linearizability))
 }
 
 /// Every checker on `ops`, with the linearizability result (and whether it counts in the

@@ -876,12 +876,19 @@ mod tests {
             (s.client_pause, s.clock_bump)
         };
         let secs = Duration::from_secs_f64;
-        assert_eq!(at(&[]), (secs(3.0), secs(10.0)), "the TTL of 2s asks no more");
+        assert_eq!(
+            at(&[]),
+            (secs(3.0), secs(10.0)),
+            "the TTL of 2s asks no more"
+        );
         assert_eq!(at(&["--ttl", "5s"]), (secs(7.5), secs(10.0)));
         assert_eq!(at(&["--ttl", "8s"]), (secs(12.0), secs(16.0)));
         let told = ["--ttl", "8s", "--client-pause", "1s", "--clock-bump", "2s"];
         assert_eq!(at(&told), (secs(1.0), secs(2.0)));
-        assert!(spec(&told).unwrap().command_line().contains("--client-pause 1s"));
+        assert!(spec(&told)
+            .unwrap()
+            .command_line()
+            .contains("--client-pause 1s"));
     }
 
     #[test]

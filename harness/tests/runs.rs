@@ -332,9 +332,12 @@ fn nemesis_ops(run_dir: &std::path::Path) -> Vec<(String, String, Vec<String>, S
         .map(|op| {
             let value = op.value.map(|v| v.to_string()).unwrap_or_default();
             let fault = op.fault.unwrap_or_default();
-            let targets = match fault.as_str() {
-                "kill-holder" | "clock-holder" | "client-pause" => Vec::new(),
-                _ => op.node.unwrap_or_default(),
+            let aims =
+                splitbrain_nemesis::find_fault(&fault).is_some_and(|f| f.aims_when_started());
+            let targets = if aims {
+                Vec::new()
+            } else {
+                op.node.unwrap_or_default()
             };
             (op.f, fault, targets, value)
         })

@@ -77,7 +77,9 @@ impl Server {
             }
             Server::Cluster(cluster) => {
                 let key = keys.first().map(|key| key.as_bytes());
-                cluster.route(key, Request::Script(script, keys, args)).await
+                cluster
+                    .route(key, Request::Script(script, keys, args))
+                    .await
             }
         }
     }
@@ -197,7 +199,9 @@ impl ClusterConn {
             let source = self.next_source;
             self.next_source = (source + 1) % self.nodes.len();
             // Each range is [first, last, [ip, port, id, ...], replicas...].
-            let Ok(ranges) = self.nodes[source].query::<Vec<Vec<redis::Value>>>(&ask).await
+            let Ok(ranges) = self.nodes[source]
+                .query::<Vec<Vec<redis::Value>>>(&ask)
+                .await
             else {
                 continue;
             };
@@ -208,8 +212,8 @@ impl ClusterConn {
                     let [first, last, master, ..] = range.as_slice() else {
                         return None;
                     };
-                    let [ip, port, ..] = &redis::from_redis_value_ref::<Vec<redis::Value>>(master)
-                        .ok()?[..]
+                    let [ip, port, ..] =
+                        &redis::from_redis_value_ref::<Vec<redis::Value>>(master).ok()?[..]
                     else {
                         return None;
                     };
@@ -250,7 +254,9 @@ fn key_of(cmd: &redis::Cmd) -> Option<Vec<u8>> {
         _ => Vec::new(),
     });
     let name = args.next()?;
-    (!name.eq_ignore_ascii_case(b"WAIT")).then(|| args.next()).flatten()
+    (!name.eq_ignore_ascii_case(b"WAIT"))
+        .then(|| args.next())
+        .flatten()
 }
 
 /// The master as the Sentinels name it.

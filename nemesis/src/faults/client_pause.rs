@@ -26,6 +26,10 @@ impl Fault for ClientPause {
         "client-pause"
     }
 
+    fn aims_when_started(&self) -> bool {
+        true
+    }
+
     fn summary(&self) -> &'static str {
         "freeze the next client to take a lock, inside its critical section, for about --client-pause (a zombie)"
     }

@@ -27,6 +27,10 @@ impl Fault for ClockHolder {
         "clock-holder"
     }
 
+    fn aims_when_started(&self) -> bool {
+        true
+    }
+
     fn summary(&self) -> &'static str {
         "jump the clocks of the nodes the lock's holder needs forward past its lease, just after its grant"
     }

@@ -23,6 +23,10 @@ impl Fault for KillHolder {
         "kill-holder"
     }
 
+    fn aims_when_started(&self) -> bool {
+        true
+    }
+
     fn summary(&self) -> &'static str {
         "SIGKILL the nodes the lock's holder needs, just after its grant; restart after --restart-delay"
     }

@@ -105,6 +105,11 @@ pub trait Fault: Sync {
     fn needs_links(&self) -> bool {
         false
     }
+    /// Whether it picks its targets only when it starts (the holder, the master of the
+    /// moment), so that the seed fixes its parameters but not whom it hits.
+    fn aims_when_started(&self) -> bool {
+        false
+    }
     /// Why this fault cannot run on a deployment of these nodes, if it cannot.
     fn fits(&self, _layout: &Layout) -> Result<(), String> {
         Ok(())

@@ -25,6 +25,10 @@ impl Fault for PrimaryPartition {
         "partition-primary"
     }
 
+    fn aims_when_started(&self) -> bool {
+        true
+    }
+
     fn family(&self) -> &'static str {
         "iptables"
     }

@@ -39,6 +39,10 @@ impl Fault for PrimaryNode {
         }
     }
 
+    fn aims_when_started(&self) -> bool {
+        true
+    }
+
     fn summary(&self) -> &'static str {
         match self.0 {
             NodeFault::Kill => "SIGKILL the current master, restart it after --restart-delay",
