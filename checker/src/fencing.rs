@@ -25,6 +25,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::lock_safety::REPORTED_VIOLATIONS;
 use crate::operation::{ms, operations, Operation};
+use crate::verdict::{count, Checked};
 use crate::{Op, OpType, Process, Valid};
 
 /// The result of the fencing check.
@@ -211,6 +212,24 @@ fn report(mut pairs: Vec<(&str, Pair)>) -> Vec<FencePair> {
             later: later.to_report(),
         })
         .collect()
+}
+
+impl Checked for Fencing {
+    fn name(&self) -> &'static str {
+        "fencing"
+    }
+    fn valid(&self) -> Valid {
+        self.valid
+    }
+    fn violations(&self) -> Vec<String> {
+        let violations = self.duplicate_fence_count
+            + self.out_of_order_grant_count
+            + self.stale_storage_access_count;
+        (violations > 0)
+            .then(|| count(violations, "fencing-token violation"))
+            .into_iter()
+            .collect()
+    }
 }
 
 #[cfg(test)]

@@ -21,4 +21,4 @@ mod verdict;
 
 pub use edn::{read_edn_history, EdnOptions};
 pub use history::{read_history, HistoryError, Op, OpType, Process, Renewal};
-pub use verdict::Valid;
+pub use verdict::{Checked, Valid};

@@ -46,6 +46,7 @@ use std::collections::HashMap;
 use serde::{Deserialize, Serialize};
 
 use crate::operation::ms;
+use crate::verdict::{count, Checked};
 use crate::{Op, OpType, Process, Renewal, Valid};
 
 /// How many violations of each kind the result lists in full; the counts are always exact.
@@ -517,6 +518,37 @@ pub(crate) fn fault_windows(history: &[Op]) -> Vec<Window> {
         }
     }
     windows
+}
+
+impl Checked for LockSafety {
+    fn name(&self) -> &'static str {
+        "lock-safety"
+    }
+    fn valid(&self) -> Valid {
+        self.valid
+    }
+    fn violations(&self) -> Vec<String> {
+        (self.double_grant_count > 0)
+            .then(|| count(self.double_grant_count, "double grant"))
+            .into_iter()
+            .collect()
+    }
+    fn vouches(&self) -> Option<String> {
+        if self.fenced_double_grant_count > 0 {
+            Some("every holder that outlived its lease was fenced off by the storage".into())
+        } else {
+            (self.holds > 0).then(|| "no two processes held a lock at once".into())
+        }
+    }
+    fn unknown_because(&self) -> Option<String> {
+        (self.possible_double_grant_count > 0).then(|| {
+            format!(
+                "{} from {} whose outcome is unknown",
+                count(self.possible_double_grant_count, "possible double grant"),
+                count(self.possible_double_grant_acquires, "acquire")
+            )
+        })
+    }
 }
 
 #[cfg(test)]

@@ -30,6 +30,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::lock_safety::REPORTED_VIOLATIONS;
 use crate::operation::{operations, Operation};
+use crate::verdict::{count, Checked};
 use crate::{Op, OpType, Valid};
 
 /// The result of the lost-writes check: totals over all keys, and each key's own result.
@@ -244,6 +245,36 @@ fn capped(mut ids: Vec<i64>) -> (usize, Vec<i64>) {
     let count = ids.len();
     ids.truncate(REPORTED_VIOLATIONS);
     (count, ids)
+}
+
+impl Checked for LostWrites {
+    fn name(&self) -> &'static str {
+        "lost-writes"
+    }
+    fn valid(&self) -> Valid {
+        self.valid
+    }
+    fn violations(&self) -> Vec<String> {
+        let mut found = Vec::new();
+        if self.lost_count > 0 {
+            found.push(format!(
+                "{} lost",
+                count(self.lost_count, "acknowledged write")
+            ));
+        }
+        let odd = self.unexpected_count + self.failed_but_present_count + self.duplicate_count;
+        if odd > 0 {
+            found.push(format!("{} in the storage", count(odd, "unexpected id")));
+        }
+        found
+    }
+    fn vouches(&self) -> Option<String> {
+        (self.attempted > 0).then(|| "no acknowledged write lost".into())
+    }
+    fn unknown_because(&self) -> Option<String> {
+        let unread = self.keys.iter().all(|k| k.final_read_index.is_none());
+        (self.attempted > 0 && unread).then(|| "the storage's final read did not succeed".into())
+    }
 }
 
 #[cfg(test)]

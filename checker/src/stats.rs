@@ -32,6 +32,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::operation::operations;
+use crate::verdict::Checked;
 use crate::{Op, OpType, Valid};
 
 /// The outcome counts of one `f`'s client operations.
@@ -192,6 +193,18 @@ fn thousands(count: usize) -> String {
         grouped.push(digit);
     }
     grouped
+}
+
+impl Checked for Stats {
+    fn name(&self) -> &'static str {
+        "stats"
+    }
+    fn valid(&self) -> Valid {
+        self.valid
+    }
+    fn unknown_because(&self) -> Option<String> {
+        self.reason.clone()
+    }
 }
 
 #[cfg(test)]

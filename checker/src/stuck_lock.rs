@@ -46,6 +46,7 @@ use crate::acquisition::Cause;
 use crate::lock_safety::REPORTED_VIOLATIONS;
 use crate::lock_safety::{fault_windows, Window};
 use crate::operation::{ms, operations, Operation};
+use crate::verdict::{count, Checked};
 use crate::{Op, OpType, Process, Renewal, Valid};
 
 /// The result of the stuck-lock check.
@@ -297,6 +298,21 @@ fn stuck_periods(key: &str, events: &[Event], bound: u64, end: u64) -> Vec<Stuck
         close(period, end, false);
     }
     periods
+}
+
+impl Checked for StuckLock {
+    fn name(&self) -> &'static str {
+        "stuck-lock"
+    }
+    fn valid(&self) -> Valid {
+        self.valid
+    }
+    fn violations(&self) -> Vec<String> {
+        (self.stuck_period_count > 0)
+            .then(|| format!("lock stuck {}", count(self.stuck_period_count, "time")))
+            .into_iter()
+            .collect()
+    }
 }
 
 #[cfg(test)]

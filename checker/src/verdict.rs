@@ -38,6 +38,32 @@ impl Valid {
     }
 }
 
+/// What every checker's result answers, whatever else it holds, so that a verdict can be made
+/// of any set of them without reading their fields.
+pub trait Checked {
+    /// The checker's name, as in `results.json` (`lock-safety`).
+    fn name(&self) -> &'static str;
+    fn valid(&self) -> Valid;
+    /// What it found wrong, a few words each, for the verdict line (`3 double grants`).
+    fn violations(&self) -> Vec<String> {
+        Vec::new()
+    }
+    /// What it vouches for when valid (`no acknowledged write lost`); `None` where it checked
+    /// nothing a user would miss.
+    fn vouches(&self) -> Option<String> {
+        None
+    }
+    /// Why it is unknown, where it is and can say.
+    fn unknown_because(&self) -> Option<String> {
+        None
+    }
+}
+
+/// `n` of `noun`, pluralised with an `s`: `1 double grant`, `3 double grants`.
+pub(crate) fn count(n: usize, noun: &str) -> String {
+    format!("{n} {noun}{}", if n == 1 { "" } else { "s" })
+}
+
 impl Serialize for Valid {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         match self {

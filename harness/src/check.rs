@@ -201,25 +201,9 @@ pub fn check_ops(
         Some((result, counts)) => (Some(result), counts),
         None => (None, false),
     };
-    let mut valid = [
-        stats.valid,
-        lock_safety.valid,
-        lost_writes.valid,
-        fencing.valid,
-        stuck_lock.valid,
-    ]
-    .into_iter()
-    .fold(Valid::True, Valid::merge);
-    if let (Some(result), true) = (&linearizability, counts) {
-        valid = valid.merge(result.valid);
-    }
     let mut results = Results {
         verdict: String::new(),
-        valid: if error.is_some() {
-            valid.merge(Valid::Unknown)
-        } else {
-            valid
-        },
+        valid: Valid::True,
         interrupted,
         ops: OpCounts::of(ops),
         stats,
@@ -234,6 +218,16 @@ pub fn check_ops(
         linearizability,
         linearizability_counts: counts,
         error,
+    };
+    let valid = results
+        .in_verdict()
+        .iter()
+        .fold(Valid::True, |valid, checker| valid.merge(checker.valid()));
+    // A run that failed part way has a history that says less than the run meant to.
+    results.valid = if results.error.is_some() {
+        valid.merge(Valid::Unknown)
+    } else {
+        valid
     };
     results.verdict = summary::verdict(&results);
     results
@@ -340,5 +334,50 @@ mod tests {
         assert_eq!(mutex.model, "owner-mutex");
         assert_eq!(mutex.valid, Valid::False);
         assert!(!results.linearizability_counts);
+    }
+
+    #[test]
+    fn the_verdict_line_says_what_each_checker_found() {
+        let check = |ops: &[Op], error: Option<&str>| {
+            let result = linearizable(ops, &LinearizabilityCheck::default());
+            check_ops(
+                ops,
+                false,
+                error.map(str::to_string),
+                RunFacts::default(),
+                result,
+            )
+        };
+        let acquire = |p, kind, ms: u64| {
+            let mut op = op(p, kind, "acquire").key("lock");
+            op.ttl_ms = Some(10_000);
+            op.at(0, ms * 1_000_000)
+        };
+        // B is granted while A's lease still runs.
+        let double = vec![
+            acquire(0, OpType::Invoke, 0),
+            acquire(0, OpType::Ok, 1),
+            acquire(1, OpType::Invoke, 2),
+            acquire(1, OpType::Ok, 3),
+        ];
+        assert_eq!(check(&double, None).verdict, "INVALID: 1 double grant");
+
+        let alone = &double[..2];
+        assert_eq!(
+            check(alone, None).verdict,
+            "valid: no two processes held a lock at once (no faults were injected)"
+        );
+        assert_eq!(
+            check(alone, Some("the client crashed")).verdict,
+            "unknown: the run did not finish",
+            "an error leaves the verdict unknown, with no checker to blame"
+        );
+        let refused = vec![acquire(0, OpType::Invoke, 0), acquire(0, OpType::Fail, 1)];
+        assert!(
+            check(&refused, None)
+                .verdict
+                .starts_with("unknown: no acquire succeeded"),
+            "the stats checker gives the reason first"
+        );
     }
 }

@@ -14,7 +14,7 @@ use splitbrain_checker::lock_safety::LockSafety;
 use splitbrain_checker::lost_writes::LostWrites;
 use splitbrain_checker::stats::Stats;
 use splitbrain_checker::stuck_lock::StuckLock;
-use splitbrain_checker::{Op, OpType, Valid};
+use splitbrain_checker::{Checked, Op, OpType, Valid};
 
 use crate::spec::TestSpec;
 
@@ -144,6 +144,26 @@ pub struct Results {
     pub linearizability_counts: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+}
+
+impl Results {
+    /// The checkers whose results make the verdict, the stats checker first: where nothing
+    /// was tested, that is the reason to give.
+    pub fn in_verdict(&self) -> Vec<&dyn Checked> {
+        let mut checkers: Vec<&dyn Checked> = vec![
+            &self.stats,
+            &self.lock_safety,
+            &self.lost_writes,
+            &self.fencing,
+            &self.stuck_lock,
+        ];
+        if let Some(result) = self.linearizability.as_ref() {
+            if self.linearizability_counts {
+                checkers.push(result);
+            }
+        }
+        checkers
+    }
 }
 
 #[derive(Debug, Serialize)]

@@ -273,96 +273,29 @@ fn reach(results: &Results) -> &'static str {
 
 /// The verdict, with what each checker that found something found.
 pub fn verdict(results: &Results) -> String {
-    let safety = &results.lock_safety;
-    let writes = &results.lost_writes;
-    let fencing = &results.fencing;
-    let stuck = &results.stuck_lock;
-    let mut found = Vec::new();
-    if safety.double_grant_count > 0 {
-        found.push(format!(
-            "{} double grant{}",
-            safety.double_grant_count,
-            plural(safety.double_grant_count)
-        ));
-    }
-    if writes.lost_count > 0 {
-        found.push(format!(
-            "{} acknowledged write{} lost",
-            writes.lost_count,
-            plural(writes.lost_count)
-        ));
-    }
-    let odd = writes.unexpected_count + writes.failed_but_present_count + writes.duplicate_count;
-    if odd > 0 {
-        found.push(format!("{odd} unexpected id{} in the storage", plural(odd)));
-    }
-    let fence_violations = fencing.duplicate_fence_count
-        + fencing.out_of_order_grant_count
-        + fencing.stale_storage_access_count;
-    if fence_violations > 0 {
-        found.push(format!(
-            "{fence_violations} fencing-token violation{}",
-            plural(fence_violations)
-        ));
-    }
-    if stuck.stuck_period_count > 0 {
-        found.push(format!(
-            "lock stuck {} time{}",
-            stuck.stuck_period_count,
-            plural(stuck.stuck_period_count)
-        ));
-    }
-    let counted = results
-        .linearizability
-        .as_ref()
-        .filter(|_| results.linearizability_counts);
-    if let Some(result) = counted.filter(|r| r.valid == Valid::False) {
-        found.push(format!("not linearizable as a {}", result.model));
-    }
+    let checkers = results.in_verdict();
     match results.valid {
-        Valid::Unknown if results.stats.valid == Valid::Unknown => format!(
-            "unknown: {}",
-            results
-                .stats
-                .reason
-                .as_deref()
-                .unwrap_or("nothing was tested")
-        ),
+        Valid::False => {
+            let found: Vec<String> = checkers.iter().flat_map(|c| c.violations()).collect();
+            format!("INVALID: {}", found.join(", "))
+        }
         Valid::True => {
-            let mut parts = Vec::new();
-            if safety.fenced_double_grant_count > 0 {
-                parts.push("every holder that outlived its lease was fenced off by the storage");
-            } else if safety.holds > 0 {
-                parts.push("no two processes held a lock at once");
+            let mut vouched: Vec<String> = checkers.iter().filter_map(|c| c.vouches()).collect();
+            if vouched.is_empty() {
+                vouched.push("nothing to find fault with".into());
             }
-            if writes.attempted > 0 {
-                parts.push("no acknowledged write lost");
-            }
-            if counted.is_some() {
-                parts.push("linearizable");
-            }
-            if parts.is_empty() {
-                parts.push("nothing to find fault with");
-            }
-            format!("valid: {}{}", parts.join(", "), reach(results))
+            format!("valid: {}{}", vouched.join(", "), reach(results))
         }
-        Valid::False => format!("INVALID: {}", found.join(", ")),
-        Valid::Unknown if safety.possible_double_grant_count > 0 => format!(
-            "unknown: {} possible double grant{} from {} acquire{} whose outcome is unknown",
-            safety.possible_double_grant_count,
-            plural(safety.possible_double_grant_count),
-            safety.possible_double_grant_acquires,
-            plural(safety.possible_double_grant_acquires)
-        ),
-        Valid::Unknown
-            if writes.attempted > 0 && writes.keys.iter().all(|k| k.final_read_index.is_none()) =>
-        {
-            "unknown: the storage's final read did not succeed".to_string()
+        Valid::Unknown => {
+            let reason = checkers
+                .iter()
+                .filter(|c| c.valid() == Valid::Unknown)
+                .find_map(|c| c.unknown_because());
+            format!(
+                "unknown: {}",
+                reason.unwrap_or_else(|| "the run did not finish".into())
+            )
         }
-        Valid::Unknown => match counted.and_then(|r| r.cause.as_deref()) {
-            Some(cause) => format!("unknown: linearizability {cause}"),
-            None => "unknown: the run did not finish".to_string(),
-        },
     }
 }
 

@@ -43,6 +43,30 @@ mod explanation;
 mod model;
 mod models;
 mod search;
+
+impl Checked for Linearizability {
+    fn name(&self) -> &'static str {
+        "linearizability"
+    }
+    fn valid(&self) -> Valid {
+        self.valid
+    }
+    fn violations(&self) -> Vec<String> {
+        (self.valid == Valid::False)
+            .then(|| format!("not linearizable as a {}", self.model))
+            .into_iter()
+            .collect()
+    }
+    fn vouches(&self) -> Option<String> {
+        Some("linearizable".into())
+    }
+    fn unknown_because(&self) -> Option<String> {
+        self.cause
+            .as_ref()
+            .map(|cause| format!("linearizability {cause}"))
+    }
+}
+
 #[cfg(test)]
 mod tests;
 
@@ -62,6 +86,7 @@ use calls::PartCalls;
 use model::PreparedPart;
 use search::PartOutcome;
 
+use crate::verdict::Checked;
 use crate::{Op, Process, Valid};
 
 /// How long the search may run and how much memory it may hold, over all keys together.

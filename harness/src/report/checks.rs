@@ -13,7 +13,7 @@ use splitbrain_checker::linearizability::{Linearizability, OpSummary};
 use splitbrain_checker::lock_safety::{DoubleGrant, Hold, LockSafety, REPORTED_VIOLATIONS};
 use splitbrain_checker::lost_writes::LostWrites;
 use splitbrain_checker::stuck_lock::StuckLock;
-use splitbrain_checker::Valid;
+use splitbrain_checker::{Checked, Valid};
 
 use super::faults;
 use super::html::{anchored_table, aside_badge, esc, seconds, table, verdict_badge};
@@ -89,13 +89,15 @@ impl GrantList {
 pub fn render(results: &RecordedResults) -> String {
     let mut out = String::new();
     // Nothing tested: the first thing a reader must see.
-    if let Some(reason) = results.stats.as_ref().and_then(|s| s.reason.as_ref()) {
-        let _ = write!(
-            out,
-            "{}<p id=\"no-evidence\">{}</p>",
-            heading("stats", "evidence", Valid::Unknown),
-            esc(reason)
-        );
+    if let Some(stats) = results.stats.as_ref() {
+        if let Some(reason) = stats.unknown_because() {
+            let _ = write!(
+                out,
+                "{}<p id=\"no-evidence\">{}</p>",
+                heading(stats, "evidence"),
+                esc(&reason)
+            );
+        }
     }
     if let Some(coverage) = results.coverage.as_ref().filter(|c| c.grants > 0) {
         let _ = write!(
@@ -153,25 +155,28 @@ pub fn render(results: &RecordedResults) -> String {
     out
 }
 
-fn heading(id: &str, name: &str, valid: Valid) -> String {
+/// A checker's heading, `title` with its verdict, anchored by the checker's name.
+fn heading(checker: &dyn Checked, title: &str) -> String {
     format!(
-        "<h3 id=\"check-{id}\">{} {}</h3>",
-        esc(name),
-        verdict_badge(Some(valid))
+        "<h3 id=\"check-{}\">{} {}</h3>",
+        checker.name(),
+        esc(title),
+        verdict_badge(Some(checker.valid()))
     )
 }
 
 /// The heading of a checker whose verdict is shown beside the run's, not in it.
-fn aside_heading(id: &str, name: &str, valid: Valid) -> String {
+fn aside_heading(checker: &dyn Checked, title: &str) -> String {
     format!(
-        "<h3 id=\"check-{id}\">{} {}</h3>",
-        esc(name),
-        aside_badge(Some(valid))
+        "<h3 id=\"check-{}\">{} {}</h3>",
+        checker.name(),
+        esc(title),
+        aside_badge(Some(checker.valid()))
     )
 }
 
 fn lock_safety(safety: &LockSafety) -> String {
-    let mut out = heading("lock-safety", "lock safety", safety.valid);
+    let mut out = heading(safety, "lock safety");
     let _ = write!(
         out,
         "<p>{} grants checked, {} acquires with unknown outcome; {} double grants ({} stale), \
@@ -287,7 +292,7 @@ fn ids(ids: &[i64], count: usize) -> String {
 }
 
 fn lost_writes(writes: &LostWrites) -> String {
-    let mut out = heading("lost-writes", "lost writes", writes.valid);
+    let mut out = heading(writes, "lost writes");
     let _ = write!(
         out,
         "<p>{} adds attempted: {} acknowledged, {} rejected, {} unknown ({} of those landed); \
@@ -334,7 +339,7 @@ fn lost_writes(writes: &LostWrites) -> String {
 }
 
 fn fencing_section(fencing: &Fencing) -> String {
-    let mut out = heading("fencing", "fencing", fencing.valid);
+    let mut out = heading(fencing, "fencing");
     let _ = write!(
         out,
         "<p>{} fenced grants, {} fenced storage accesses accepted, {} refused as stale.</p>",
@@ -387,7 +392,7 @@ fn fence_row(pair: &FencePair) -> Vec<String> {
 }
 
 fn stuck_lock(stuck: &StuckLock) -> String {
-    let mut out = heading("stuck-lock", "stuck lock", stuck.valid);
+    let mut out = heading(stuck, "stuck lock");
     let _ = write!(
         out,
         "<p>{} acquires refused as held; {} of them came more than {:.0} ms after every lease \
@@ -470,9 +475,9 @@ const LINEARIZED_SHOWN: usize = 10;
 fn linearizability(result: &Linearizability, counts: bool) -> String {
     let title = format!("linearizability ({})", result.model);
     let mut out = if counts {
-        heading("linearizability", &title, result.valid)
+        heading(result, &title)
     } else {
-        aside_heading("linearizability", &title, result.valid)
+        aside_heading(result, &title)
     };
     let aside = if counts {
         ""
