@@ -25,7 +25,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::lock_safety::REPORTED_VIOLATIONS;
 use crate::operation::{ms, operations, Operation};
-use crate::verdict::{count, Checked};
+use crate::verdict::{count, seconds, Checked};
 use crate::{Op, OpType, Process, Valid};
 
 /// The result of the fencing check.
@@ -228,6 +228,42 @@ impl Checked for Fencing {
         (violations > 0)
             .then(|| count(violations, "fencing-token violation"))
             .into_iter()
+            .collect()
+    }
+    fn summary(&self) -> Vec<(&'static str, String)> {
+        if self.grants_checked == 0 {
+            return Vec::new();
+        }
+        vec![(
+            "fencing",
+            format!(
+                "{} fenced grants, {} fenced storage accesses, {} refused as stale",
+                self.grants_checked, self.storage_accesses_checked, self.rejected_storage_accesses
+            ),
+        )]
+    }
+    fn findings(&self, limit: usize) -> Vec<String> {
+        self.duplicate_fences
+            .iter()
+            .chain(&self.out_of_order_grants)
+            .chain(&self.stale_storage_accesses)
+            .take(limit)
+            .map(|pair| {
+                let (later, earlier) = (&pair.later, &pair.earlier);
+                format!(
+                    "fencing on {}: {} by process {} at {} carried {}, after {} by process {} \
+                     at {} carried {}",
+                    pair.key,
+                    later.f,
+                    later.process,
+                    seconds(later.invoke_ms),
+                    later.fence,
+                    earlier.f,
+                    earlier.process,
+                    seconds(earlier.invoke_ms),
+                    earlier.fence
+                )
+            })
             .collect()
     }
 }

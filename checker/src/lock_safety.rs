@@ -46,7 +46,7 @@ use std::collections::HashMap;
 use serde::{Deserialize, Serialize};
 
 use crate::operation::ms;
-use crate::verdict::{count, Checked};
+use crate::verdict::{count, seconds, Checked};
 use crate::{Op, OpType, Process, Renewal, Valid};
 
 /// How many violations of each kind the result lists in full; the counts are always exact.
@@ -122,6 +122,53 @@ pub struct DoubleGrant {
     pub second: Hold,
     pub overlap_ms: f64,
     pub faults: Vec<FaultWindow>,
+}
+
+impl DoubleGrant {
+    /// One line: who, when, how long, under which faults.
+    pub fn line(&self) -> String {
+        let faults: Vec<String> = self
+            .faults
+            .iter()
+            .map(|f| {
+                let stop = f.stop_ms.map_or("end".to_string(), seconds);
+                let on = if f.nodes.is_empty() {
+                    String::new()
+                } else {
+                    format!(" {}", f.nodes.join(","))
+                };
+                format!("{}{on} {}-{}", f.fault, seconds(f.start_ms), stop)
+            })
+            .collect();
+        let nodes = |n: &Option<Vec<String>>| {
+            n.as_ref()
+                .filter(|n| !n.is_empty())
+                .map(|n| format!(" on {}", n.join(",")))
+                .unwrap_or_default()
+        };
+        let stale = if self.kind == "stale" {
+            "[stale: a holder outlived its lease] "
+        } else {
+            ""
+        };
+        format!(
+            "{stale}key {}: process {} held it from {}{} and process {} from {}{}, overlapping \
+             {:.1} ms; faults: {}",
+            self.key,
+            self.first.process,
+            seconds(self.first.start_ms),
+            nodes(&self.first.nodes),
+            self.second.process,
+            seconds(self.second.start_ms),
+            nodes(&self.second.nodes),
+            self.overlap_ms,
+            if faults.is_empty() {
+                "none".to_string()
+            } else {
+                faults.join("; ")
+            }
+        )
+    }
 }
 
 /// A fault from its nemesis `start` to its `stop` (or the end of the history).
@@ -539,6 +586,51 @@ impl Checked for LockSafety {
         } else {
             (self.holds > 0).then(|| "no two processes held a lock at once".into())
         }
+    }
+    fn summary(&self) -> Vec<(&'static str, String)> {
+        let fenced = match self.fenced_double_grant_count {
+            0 => String::new(),
+            n => format!("; {} fenced off by the storage", count(n, "zombie overlap")),
+        };
+        vec![(
+            "holds",
+            format!(
+                "{} grants checked, {} acquires with unknown outcome{fenced}",
+                self.holds, self.unknown_acquires
+            ),
+        )]
+    }
+    fn findings(&self, limit: usize) -> Vec<String> {
+        let mut lines: Vec<String> = self
+            .double_grants
+            .iter()
+            .take(limit)
+            .enumerate()
+            .map(|(i, grant)| format!("#{} {}", i + 1, grant.line()))
+            .collect();
+        if self.possible_double_grant_count > 0 {
+            lines.push(format!(
+                "{} from {}",
+                count(self.possible_double_grant_count, "possible double grant"),
+                count(self.possible_double_grant_acquires, "unknown acquire")
+            ));
+        }
+        lines.extend(
+            self.possible_double_grant_groups
+                .iter()
+                .take(limit)
+                .map(|group| {
+                    format!(
+                        "  process {}'s acquire at {} on {}, unknown, could overlap {}; first: {}",
+                        group.unknown_acquire.process,
+                        seconds(group.unknown_acquire.start_ms),
+                        group.key,
+                        count(group.overlapped_holds, "hold"),
+                        group.first.line()
+                    )
+                }),
+        );
+        lines
     }
     fn unknown_because(&self) -> Option<String> {
         (self.possible_double_grant_count > 0).then(|| {

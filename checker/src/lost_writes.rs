@@ -271,6 +271,42 @@ impl Checked for LostWrites {
     fn vouches(&self) -> Option<String> {
         (self.attempted > 0).then(|| "no acknowledged write lost".into())
     }
+    fn summary(&self) -> Vec<(&'static str, String)> {
+        if self.attempted == 0 {
+            return Vec::new();
+        }
+        vec![(
+            "writes",
+            format!(
+                "{} attempted: {} acknowledged, {} rejected, {} unknown ({} of those landed); \
+                 {} lost ({:.1}% of acknowledged), {} unexpected",
+                self.attempted,
+                self.acknowledged,
+                self.rejected,
+                self.unknown,
+                self.recovered,
+                self.lost_count,
+                100.0 * self.lost_count as f64 / self.acknowledged.max(1) as f64,
+                self.unexpected_count
+            ),
+        )]
+    }
+    fn findings(&self, limit: usize) -> Vec<String> {
+        self.keys
+            .iter()
+            .filter(|k| k.lost_count > 0)
+            .map(|k| {
+                // Ids are short: four times as many fit the line a longer finding takes.
+                let shown: Vec<String> =
+                    k.lost.iter().take(limit * 4).map(i64::to_string).collect();
+                let more = match k.lost_count.saturating_sub(shown.len()) {
+                    0 => String::new(),
+                    more => format!(" and {more} more"),
+                };
+                format!("lost from {}: ids {}{more}", k.key, shown.join(", "))
+            })
+            .collect()
+    }
     fn unknown_because(&self) -> Option<String> {
         let unread = self.keys.iter().all(|k| k.final_read_index.is_none());
         (self.attempted > 0 && unread).then(|| "the storage's final read did not succeed".into())
@@ -368,6 +404,26 @@ mod tests {
         assert_eq!(r.valid, Valid::False);
         assert_eq!(r.lost_count, 2);
         assert_eq!(r.keys[0].lost, [3, 7]);
+    }
+
+    #[test]
+    fn it_tells_the_verdict_what_it_found_and_lists_the_lost_ids() {
+        let mut s = Script::default();
+        for id in 1..=6 {
+            s.add(0, id as u64, id, OpType::Ok);
+        }
+        let r = s.read(10, &[6, 9]).check();
+        assert_eq!(
+            r.violations(),
+            [
+                "5 acknowledged writes lost",
+                "1 unexpected id in the storage"
+            ]
+        );
+        assert_eq!(r.findings(1), ["lost from doc: ids 1, 2, 3, 4 and 1 more"]);
+        assert_eq!(r.summary()[0].0, "writes");
+        assert!(r.summary()[0].1.contains("5 lost (83.3% of acknowledged)"));
+        assert_eq!(r.vouches().as_deref(), Some("no acknowledged write lost"));
     }
 
     #[test]

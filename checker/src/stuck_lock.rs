@@ -46,7 +46,7 @@ use crate::acquisition::Cause;
 use crate::lock_safety::REPORTED_VIOLATIONS;
 use crate::lock_safety::{fault_windows, Window};
 use crate::operation::{ms, operations, Operation};
-use crate::verdict::{count, Checked};
+use crate::verdict::{count, seconds, Checked};
 use crate::{Op, OpType, Process, Renewal, Valid};
 
 /// The result of the stuck-lock check.
@@ -311,6 +311,27 @@ impl Checked for StuckLock {
         (self.stuck_period_count > 0)
             .then(|| format!("lock stuck {}", count(self.stuck_period_count, "time")))
             .into_iter()
+            .collect()
+    }
+    fn findings(&self, limit: usize) -> Vec<String> {
+        self.stuck_periods
+            .iter()
+            .take(limit)
+            .map(|period| {
+                format!(
+                    "stuck {}: no lease explains the key after {}, yet {} attempts were refused \
+                     for {:.1} s{}",
+                    period.key,
+                    seconds(period.free_from_ms),
+                    period.refused_attempts,
+                    period.stuck_ms / 1000.0,
+                    if period.recovered {
+                        ""
+                    } else {
+                        ", until the end of the run"
+                    }
+                )
+            })
             .collect()
     }
 }

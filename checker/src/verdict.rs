@@ -57,6 +57,20 @@ pub trait Checked {
     fn unknown_because(&self) -> Option<String> {
         None
     }
+    /// Its lines in a run's summary, before the verdict, each with its label (`holds`); none
+    /// where it has nothing to say.
+    fn summary(&self) -> Vec<(&'static str, String)> {
+        Vec::new()
+    }
+    /// What it found, one line each, at most `limit` of each kind.
+    fn findings(&self, _limit: usize) -> Vec<String> {
+        Vec::new()
+    }
+}
+
+/// A time in the history as the summary shows it: `12.345s`.
+pub(crate) fn seconds(ms: f64) -> String {
+    format!("{:.3}s", ms / 1000.0)
 }
 
 /// `n` of `noun`, pluralised with an `s`: `1 double grant`, `3 double grants`.

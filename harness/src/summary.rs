@@ -4,7 +4,6 @@ use std::collections::BTreeMap;
 use std::fmt::Write;
 
 use splitbrain_checker::linearizability::Linearizability;
-use splitbrain_checker::lock_safety::DoubleGrant;
 use splitbrain_checker::stats::Stats;
 use splitbrain_checker::Valid;
 
@@ -56,47 +55,12 @@ pub fn render(title: &str, results: &Results) -> String {
             stats.grant_latency.p99_ms
         );
     }
-    let safety = &results.lock_safety;
-    let fenced = match safety.fenced_double_grant_count {
-        0 => String::new(),
-        n => format!(
-            "; {n} zombie overlap{} fenced off by the storage",
-            plural(n)
-        ),
-    };
-    let _ = writeln!(
-        out,
-        "  holds    {} grants checked, {} acquires with unknown outcome{fenced}",
-        safety.holds, safety.unknown_acquires
-    );
-    let writes = &results.lost_writes;
-    if writes.attempted > 0 {
-        let _ = writeln!(
-            out,
-            "  writes   {} attempted: {} acknowledged, {} rejected, {} unknown ({} of those landed); \
-             {} lost ({:.1}% of acknowledged), {} unexpected",
-            writes.attempted,
-            writes.acknowledged,
-            writes.rejected,
-            writes.unknown,
-            writes.recovered,
-            writes.lost_count,
-            100.0 * writes.lost_count as f64 / writes.acknowledged.max(1) as f64,
-            writes.unexpected_count
-        );
+    let checkers = results.in_verdict();
+    for (label, line) in checkers.iter().flat_map(|c| c.summary()) {
+        let _ = writeln!(out, "  {label:<8} {line}");
     }
     if let Some(result) = &results.linearizability {
         linearizability_lines(&mut out, result, results.linearizability_counts);
-    }
-    let fencing = &results.fencing;
-    if fencing.grants_checked > 0 {
-        let _ = writeln!(
-            out,
-            "  fencing  {} fenced grants, {} fenced storage accesses, {} refused as stale",
-            fencing.grants_checked,
-            fencing.storage_accesses_checked,
-            fencing.rejected_storage_accesses
-        );
     }
     let interrupted = if results.interrupted {
         " (run interrupted)"
@@ -104,70 +68,8 @@ pub fn render(title: &str, results: &Results) -> String {
         ""
     };
     let _ = writeln!(out, "  verdict  {}{interrupted}", verdict(results));
-    for (i, grant) in safety.double_grants.iter().take(SHOWN).enumerate() {
-        let _ = writeln!(out, "    #{} {}", i + 1, describe(grant));
-    }
-    if safety.possible_double_grant_count > 0 {
-        let _ = writeln!(
-            out,
-            "    {} possible double grant{} from {} unknown acquire{}",
-            safety.possible_double_grant_count,
-            plural(safety.possible_double_grant_count),
-            safety.possible_double_grant_acquires,
-            plural(safety.possible_double_grant_acquires)
-        );
-    }
-    for group in safety.possible_double_grant_groups.iter().take(SHOWN) {
-        let _ = writeln!(
-            out,
-            "      process {}'s acquire at {} on {}, unknown, could overlap {} hold{}; first: {}",
-            group.unknown_acquire.process,
-            seconds(group.unknown_acquire.start_ms),
-            group.key,
-            group.overlapped_holds,
-            plural(group.overlapped_holds),
-            describe(&group.first)
-        );
-    }
-    for key in writes.keys.iter().filter(|k| k.lost_count > 0) {
-        let _ = writeln!(
-            out,
-            "    lost from {}: ids {}",
-            key.key,
-            list(&key.lost, key.lost_count, SHOWN * 4)
-        );
-    }
-    for pair in fencing
-        .duplicate_fences
-        .iter()
-        .chain(&fencing.out_of_order_grants)
-        .chain(&fencing.stale_storage_accesses)
-        .take(SHOWN)
-    {
-        let _ = writeln!(
-            out,
-            "    fencing on {}: {} by process {} at {} carried {}, after {} by process {} at {} carried {}",
-            pair.key,
-            pair.later.f,
-            pair.later.process,
-            seconds(pair.later.invoke_ms),
-            pair.later.fence,
-            pair.earlier.f,
-            pair.earlier.process,
-            seconds(pair.earlier.invoke_ms),
-            pair.earlier.fence
-        );
-    }
-    for period in results.stuck_lock.stuck_periods.iter().take(SHOWN) {
-        let _ = writeln!(
-            out,
-            "    stuck {}: no lease explains the key after {}, yet {} attempts were refused for {:.1} s{}",
-            period.key,
-            seconds(period.free_from_ms),
-            period.refused_attempts,
-            period.stuck_ms / 1000.0,
-            if period.recovered { "" } else { ", until the end of the run" }
-        );
+    for finding in checkers.iter().flat_map(|c| c.findings(SHOWN)) {
+        let _ = writeln!(out, "    {finding}");
     }
     if let Some(error) = &results.error {
         let _ = writeln!(out, "  error    {error}");
@@ -299,17 +201,6 @@ pub fn verdict(results: &Results) -> String {
     }
 }
 
-/// The first `at_most` of `count` ids (of which `ids` holds the first few).
-fn list(ids: &[i64], count: usize, at_most: usize) -> String {
-    let shown: Vec<String> = ids.iter().take(at_most).map(i64::to_string).collect();
-    let more = count.saturating_sub(shown.len());
-    if more > 0 {
-        format!("{} and {more} more", shown.join(", "))
-    } else {
-        shown.join(", ")
-    }
-}
-
 fn faults_line(results: &Results) -> String {
     if results.faults.is_empty() {
         return "none".into();
@@ -323,46 +214,6 @@ fn faults_line(results: &Results) -> String {
         .map(|(fault, n)| format!("{fault} x{n}"))
         .collect::<Vec<_>>()
         .join(", ")
-}
-
-/// One line for a double grant: who, when, how long, under which faults.
-pub fn describe(grant: &DoubleGrant) -> String {
-    let faults: Vec<String> = grant
-        .faults
-        .iter()
-        .map(|f| {
-            let stop = f.stop_ms.map_or("end".to_string(), seconds);
-            let on = if f.nodes.is_empty() {
-                String::new()
-            } else {
-                format!(" {}", f.nodes.join(","))
-            };
-            format!("{}{on} {}-{}", f.fault, seconds(f.start_ms), stop)
-        })
-        .collect();
-    let nodes = |n: &Option<Vec<String>>| {
-        n.as_ref()
-            .filter(|n| !n.is_empty())
-            .map(|n| format!(" on {}", n.join(",")))
-            .unwrap_or_default()
-    };
-    let stale = if grant.kind == "stale" {
-        "[stale: a holder outlived its lease] "
-    } else {
-        ""
-    };
-    format!(
-        "{stale}key {}: process {} held it from {}{} and process {} from {}{}, overlapping {:.1} ms; faults: {}",
-        grant.key,
-        grant.first.process,
-        seconds(grant.first.start_ms),
-        nodes(&grant.first.nodes),
-        grant.second.process,
-        seconds(grant.second.start_ms),
-        nodes(&grant.second.nodes),
-        grant.overlap_ms,
-        if faults.is_empty() { "none".to_string() } else { faults.join("; ") }
-    )
 }
 
 fn seconds(ms: f64) -> String {
