@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use anyhow::Context;
 use splitbrain_compose::topology::MASTER_NAME;
-use splitbrain_compose::{image, topology, Deployment};
+use splitbrain_compose::{image, Deployment};
 use splitbrain_nemesis::links::{toxiproxy, LinkState, Links, Toxics};
 use splitbrain_nemesis::{Nemesis, Target};
 use splitbrain_workloads::workload::lock::{Shared, WorkloadError};
@@ -162,7 +162,7 @@ async fn run_core(
         images = images => images?,
         () = interrupt.cancelled() => anyhow::bail!("interrupted while building images"),
     };
-    let topology = topology::find(&spec.deployment).context("deployment vanished")?;
+    let topology = spec.deployment;
     let bring_up = Instant::now();
     let options = spec.topology_options();
     let mut deployment = tokio::select! {
@@ -322,11 +322,7 @@ async fn exercise(
         "running {} clients for {} with faults: {}",
         spec.concurrency,
         humantime::format_duration(spec.time_limit),
-        if spec.nemesis.is_empty() {
-            "none".to_string()
-        } else {
-            spec.nemesis.join(", ")
-        }
+        spec.fault_names().unwrap_or_else(|| "none".to_string())
     ));
     let clients = async {
         let result = match &data {

@@ -6,13 +6,13 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use splitbrain_checker::coverage::RunFacts;
 use splitbrain_compose::topology::{
-    self, ClusterOptions, Persistence, SentinelOptions, TopologyOptions, MASTER_NAME,
+    self, ClusterOptions, Persistence, SentinelOptions, Topology, TopologyOptions, MASTER_NAME,
 };
 use splitbrain_nemesis::{all_faults, find_fault, Fault, Layout, NemesisOptions, FAULTS};
 use splitbrain_workloads::storage::StorageConfig;
 use splitbrain_workloads::workload::lock::LockWorkload;
 use splitbrain_workloads::workload::{
-    data_server, find_workload, DataOptions, DataWorkload, WORKLOADS,
+    data_server, find_workload, DataOptions, DataWorkload, WorkloadKind, WORKLOADS,
 };
 use splitbrain_workloads::{
     find_client, ClientConfig, ClientOptions, Fences, Sentinels, CLIENTS, EXEC_PREFIX,
@@ -26,7 +26,8 @@ use crate::limits;
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct TestSpec {
     pub name: String,
-    pub deployment: String,
+    #[serde(with = "by_name")]
+    pub deployment: &'static dyn Topology,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nodes: Option<usize>,
     /// The client's name, or `exec:<command>` for an external one.
@@ -37,12 +38,14 @@ pub struct TestSpec {
     /// Redlock asks its nodes one after another.
     #[serde(default)]
     pub sequential: bool,
-    pub workload: String,
+    #[serde(with = "by_name")]
+    pub workload: &'static WorkloadKind,
     /// lock-set: the storage checks fencing tokens.
     #[serde(default)]
     pub fencing: bool,
-    /// Fault names; empty for no faults.
-    pub nemesis: Vec<String>,
+    /// The faults; none for no faults.
+    #[serde(with = "by_names")]
+    pub nemesis: Vec<&'static dyn Fault>,
     /// `--nemesis all`: faults this machine cannot inject are skipped, not refused.
     pub skip_unsupported: bool,
     pub persistence: String,
@@ -256,7 +259,7 @@ impl TestSpec {
                 ))
             })?;
         }
-        if args.fencing && args.workload != "lock-set" {
+        if args.fencing && !workload.needs_storage {
             return Err(bad(
                 "--fencing is checked by the storage of --workload lock-set; add that".into(),
             ));
@@ -268,10 +271,7 @@ impl TestSpec {
             )));
         }
         let nemesis = parse_nemesis(&args.nemesis)?;
-        let links = nemesis
-            .iter()
-            .filter_map(|name| find_fault(name))
-            .any(|f| f.needs_links());
+        let links = nemesis.iter().any(|f| f.needs_links());
         let explicit_links = args.toxiproxy_port.is_some() || !args.link_jitter.is_zero();
         if is_cluster && explicit_links {
             return Err(bad(
@@ -295,11 +295,11 @@ impl TestSpec {
         };
         let everything = args.nemesis.trim() == "all";
         let mut nemesis = nemesis;
-        for fault in nemesis.clone().iter().filter_map(|name| find_fault(name)) {
+        for fault in nemesis.clone() {
             match fault.fits(&layout) {
                 Ok(()) => {}
                 // `all` means every fault that fits this deployment.
-                Err(_) if everything => nemesis.retain(|name| name != fault.name()),
+                Err(_) if everything => nemesis.retain(|f| f.name() != fault.name()),
                 Err(e) => return Err(bad(format!("--nemesis {}: {e}", fault.name()))),
             }
         }
@@ -375,17 +375,18 @@ impl TestSpec {
             if nemesis.is_empty() {
                 "none".to_string()
             } else {
-                nemesis.join("+")
+                let names: Vec<&str> = nemesis.iter().map(|f| f.name()).collect();
+                names.join("+")
             }
         ));
         Ok(TestSpec {
             name,
-            deployment: topology.name().to_string(),
+            deployment: topology,
             nodes: args.nodes,
             client: client_name,
             jitter: !args.no_jitter,
             sequential,
-            workload: args.workload.clone(),
+            workload,
             fencing: args.fencing,
             skip_unsupported: args.nemesis.trim() == "all",
             nemesis,
@@ -428,10 +429,28 @@ impl TestSpec {
         })
     }
 
+    /// Whether Sentinels watch the deployment's nodes.
+    pub fn watched_by_sentinels(&self) -> bool {
+        let nodes = self.deployment.nodes(&self.topology_options());
+        nodes.is_ok_and(|nodes| nodes.iter().any(|n| n.sentinel.is_some()))
+    }
+
+    /// Whether the deployment is a Redis Cluster (its nodes are joined into one).
+    pub fn is_cluster(&self) -> bool {
+        self.deployment
+            .formation(&self.topology_options())
+            .is_some()
+    }
+
+    /// The faults' names, comma-separated; `None` for no faults.
+    pub fn fault_names(&self) -> Option<String> {
+        let names: Vec<&str> = self.nemesis.iter().map(|f| f.name()).collect();
+        (!names.is_empty()).then(|| names.join(","))
+    }
+
     /// What the run's history does not say about it, for the checkers.
     pub fn run_facts(&self) -> RunFacts {
-        let detector = topology::find(&self.deployment)
-            .and_then(|topology| topology.failure_detector(&self.topology_options()));
+        let detector = self.deployment.failure_detector(&self.topology_options());
         RunFacts {
             concurrency: Some(self.concurrency),
             detector_ms: detector.map(|d| d.after.as_millis() as u64),
@@ -456,7 +475,7 @@ impl TestSpec {
     }
 
     pub fn faults(&self) -> Vec<&'static dyn Fault> {
-        self.nemesis.iter().filter_map(|n| find_fault(n)).collect()
+        self.nemesis.clone()
     }
 
     pub fn nemesis_options(&self) -> NemesisOptions {
@@ -492,7 +511,7 @@ impl TestSpec {
 
     /// The data workload (`set`, `register`), when one is asked for.
     pub fn data_workload(&self) -> Option<Box<dyn DataWorkload>> {
-        let build = find_workload(&self.workload)?.data?;
+        let build = self.workload.data?;
         Some(build(DataOptions {
             concurrency: self.concurrency,
             keys: self.resources,
@@ -501,7 +520,7 @@ impl TestSpec {
 
     /// Whether the workload needs the storage service.
     pub fn needs_storage(&self) -> bool {
-        self.workload == "lock-set"
+        self.workload.needs_storage
     }
 
     pub fn client_options(&self) -> ClientOptions {
@@ -519,15 +538,13 @@ impl TestSpec {
             "splitbrain run --deployment {} --client {} --workload {} --nemesis {} \
              --time-limit {} --concurrency {} --ttl {} --persistence {} --clock-bump {} \
              --clock-drift {} --client-pause {} --seed {}",
-            self.deployment,
+            self.deployment.name(),
             shell_quoted(&self.client),
-            self.workload,
+            self.workload.name,
             if self.skip_unsupported {
                 "all".to_string()
-            } else if self.nemesis.is_empty() {
-                "none".to_string()
             } else {
-                self.nemesis.join(",")
+                self.fault_names().unwrap_or_else(|| "none".to_string())
             },
             humantime::format_duration(self.time_limit),
             self.concurrency,
@@ -581,7 +598,7 @@ impl TestSpec {
         if let Some(tag) = &self.hash_tag {
             line += &format!(" --hash-tag {tag}");
         }
-        if self.deployment == "sentinel" {
+        if self.watched_by_sentinels() {
             line += &format!(
                 " --sentinel-quorum {} --down-after {} --failover-timeout {} \
                  --min-replicas-to-write {}",
@@ -591,7 +608,7 @@ impl TestSpec {
                 self.min_replicas_to_write
             );
         }
-        if self.deployment == "cluster" {
+        if self.is_cluster() {
             line += &format!(
                 " --cluster-replicas {} --cluster-node-timeout {}",
                 self.cluster_replicas,
@@ -722,25 +739,116 @@ fn yes() -> bool {
     true
 }
 
-fn parse_nemesis(text: &str) -> Result<Vec<String>, HarnessError> {
+fn parse_nemesis(text: &str) -> Result<Vec<&'static dyn Fault>, HarnessError> {
     match text.trim() {
         "none" => return Ok(Vec::new()),
-        "all" => return Ok(all_faults().iter().map(|f| f.name().to_string()).collect()),
+        "all" => return Ok(all_faults()),
         _ => {}
     }
-    let mut faults: Vec<String> = Vec::new();
+    let mut faults: Vec<&'static dyn Fault> = Vec::new();
     for name in text.split(',').map(str::trim) {
-        if find_fault(name).is_none() {
+        let Some(fault) = find_fault(name) else {
             return Err(HarnessError::BadInput(format!(
                 "unknown fault `{name}` in --nemesis; choose none, all, or a comma-separated list of: {}",
                 names(FAULTS.iter().map(|f| f.name()))
             )));
-        }
-        if !faults.iter().any(|f| f == name) {
-            faults.push(name.to_string());
+        };
+        if !faults.iter().any(|f| f.name() == name) {
+            faults.push(fault);
         }
     }
     Ok(faults)
+}
+
+/// A kind users name on the command line (a deployment, a workload, a fault): a spec holds
+/// what it is, and `test.json` its name.
+trait Named: 'static {
+    /// What it is, for an error: `deployment`.
+    const WHAT: &'static str;
+    fn named(&self) -> &'static str;
+    fn by_name(name: &str) -> Option<&'static Self>;
+}
+
+impl Named for dyn Topology {
+    const WHAT: &'static str = "deployment";
+    fn named(&self) -> &'static str {
+        self.name()
+    }
+    fn by_name(name: &str) -> Option<&'static Self> {
+        topology::find(name)
+    }
+}
+
+impl Named for WorkloadKind {
+    const WHAT: &'static str = "workload";
+    fn named(&self) -> &'static str {
+        self.name
+    }
+    fn by_name(name: &str) -> Option<&'static Self> {
+        find_workload(name)
+    }
+}
+
+impl Named for dyn Fault {
+    const WHAT: &'static str = "fault";
+    fn named(&self) -> &'static str {
+        self.name()
+    }
+    fn by_name(name: &str) -> Option<&'static Self> {
+        find_fault(name)
+    }
+}
+
+/// A [`Named`] kind in JSON: its name.
+mod by_name {
+    use serde::{de, Deserialize, Deserializer, Serializer};
+
+    use super::Named;
+
+    pub fn serialize<T: Named + ?Sized, S: Serializer>(
+        kind: &&'static T,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        s.serialize_str(kind.named())
+    }
+
+    pub fn deserialize<'de, T: Named + ?Sized, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<&'static T, D::Error> {
+        let name = String::deserialize(d)?;
+        T::by_name(&name).ok_or_else(|| de::Error::custom(format!("unknown {} `{name}`", T::WHAT)))
+    }
+}
+
+/// A list of [`Named`] kinds in JSON: their names.
+mod by_names {
+    use serde::ser::SerializeSeq;
+    use serde::{de, Deserialize, Deserializer, Serializer};
+
+    use super::Named;
+
+    pub fn serialize<T: Named + ?Sized, S: Serializer>(
+        kinds: &[&'static T],
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        let mut seq = s.serialize_seq(Some(kinds.len()))?;
+        for kind in kinds {
+            seq.serialize_element(kind.named())?;
+        }
+        seq.end()
+    }
+
+    pub fn deserialize<'de, T: Named + ?Sized, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Vec<&'static T>, D::Error> {
+        Vec::<String>::deserialize(d)?
+            .iter()
+            .map(|name| {
+                T::by_name(name)
+                    .ok_or_else(|| de::Error::custom(format!("unknown {} `{name}`", T::WHAT)))
+            })
+            .collect()
+    }
 }
 
 fn names<'a>(names: impl Iterator<Item = &'a str>) -> String {
@@ -1042,6 +1150,31 @@ mod tests {
             serde_json::to_value(&again).unwrap(),
             serde_json::to_value(&s).unwrap()
         );
+    }
+
+    #[test]
+    fn test_json_names_each_kind_and_reads_back_as_the_same_spec() {
+        let s = spec(&[
+            "--deployment",
+            "sentinel",
+            "--client",
+            "set-nx-px",
+            "--nemesis",
+            "partition,kill",
+        ])
+        .unwrap();
+        let json = serde_json::to_value(&s).unwrap();
+        assert_eq!(json["deployment"], "sentinel");
+        assert_eq!(json["workload"], "lock");
+        assert_eq!(json["nemesis"], serde_json::json!(["partition", "kill"]));
+        let again: TestSpec = serde_json::from_value(json.clone()).unwrap();
+        assert!(again.watched_by_sentinels() && !again.is_cluster());
+        assert_eq!(serde_json::to_value(&again).unwrap(), json);
+
+        let mut unknown = json;
+        unknown["nemesis"] = serde_json::json!(["kill", "meteor"]);
+        let e = serde_json::from_value::<TestSpec>(unknown).unwrap_err();
+        assert!(e.to_string().contains("unknown fault `meteor`"), "{e}");
     }
 
     /// The options a user types numbers and names into, for the fuzzing below.

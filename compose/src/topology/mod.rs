@@ -119,6 +119,12 @@ pub trait Topology: Sync {
     }
 }
 
+impl std::fmt::Debug for dyn Topology {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 /// How long a node must look gone before a deployment acts, and what that time is made of.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FailureDetector {

@@ -24,7 +24,6 @@ use std::path::Path;
 
 use clap::Parser;
 use serde::{Deserialize, Serialize};
-use splitbrain_workloads::workload::find_workload;
 use toml::Spanned;
 
 use crate::cli::{Cli, Command};
@@ -194,20 +193,17 @@ pub fn load(path: &Path) -> Result<Vec<Cell>, HarnessError> {
                                 at(culprit.unwrap_or(span.clone()), &message)
                             })?;
                             // A data workload takes no lock client.
-                            let client = match find_workload(&spec.workload) {
-                                Some(w) if w.data.is_some() => "-".to_string(),
-                                _ => spec.client.clone(),
+                            let client = match spec.workload.data {
+                                Some(_) => "-".to_string(),
+                                None => spec.client.clone(),
                             };
+                            let faults = spec.fault_names().unwrap_or_else(|| "none".into());
                             let name = format!(
                                 "{}/{}/{}/{}/seed-{}",
-                                spec.deployment,
+                                spec.deployment.name(),
                                 client,
-                                spec.workload,
-                                if spec.nemesis.is_empty() {
-                                    "none".to_string()
-                                } else {
-                                    spec.nemesis.join(",")
-                                },
+                                spec.workload.name,
+                                faults,
                                 spec.seed
                             );
                             if cells.iter().any(|c| c.name == name) {
@@ -219,10 +215,10 @@ pub fn load(path: &Path) -> Result<Vec<Cell>, HarnessError> {
                             cells.push(Cell {
                                 number: cells.len() + 1,
                                 name,
-                                deployment: spec.deployment.clone(),
+                                deployment: spec.deployment.name().to_string(),
                                 client,
-                                workload: spec.workload.clone(),
-                                faults: spec.nemesis.join(","),
+                                workload: spec.workload.name.to_string(),
+                                faults: spec.fault_names().unwrap_or_default(),
                                 seed: spec.seed,
                                 expect: *group.expect.get_ref(),
                                 expect_fault_on_holder: group.expect_fault_on_holder,

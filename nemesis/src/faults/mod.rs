@@ -77,6 +77,12 @@ impl Action {
     }
 }
 
+impl std::fmt::Debug for dyn Fault {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 /// What starting a fault gave back.
 #[derive(Default)]
 pub struct Started {

@@ -52,6 +52,14 @@ pub struct WorkloadKind {
     pub summary: &'static str,
     /// How to build it, for a data workload; `None` for the lock workloads.
     pub data: Option<fn(DataOptions) -> Box<dyn DataWorkload>>,
+    /// Whether it writes to the storage service under the lock.
+    pub needs_storage: bool,
+}
+
+impl std::fmt::Debug for WorkloadKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name)
+    }
 }
 
 /// Every workload, by name.
@@ -60,12 +68,14 @@ pub static WORKLOADS: &[WorkloadKind] = &[
         name: "lock",
         summary: "clients loop: acquire, hold for a while, release (lock safety)",
         data: None,
+        needs_storage: false,
     },
     WorkloadKind {
         name: "lock-set",
         summary: "under the lock, read a document from PostgreSQL, append an id, write it back \
                   (lost writes)",
         data: None,
+        needs_storage: true,
     },
     set::KIND,
     register::KIND,

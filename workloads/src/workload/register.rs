@@ -31,6 +31,7 @@ pub const KIND: WorkloadKind = WorkloadKind {
             keys: options.keys.max(1),
         })
     }),
+    needs_storage: false,
 };
 
 /// Values are drawn from this few, as Jepsen's are, so that compare-and-sets often succeed

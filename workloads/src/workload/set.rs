@@ -23,6 +23,7 @@ pub const KIND: WorkloadKind = WorkloadKind {
             concurrency: options.concurrency,
         })
     }),
+    needs_storage: false,
 };
 
 /// The Redis set every client adds to.
