@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use splitbrain_checker::{read_history, OpType};
 use splitbrain_compose::{topology, Deployment, TopologyOptions};
 use splitbrain_workloads::workload::lock::{LockWorkload, Shared};
+use splitbrain_workloads::workload::Workload;
 use splitbrain_workloads::{find_client, ClientConfig, ClientCrashes, ClientPauses, Recorder};
 use tokio_util::sync::CancellationToken;
 
@@ -91,6 +92,7 @@ async fn harness_rate(node: &splitbrain_compose::Node) -> f64 {
     let path = dir.path().join("history.jsonl");
     let recorder = Arc::new(Recorder::create(&path).unwrap());
     let workload = LockWorkload {
+        client: find_client("set-nx-px").unwrap(),
         concurrency: CONCURRENCY,
         ttl: Duration::from_secs(2),
         hold: Some(Duration::ZERO),
@@ -114,7 +116,7 @@ async fn harness_rate(node: &splitbrain_compose::Node) -> f64 {
     };
     let started = Instant::now();
     workload
-        .run(find_client("set-nx-px").unwrap(), &[config], &shared, stop)
+        .run(&[config], &shared, stop)
         .await
         .expect("the workload");
     let elapsed = started.elapsed().as_secs_f64();

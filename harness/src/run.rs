@@ -13,9 +13,7 @@ use splitbrain_compose::{image, Deployment};
 use splitbrain_nemesis::links::{toxiproxy, LinkState, Links, Toxics};
 use splitbrain_nemesis::{Nemesis, Target};
 use splitbrain_workloads::workload::lock::{Shared, WorkloadError};
-use splitbrain_workloads::{
-    find_client, ClientConfig, ClientCrashes, ClientPauses, Recorder, Sentinels,
-};
+use splitbrain_workloads::{ClientConfig, ClientCrashes, ClientPauses, Recorder, Sentinels};
 use tokio_util::sync::CancellationToken;
 
 use crate::check::check_history;
@@ -207,7 +205,6 @@ async fn exercise(
     interrupt: &CancellationToken,
 ) -> anyhow::Result<()> {
     let recorder = Arc::new(Recorder::create(&dir.history()).context("creating history.jsonl")?);
-    let client = find_client(&spec.client).context("client vanished")?;
     let nodes: Vec<(String, std::net::SocketAddr)> = deployment
         .nodes()
         .iter()
@@ -286,20 +283,14 @@ async fn exercise(
         pauses: ClientPauses::new(spec.concurrency),
         crashes: ClientCrashes::new(spec.concurrency),
     };
-    let workload = spec.lock_workload(storage);
-    let data = spec.data_workload();
-    if data.is_none() {
-        workload.prepare().await?;
-    }
+    let workload = spec.workload(storage)?;
+    workload.prepare().await?;
     let target = Target {
         deployment: deployment.clone(),
         clients: shared.pauses.clone(),
         crashes: shared.crashes.clone(),
         links: links.clone(),
-        key: match &data {
-            Some(data) => data.key(),
-            None => workload.resource(0),
-        },
+        key: workload.key(),
         grants: shared.recorder.grants(),
     };
     let mut faults = spec.faults();
@@ -325,10 +316,7 @@ async fn exercise(
         spec.fault_names().unwrap_or_else(|| "none".to_string())
     ));
     let clients = async {
-        let result = match &data {
-            Some(data) => data.run(&configs, &shared, stop.clone()).await,
-            None => workload.run(client, &configs, &shared, stop.clone()).await,
-        };
+        let result = workload.run(&configs, &shared, stop.clone()).await;
         stop.cancel();
         result.map_err(anyhow::Error::from)
     };
@@ -383,10 +371,7 @@ async fn exercise(
     };
     let (clients, faults, (), ()) = tokio::join!(clients, faults, timer, roles);
     // The faults are healed by now: what the storage holds is what stays.
-    let final_read = match &data {
-        Some(data) => data.final_read(&configs[0], &recorder).await,
-        None => workload.final_read(&recorder).await,
-    };
+    let final_read = workload.final_read(&configs, &recorder).await;
     links.shutdown();
     if let Some(api) = api {
         api.abort();

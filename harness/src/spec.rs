@@ -12,7 +12,7 @@ use splitbrain_nemesis::{all_faults, find_fault, Fault, Layout, NemesisOptions, 
 use splitbrain_workloads::storage::StorageConfig;
 use splitbrain_workloads::workload::lock::LockWorkload;
 use splitbrain_workloads::workload::{
-    data_server, find_workload, DataOptions, DataWorkload, WorkloadKind, WORKLOADS,
+    data_server, find_workload, DataOptions, Workload, WorkloadKind, WORKLOADS,
 };
 use splitbrain_workloads::{
     find_client, ClientConfig, ClientOptions, Fences, Sentinels, CLIENTS, EXEC_PREFIX,
@@ -494,9 +494,22 @@ impl TestSpec {
         }
     }
 
-    /// The workload; `storage` is where lock-set's storage listens (unused by `lock`).
-    pub fn lock_workload(&self, storage: Option<std::net::SocketAddr>) -> LockWorkload {
-        LockWorkload {
+    /// The workload; `storage` is where lock-set's storage listens (unused by the others).
+    pub fn workload(
+        &self,
+        storage: Option<std::net::SocketAddr>,
+    ) -> Result<Box<dyn Workload>, HarnessError> {
+        if let Some(build) = self.workload.data {
+            return Ok(build(DataOptions {
+                concurrency: self.concurrency,
+                keys: self.resources,
+            }));
+        }
+        let client = find_client(&self.client).ok_or_else(|| {
+            HarnessError::BadInput(format!("unknown client `{}` in --client", self.client))
+        })?;
+        Ok(Box::new(LockWorkload {
+            client,
             concurrency: self.concurrency,
             ttl: self.ttl,
             hold: self.hold,
@@ -506,15 +519,6 @@ impl TestSpec {
                 addr,
                 fencing: self.fencing,
             }),
-        }
-    }
-
-    /// The data workload (`set`, `register`), when one is asked for.
-    pub fn data_workload(&self) -> Option<Box<dyn DataWorkload>> {
-        let build = self.workload.data?;
-        Some(build(DataOptions {
-            concurrency: self.concurrency,
-            keys: self.resources,
         }))
     }
 

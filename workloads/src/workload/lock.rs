@@ -14,6 +14,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use async_trait::async_trait;
 use rand::Rng;
 use splitbrain_checker::{Op, OpType, Process, Renewal};
 use tokio_util::sync::CancellationToken;
@@ -22,12 +23,16 @@ use crate::clients::{ClientConfig, ClientKind, Grant, LockClient, Outcome};
 use crate::storage::{Storage, StorageConfig, DOCUMENT};
 use crate::{ClientCrashes, ClientPauses, Recorder};
 
+use super::Workload;
+
 /// The process that makes the final read, well clear of the workers' ids.
 const FINAL_READER: u64 = 1_000_000_000;
 
 /// How the `lock` workload runs.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct LockWorkload {
+    /// The lock algorithm every worker runs.
+    pub client: &'static ClientKind,
     /// Client processes running at once.
     pub concurrency: usize,
     /// The lease each acquire asks for.
@@ -64,9 +69,17 @@ impl LockWorkload {
             format!("{tag}lock-{}", worker % self.resources)
         }
     }
+}
+
+#[async_trait]
+impl Workload for LockWorkload {
+    /// The first worker's lock key.
+    fn key(&self) -> String {
+        self.resource(0)
+    }
 
     /// Prepares the storage (for `lock-set`): an empty document, no token seen.
-    pub async fn prepare(&self) -> Result<(), WorkloadError> {
+    async fn prepare(&self) -> Result<(), WorkloadError> {
         if let Some(config) = self.storage {
             let storage = Storage::connect(config)
                 .await
@@ -83,9 +96,8 @@ impl LockWorkload {
     /// releases a held lock) before returning. Worker `w` belongs to client group
     /// `w % groups.len()` and reaches the nodes as that group's config says. A broken client
     /// stops every worker.
-    pub async fn run(
+    async fn run(
         &self,
-        kind: &ClientKind,
         groups: &[ClientConfig],
         shared: &Shared,
         stop: CancellationToken,
@@ -97,7 +109,7 @@ impl LockWorkload {
                 crash: shared.crashes.point(worker),
                 ..groups[worker % groups.len()].clone()
             };
-            let client = (kind.build)(&config).map_err(WorkloadError::Client)?;
+            let client = (self.client.build)(&config).map_err(WorkloadError::Client)?;
             let storage = match self.storage {
                 Some(config) => Some(
                     Storage::connect(config)
@@ -131,7 +143,11 @@ impl LockWorkload {
 
     /// The final read of the storage's document, after the clients stopped and the faults
     /// healed; a no-op for the `lock` workload.
-    pub async fn final_read(&self, recorder: &Recorder) -> Result<(), WorkloadError> {
+    async fn final_read(
+        &self,
+        _groups: &[ClientConfig],
+        recorder: &Recorder,
+    ) -> Result<(), WorkloadError> {
         let Some(config) = self.storage else {
             return Ok(());
         };
@@ -505,6 +521,7 @@ mod tests {
     #[test]
     fn workers_share_one_key_unless_asked_for_more() {
         let mut w = LockWorkload {
+            client: crate::find_client("set-nx-px").unwrap(),
             concurrency: 4,
             ttl: Duration::from_secs(2),
             hold: None,

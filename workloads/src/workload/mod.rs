@@ -18,11 +18,16 @@ use self::lock::{Shared, WorkloadError};
 use crate::node::NodeError;
 use crate::{ClientConfig, Recorder, Server};
 
-/// A workload on Redis data rather than on a lock.
+/// What the clients do, whatever they need (a lock, a register, a set, a storage): the run
+/// prepares it, runs it beside the faults, and reads what survived once they are healed.
 #[async_trait]
-pub trait DataWorkload: Send + Sync {
+pub trait Workload: Send + Sync {
     /// The key whose master the faults on "the current master" aim at.
     fn key(&self) -> String;
+    /// Gets ready before any client starts (lock-set empties its storage's document).
+    async fn prepare(&self) -> Result<(), WorkloadError> {
+        Ok(())
+    }
     /// Runs every worker until `stop`; worker `w` uses client group `w % groups.len()`.
     async fn run(
         &self,
@@ -30,10 +35,11 @@ pub trait DataWorkload: Send + Sync {
         shared: &Shared,
         stop: CancellationToken,
     ) -> Result<(), WorkloadError>;
-    /// After the heal: reads what survived, from the master of that moment.
+    /// After the heal: reads what survived (through the first client group, where it reads
+    /// the deployment itself).
     async fn final_read(
         &self,
-        config: &ClientConfig,
+        groups: &[ClientConfig],
         recorder: &Recorder,
     ) -> Result<(), WorkloadError>;
 }
@@ -50,8 +56,9 @@ pub struct DataOptions {
 pub struct WorkloadKind {
     pub name: &'static str,
     pub summary: &'static str,
-    /// How to build it, for a data workload; `None` for the lock workloads.
-    pub data: Option<fn(DataOptions) -> Box<dyn DataWorkload>>,
+    /// How to build it, for a data workload; `None` for the lock workloads, which take a lock
+    /// client.
+    pub data: Option<fn(DataOptions) -> Box<dyn Workload>>,
     /// Whether it writes to the storage service under the lock.
     pub needs_storage: bool,
 }

@@ -18,7 +18,7 @@ use splitbrain_checker::{Op, OpType, Process};
 use tokio_util::sync::CancellationToken;
 
 use super::lock::{Shared, WorkloadError};
-use super::{data_server, final_read, unsettled, DataWorkload, WorkloadKind, PACE};
+use super::{data_server, final_read, unsettled, Workload, WorkloadKind, PACE};
 use crate::{ClientConfig, Recorder, Server};
 
 pub const KIND: WorkloadKind = WorkloadKind {
@@ -60,7 +60,7 @@ impl RegisterWorkload {
 }
 
 #[async_trait]
-impl DataWorkload for RegisterWorkload {
+impl Workload for RegisterWorkload {
     fn key(&self) -> String {
         RegisterWorkload::register(0)
     }
@@ -96,10 +96,10 @@ impl DataWorkload for RegisterWorkload {
     /// Reads every key once more from the master of the moment, retrying while none answers.
     async fn final_read(
         &self,
-        config: &ClientConfig,
+        groups: &[ClientConfig],
         recorder: &Recorder,
     ) -> Result<(), WorkloadError> {
-        let mut server = data_server(config, KIND.name).map_err(WorkloadError::Client)?;
+        let mut server = data_server(&groups[0], KIND.name).map_err(WorkloadError::Client)?;
         for index in 0..self.keys {
             let key = RegisterWorkload::register(index);
             let get = redis::cmd("GET").arg(&key).clone();

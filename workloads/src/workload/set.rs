@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 use async_trait::async_trait;
 
 use super::lock::{Shared, WorkloadError};
-use super::{data_server, final_read, unsettled, DataWorkload, WorkloadKind, PACE};
+use super::{data_server, final_read, unsettled, Workload, WorkloadKind, PACE};
 use crate::{ClientConfig, Recorder, Server};
 
 pub const KIND: WorkloadKind = WorkloadKind {
@@ -36,7 +36,7 @@ pub struct SetWorkload {
 }
 
 #[async_trait]
-impl DataWorkload for SetWorkload {
+impl Workload for SetWorkload {
     fn key(&self) -> String {
         SET_KEY.to_string()
     }
@@ -76,10 +76,10 @@ impl DataWorkload for SetWorkload {
     /// Reads the whole set from the master of the moment, retrying while none answers.
     async fn final_read(
         &self,
-        config: &ClientConfig,
+        groups: &[ClientConfig],
         recorder: &Recorder,
     ) -> Result<(), WorkloadError> {
-        let mut server = data_server(config, "set").map_err(WorkloadError::Client)?;
+        let mut server = data_server(&groups[0], "set").map_err(WorkloadError::Client)?;
         let smembers = redis::cmd("SMEMBERS").arg(SET_KEY).clone();
         let sorted = |mut members: Vec<i64>| {
             members.sort_unstable();
