@@ -154,11 +154,7 @@ impl Coverage {
                 plural(acked)
             ));
         }
-        let failed_over = self.master_changes.is_some_and(|changes| changes > 0);
-        if let Some(live) = self
-            .leases_live_at_promotion
-            .filter(|_| self.grants > 0 && failed_over)
-        {
+        if let Some(live) = self.leases_live_at_promotion.filter(|_| self.grants > 0) {
             parts.push(format!(
                 "{live} lease{} of a demoted master still running when another was promoted",
                 plural(live)
@@ -363,11 +359,13 @@ fn masters(ops: &[Op], windows: &[Window], grants: &[&Candidate]) -> Coverage {
             _ => false,
         })
         .count();
+    // Without a change of master nothing was demoted, and there is nothing to count.
+    let changed = records.len() > 1;
     Coverage {
         master_changes: Some(records.len() - 1),
         two_masters_ms: Some(ms(two_masters)),
-        acked_by_demoted: Some(acked),
-        leases_live_at_promotion: Some(live),
+        acked_by_demoted: changed.then_some(acked),
+        leases_live_at_promotion: changed.then_some(live),
         ..Coverage::default()
     }
 }
@@ -566,7 +564,8 @@ mod tests {
             .fault((400, 500), "clock-bump", &["n1"]);
         let r = short.check_with(facts);
         assert_eq!((r.node_outages, r.outages_past_detector), (1, 0));
-        assert_eq!(r.acked_by_demoted, Some(0), "no promotion, nothing at risk");
+        assert_eq!(r.acked_by_demoted, None, "no promotion, nothing at risk");
+        assert_eq!(r.leases_live_at_promotion, None);
     }
 
     #[test]

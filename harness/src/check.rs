@@ -367,6 +367,13 @@ mod tests {
             check(alone, None).verdict,
             "valid: no two processes held a lock at once (no faults were injected)"
         );
+        let master = Op::new(Process::NEMESIS, OpType::Info, "master").nodes(vec!["n1".into()]);
+        let watched = [vec![master.at(0, 0)], alone.to_vec()].concat();
+        assert_eq!(
+            check(&watched, None).verdict,
+            "valid: no two processes held a lock at once (no faults were injected)",
+            "a master that never changed demoted nobody"
+        );
         assert_eq!(
             check(alone, Some("the client crashed")).verdict,
             "unknown: the run did not finish",

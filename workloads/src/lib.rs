@@ -12,7 +12,7 @@ pub mod workload;
 
 pub use clients::{
     find_client, ClientConfig, ClientKind, ClientOptions, Fences, Grant, LockClient, Outcome,
-    Sentinels, CLIENTS, EXEC_PREFIX,
+    Sentinels, Shape, CLIENTS, EXEC_PREFIX,
 };
 pub use crashes::{ClientCrashes, CrashPoint};
 pub use master::{ClusterConn, MasterConn, Server};

@@ -9,7 +9,7 @@ use std::time::Duration;
 use redis::FromRedisValue;
 
 use crate::node::{NodeConn, NodeError};
-use crate::{ClientConfig, Sentinels};
+use crate::{ClientConfig, Sentinels, Shape};
 
 /// Where a single-server client sends its commands.
 pub enum Server {
@@ -22,15 +22,15 @@ impl Server {
     /// The deployment's one node, or its master as the Sentinels name it; or why the
     /// deployment does not fit `who`, which needs one server to talk to.
     pub fn of(config: &ClientConfig, who: &str, timeout: Duration) -> Result<Server, String> {
-        if config.cluster {
-            return Ok(Server::Cluster(ClusterConn::new(&config.nodes, timeout)));
-        }
-        match (config.nodes.as_slice(), &config.sentinels) {
-            (nodes, Some(sentinels)) => {
+        match (&config.shape, config.nodes.as_slice()) {
+            (Shape::Cluster, nodes) => Ok(Server::Cluster(ClusterConn::new(nodes, timeout))),
+            (Shape::Sentinel { sentinels, .. }, nodes) => {
                 Ok(Server::Master(MasterConn::new(sentinels, nodes, timeout)))
             }
-            ([(node, addr)], None) => Ok(Server::Node(NodeConn::new(node.clone(), *addr, timeout))),
-            (nodes, None) => Err(format!(
+            (Shape::Standalone, [(node, addr)]) => {
+                Ok(Server::Node(NodeConn::new(node.clone(), *addr, timeout)))
+            }
+            (Shape::Standalone, nodes) => Err(format!(
                 "{who} works on one Redis server, and this deployment has {} independent \
                  nodes; use --deployment single or sentinel",
                 nodes.len()

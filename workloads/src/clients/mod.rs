@@ -102,12 +102,8 @@ pub struct RenewalReport {
 pub struct ClientConfig {
     /// The deployment's nodes, by name, in order.
     pub nodes: Vec<(String, SocketAddr)>,
-    /// How many replicas each master has (0 where masters stand alone).
-    pub replicas: usize,
-    /// The Sentinels that name the master, where Sentinels watch the nodes.
-    pub sentinels: Option<Sentinels>,
-    /// The nodes form a Redis Cluster.
-    pub cluster: bool,
+    /// How the nodes relate, which decides how a client finds the master of a key.
+    pub shape: Shape,
     /// The lease each acquire asks for.
     pub ttl: Duration,
     pub options: ClientOptions,
@@ -115,38 +111,57 @@ pub struct ClientConfig {
     pub crash: CrashPoint,
 }
 
+/// How a deployment's nodes relate, as a client sees it: one value, so that no client has
+/// to work it out again from several.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Shape {
+    /// Every node stands alone: one server, or Redlock's independent masters.
+    Standalone,
+    /// One master with `replicas` replicas, named by these Sentinels.
+    Sentinel {
+        sentinels: Sentinels,
+        replicas: usize,
+    },
+    /// A Redis Cluster: each key's slot has its master.
+    Cluster,
+}
+
 impl ClientConfig {
-    /// A config for these nodes, with default options and no crash point.
+    /// A config for these standalone nodes, with default options and no crash point.
     pub fn new(nodes: Vec<(String, SocketAddr)>, ttl: Duration) -> ClientConfig {
         ClientConfig {
             nodes,
-            replicas: 0,
-            sentinels: None,
-            cluster: false,
+            shape: Shape::Standalone,
             ttl,
             options: ClientOptions::default(),
             crash: CrashPoint::default(),
         }
     }
-}
 
-impl ClientConfig {
     /// The same nodes as a master with `replicas` replicas, watched by these Sentinels.
     pub fn watched_by_sentinel(self, sentinels: Sentinels, replicas: usize) -> ClientConfig {
         ClientConfig {
-            sentinels: Some(sentinels),
-            replicas,
+            shape: Shape::Sentinel {
+                sentinels,
+                replicas,
+            },
             ..self
         }
     }
-}
 
-impl ClientConfig {
     /// The same nodes as a Redis Cluster.
     pub fn in_cluster(self) -> ClientConfig {
         ClientConfig {
-            cluster: true,
+            shape: Shape::Cluster,
             ..self
+        }
+    }
+
+    /// How many replicas the master has that `WAIT` can count on (only Sentinel's are known).
+    pub fn replicas(&self) -> usize {
+        match self.shape {
+            Shape::Sentinel { replicas, .. } => replicas,
+            Shape::Standalone | Shape::Cluster => 0,
         }
     }
 }

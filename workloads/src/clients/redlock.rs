@@ -20,7 +20,7 @@ use splitbrain_checker::acquisition;
 
 use super::{
     held_by_another, new_token, set_if_absent, ClientConfig, ClientKind, Fences, Grant, LockClient,
-    Outcome, COMPARE_AND_DELETE,
+    Outcome, Shape, COMPARE_AND_DELETE,
 };
 use crate::node::{NodeConn, NodeError};
 
@@ -43,14 +43,14 @@ fn build(config: &ClientConfig) -> Result<Box<dyn LockClient>, String> {
     if config.nodes.is_empty() {
         return Err("redlock needs at least one node".into());
     }
-    if config.replicas > 0 {
+    if matches!(config.shape, Shape::Sentinel { .. }) {
         return Err(
             "redlock needs independent masters, and this deployment's nodes replicate \
              one master; use --deployment redlock"
                 .into(),
         );
     }
-    if config.cluster {
+    if config.shape == Shape::Cluster {
         return Err(
             "redlock needs independent masters, and a Redis Cluster's masters each own \
              their own slots (a key lives on one of them, so no quorum can form); use \

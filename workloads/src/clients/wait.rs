@@ -18,7 +18,7 @@ pub(super) const KIND: ClientKind = ClientKind {
 };
 
 fn build(config: &ClientConfig) -> Result<Box<dyn LockClient>, String> {
-    if config.replicas == 0 {
+    if config.replicas() == 0 {
         return Err(
             "wait asks WAIT for the master's replicas, and this deployment has none; \
              it needs a deployment with replicas"
@@ -27,7 +27,7 @@ fn build(config: &ClientConfig) -> Result<Box<dyn LockClient>, String> {
     }
     Ok(Box::new(Wait {
         lock: SetNxPx::on_one_node(config, KIND.name)?,
-        replicas: config.replicas,
+        replicas: config.replicas(),
         timeout: wait_timeout(config.ttl),
     }))
 }
@@ -87,10 +87,11 @@ mod tests {
         );
         let refused = build(&config).err().unwrap();
         assert!(refused.contains("has none"), "{refused}");
-        let replicated = ClientConfig {
-            replicas: 2,
-            ..config
+        let sentinels = crate::Sentinels {
+            master: "m".into(),
+            addrs: Vec::new(),
         };
+        let replicated = config.watched_by_sentinel(sentinels, 2);
         assert!(build(&replicated).is_ok());
         assert_eq!(
             wait_timeout(Duration::from_secs(2)),
