@@ -371,8 +371,10 @@ fn masters(ops: &[Op], windows: &[Window], grants: &[&Candidate]) -> Coverage {
 }
 
 /// When a master's acknowledgements were at risk: from the start of the latest fault on it
-/// (or on no node in particular) before another node was promoted, until the records stop
-/// naming it master.
+/// (or on no node in particular) before another node was promoted, until it is named master
+/// again after its demotion (or the end). Not until its demotion: the deployment names the
+/// new master before the old one has heard, and the old one goes on acknowledging writes
+/// until it is told to replicate (Sentinel reconfigures it seconds after the heal).
 struct AtRisk {
     node: String,
     from: u64,
@@ -392,11 +394,15 @@ fn at_risk(records: &[&Op], windows: &[Window], end: u64) -> Vec<AtRisk> {
         for old in before {
             let Some(demoted) = records[i + 1..]
                 .iter()
-                .find(|record| !named(record).contains(&old))
-                .map(|record| record.time)
+                .position(|record| !named(record).contains(&old))
+                .map(|at| i + 1 + at)
             else {
                 continue;
             };
+            let named_again = records[demoted..]
+                .iter()
+                .find(|record| named(record).contains(&old))
+                .map(|record| record.time);
             let from = windows
                 .iter()
                 .filter(|w| w.start <= promoted)
@@ -408,7 +414,7 @@ fn at_risk(records: &[&Op], windows: &[Window], end: u64) -> Vec<AtRisk> {
                 node: old,
                 from,
                 promoted,
-                until: demoted.min(end),
+                until: named_again.unwrap_or(end),
             });
         }
     }
@@ -535,7 +541,10 @@ mod tests {
             .acked(500, 2, "add", "n1") // two masters
             .acked(200, 3, "read", "n1") // a read risks nothing
             .acked(400, 4, "add", "n2") // the new master's
-            .acked(900, 0, "add", "n1") // after the demotion (refused in life)
+            .acked(900, 0, "add", "n1") // after the demotion, before it hears of it
+            .fault((990, 1050), "failover", &[])
+            .master(1000, &["n1"]) // n1 is master again
+            .acked(1100, 1, "add", "n1") // and this one is safe
             .hold((120, 400), 5, &["n1"]) // a lease running past the promotion
             .hold((150, 250), 6, &["n1"]) // one released before it
             .hold((60, 350), 7, &["n1"]); // granted before the fault, running at the promotion
@@ -544,12 +553,12 @@ mod tests {
             detector_ms: Some(300),
         };
         let r = s.check_with(facts);
-        assert_eq!(r.acked_by_demoted, Some(4), "two adds and two grants");
+        assert_eq!(r.acked_by_demoted, Some(5), "three adds and two grants");
         assert_eq!(r.leases_live_at_promotion, Some(2));
         assert_eq!((r.node_outages, r.outages_past_detector), (1, 1));
         assert!(
             r.line().contains(
-                "4 updates acknowledged by a master after the fault that demoted it began; 2 \
+                "5 updates acknowledged by a master after the fault that demoted it began; 2 \
                  leases of a demoted master still running when another was promoted; 1 of 1 \
                  node outage outlasted the failure detector (0.3 s)"
             ),
