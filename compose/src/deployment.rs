@@ -15,7 +15,9 @@ use bollard::Docker;
 use futures_util::StreamExt;
 
 use crate::docker::{remove_run, run_labels, Leftovers};
-use crate::topology::{NodeSpec, Topology, TopologyOptions, MASTER_NAME, SENTINEL_PORT};
+use crate::topology::{
+    NodeSpec, Replication, Topology, TopologyOptions, MASTER_NAME, SENTINEL_PORT,
+};
 use crate::ComposeError;
 
 /// The port every node's Redis listens on, inside its own address.
@@ -51,8 +53,8 @@ pub struct Deployment {
     gateway: Ipv4Addr,
     nodes: Vec<Node>,
     storage: Option<Storage>,
-    /// The nodes form a Redis Cluster.
-    cluster: bool,
+    /// How the nodes relate.
+    replication: Replication,
     /// Nodes whose server was crashed by [`Deployment::kill`] and not restarted yet; shared by
     /// every clone.
     crashed: Arc<Mutex<HashSet<String>>>,
@@ -102,20 +104,29 @@ impl Deployment {
     ) -> Result<Deployment, ComposeError> {
         let specs = topology.nodes(options).map_err(ComposeError::BadOptions)?;
         let formation = topology.formation(options);
-        let result = Self::create(docker, run_id, &specs, formation, image).await;
+        let result = Self::create(
+            docker,
+            run_id,
+            &specs,
+            (topology.replication(), formation),
+            image,
+        )
+        .await;
         if result.is_err() {
             let _ = remove_run(docker, run_id).await;
         }
         result
     }
 
+    /// `shape`: how the nodes relate, and the command that joins them, if one does.
     async fn create(
         docker: &Docker,
         run_id: &str,
         specs: &[NodeSpec],
-        formation: Option<Vec<String>>,
+        shape: (Replication, Option<Vec<String>>),
         image: &str,
     ) -> Result<Deployment, ComposeError> {
+        let (replication, formation) = shape;
         let (network, prefix) = create_network(docker, run_id).await?;
         let ip_of =
             |i: usize| Ipv4Addr::new(prefix[0], prefix[1], prefix[2], FIRST_NODE_HOST + i as u8);
@@ -181,7 +192,7 @@ impl Deployment {
             gateway: Ipv4Addr::new(prefix[0], prefix[1], prefix[2], 1),
             nodes,
             storage: None,
-            cluster: formation.is_some(),
+            replication,
             crashed: Arc::default(),
         };
         for node in &deployment.nodes {
@@ -306,7 +317,7 @@ impl Deployment {
     /// master. One in a healthy deployment, two in a split brain, none when nobody answers
     /// (or the nodes stand alone).
     pub async fn masters_of(&self, key: &str) -> Vec<String> {
-        if !self.cluster {
+        if self.replication != Replication::Cluster {
             return self.sentinel_masters().await;
         }
         let mut claims = self.slot_claims(key).await;
@@ -318,7 +329,7 @@ impl Deployment {
     /// agree on; on `cluster`, the newest claim to the slot (the highest config epoch), which
     /// is the one the other masters voted for.
     pub async fn master_of(&self, key: &str) -> Option<String> {
-        if !self.cluster {
+        if self.replication != Replication::Cluster {
             return self.sentinel_master().await;
         }
         let claims = self.slot_claims(key).await;
@@ -355,16 +366,15 @@ impl Deployment {
     /// the nodes; none where the nodes stand alone (or form a cluster, where masters and
     /// replicas are the cluster's business).
     pub fn replicas(&self) -> usize {
-        if self.nodes.iter().any(|n| n.sentinel.is_some()) {
-            self.nodes.len() - 1
-        } else {
-            0
+        match self.replication {
+            Replication::Sentinel => self.nodes.len().saturating_sub(1),
+            Replication::Standalone | Replication::Cluster => 0,
         }
     }
 
-    /// Whether the nodes form a Redis Cluster.
-    pub fn is_cluster(&self) -> bool {
-        self.cluster
+    /// How the nodes relate.
+    pub fn replication(&self) -> Replication {
+        self.replication
     }
 
     /// Waits until every node says `cluster_state:ok` with all 16384 slots assigned and

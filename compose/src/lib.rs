@@ -19,4 +19,4 @@ pub use docker::{
     clean, connect, list_run, remove_owned, remove_run, Cleaned, Leftovers, RUN_LABEL,
 };
 pub use error::ComposeError;
-pub use topology::{Topology, TopologyOptions, TOPOLOGIES};
+pub use topology::{Replication, Topology, TopologyOptions, TOPOLOGIES};

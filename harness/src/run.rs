@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use anyhow::Context;
 use splitbrain_compose::topology::MASTER_NAME;
-use splitbrain_compose::{image, Deployment};
+use splitbrain_compose::{image, Deployment, Replication};
 use splitbrain_nemesis::links::{toxiproxy, LinkState, Links, Toxics};
 use splitbrain_nemesis::{Nemesis, Target};
 use splitbrain_workloads::workload::lock::{Shared, WorkloadError};
@@ -252,16 +252,16 @@ async fn exercise(
             options: spec.client_options(),
             ..ClientConfig::new(nodes, spec.ttl)
         };
-        if deployment.is_cluster() {
-            config.in_cluster()
-        } else if sentinels.is_empty() {
-            config
-        } else {
-            let sentinels = Sentinels {
-                master: MASTER_NAME.into(),
-                addrs: sentinels.clone(),
-            };
-            config.watched_by_sentinel(sentinels, replicas)
+        match deployment.replication() {
+            Replication::Standalone => config,
+            Replication::Cluster => config.in_cluster(),
+            Replication::Sentinel => {
+                let sentinels = Sentinels {
+                    master: MASTER_NAME.into(),
+                    addrs: sentinels.clone(),
+                };
+                config.watched_by_sentinel(sentinels, replicas)
+            }
         }
     };
     let configs: Vec<ClientConfig> = if spec.client_groups > 0 {
@@ -363,7 +363,7 @@ async fn exercise(
         }
     };
     let roles = async {
-        if deployment.replicas() > 0 || deployment.is_cluster() {
+        if deployment.replication().fails_over() {
             let watching = stop.clone();
             let (deployment, key) = (deployment.clone(), target.key.clone());
             splitbrain_nemesis::roles::watch_master(deployment, &key, &recorder, watching).await;

@@ -6,7 +6,8 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use splitbrain_checker::coverage::RunFacts;
 use splitbrain_compose::topology::{
-    self, ClusterOptions, Persistence, SentinelOptions, Topology, TopologyOptions, MASTER_NAME,
+    self, ClusterOptions, Persistence, Replication, SentinelOptions, Topology, TopologyOptions,
+    MASTER_NAME,
 };
 use splitbrain_nemesis::{all_faults, find_fault, Fault, Layout, NemesisOptions, FAULTS};
 use splitbrain_workloads::storage::StorageConfig;
@@ -187,11 +188,8 @@ impl TestSpec {
         let nodes = topology
             .nodes(&options)
             .map_err(|e| bad(format!("--deployment {}: {e}", topology.name())))?;
-        let is_cluster = topology.formation(&options).is_some();
-        let replicas = nodes
-            .iter()
-            .filter(|n| n.args.iter().any(|a| a == "--replicaof"))
-            .count();
+        let replication = topology.replication();
+        let is_cluster = replication == Replication::Cluster;
         let client = find_client(&args.client).ok_or_else(|| {
             bad(format!(
                 "unknown client `{}`; choose one of: {}",
@@ -224,16 +222,17 @@ impl TestSpec {
                 args.ttl,
             )
         };
-        let placeholder = if is_cluster {
-            placeholder.in_cluster()
-        } else if nodes.iter().any(|n| n.sentinel.is_some()) {
-            let sentinels = Sentinels {
-                master: MASTER_NAME.into(),
-                addrs: placeholder.nodes.clone(),
-            };
-            placeholder.watched_by_sentinel(sentinels, replicas)
-        } else {
-            placeholder
+        let placeholder = match replication {
+            Replication::Standalone => placeholder,
+            Replication::Cluster => placeholder.in_cluster(),
+            Replication::Sentinel => {
+                let sentinels = Sentinels {
+                    master: MASTER_NAME.into(),
+                    addrs: placeholder.nodes.clone(),
+                };
+                // Every node but the master is its replica.
+                placeholder.watched_by_sentinel(sentinels, nodes.len().saturating_sub(1))
+            }
         };
         let Some(workload) = find_workload(&args.workload) else {
             return Err(bad(format!(
@@ -290,8 +289,7 @@ impl TestSpec {
             nodes: nodes.iter().map(|n| n.name.clone()).collect(),
             clients: args.concurrency,
             groups: client_groups,
-            sentinels: nodes.iter().any(|n| n.sentinel.is_some()),
-            cluster: is_cluster,
+            replication,
         };
         let everything = args.nemesis.trim() == "all";
         let mut nemesis = nemesis;
@@ -343,7 +341,11 @@ impl TestSpec {
         // Each worker holds a connection to each node (and to its Sentinel), twice over
         // through the link proxies.
         let connections = nodes.len() as u64
-            * if layout.sentinels { 2 } else { 1 }
+            * if layout.replication == Replication::Sentinel {
+                2
+            } else {
+                1
+            }
             * if client_groups > 0 { 2 } else { 1 };
         let (most, why) = limits::most_workers(connections, client_name.starts_with(EXEC_PREFIX));
         if args.concurrency as u64 > most {
@@ -427,19 +429,6 @@ impl TestSpec {
             seed: args.seed.unwrap_or_else(rand::random),
             results: args.results.clone(),
         })
-    }
-
-    /// Whether Sentinels watch the deployment's nodes.
-    pub fn watched_by_sentinels(&self) -> bool {
-        let nodes = self.deployment.nodes(&self.topology_options());
-        nodes.is_ok_and(|nodes| nodes.iter().any(|n| n.sentinel.is_some()))
-    }
-
-    /// Whether the deployment is a Redis Cluster (its nodes are joined into one).
-    pub fn is_cluster(&self) -> bool {
-        self.deployment
-            .formation(&self.topology_options())
-            .is_some()
     }
 
     /// The faults' names, comma-separated; `None` for no faults.
@@ -602,7 +591,7 @@ impl TestSpec {
         if let Some(tag) = &self.hash_tag {
             line += &format!(" --hash-tag {tag}");
         }
-        if self.watched_by_sentinels() {
+        if self.deployment.replication() == Replication::Sentinel {
             line += &format!(
                 " --sentinel-quorum {} --down-after {} --failover-timeout {} \
                  --min-replicas-to-write {}",
@@ -612,7 +601,7 @@ impl TestSpec {
                 self.min_replicas_to_write
             );
         }
-        if self.is_cluster() {
+        if self.deployment.replication() == Replication::Cluster {
             line += &format!(
                 " --cluster-replicas {} --cluster-node-timeout {}",
                 self.cluster_replicas,
@@ -1172,7 +1161,7 @@ mod tests {
         assert_eq!(json["workload"], "lock");
         assert_eq!(json["nemesis"], serde_json::json!(["partition", "kill"]));
         let again: TestSpec = serde_json::from_value(json.clone()).unwrap();
-        assert!(again.watched_by_sentinels() && !again.is_cluster());
+        assert_eq!(again.deployment.replication(), Replication::Sentinel);
         assert_eq!(serde_json::to_value(&again).unwrap(), json);
 
         let mut unknown = json;

@@ -397,8 +397,7 @@ fn every_fault_kind_is_recorded_healed_and_reproducible_from_its_seed() {
         nodes: (1..=5).map(|i| format!("n{i}")).collect(),
         clients: 5,
         groups: 2,
-        sentinels: false,
-        cluster: false,
+        replication: splitbrain_compose::Replication::Standalone,
     };
     for kind in splitbrain_nemesis::all_faults() {
         if kind.fits(&redlock).is_err() {

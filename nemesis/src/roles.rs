@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use splitbrain_checker::{Op, OpType, Process};
-use splitbrain_compose::Deployment;
+use splitbrain_compose::{Deployment, Replication};
 use splitbrain_workloads::Recorder;
 use tokio_util::sync::CancellationToken;
 
@@ -24,7 +24,7 @@ pub async fn watch_master(
     stop: CancellationToken,
 ) {
     let mut last: Vec<String> = Vec::new();
-    let promoter = if deployment.is_cluster() {
+    let promoter = if deployment.replication() == Replication::Cluster {
         "cluster"
     } else {
         "sentinel"

@@ -93,8 +93,7 @@ impl Nemesis {
             nodes: target.deployment.node_names(),
             clients: target.clients.workers(),
             groups: target.links.groups(),
-            sentinels: target.deployment.replicas() > 0,
-            cluster: target.deployment.is_cluster(),
+            replication: target.deployment.replication(),
         };
         let schedule = Schedule::new(self.seed, self.faults.clone(), layout, self.options.clone());
         let mut ran = Vec::new();

@@ -88,14 +88,14 @@ impl Iterator for Schedule {
 mod tests {
     use super::*;
     use crate::faults::all_faults;
+    use splitbrain_compose::Replication;
 
     fn layout() -> Layout {
         Layout {
             nodes: (1..=5).map(|i| format!("n{i}")).collect(),
             clients: 5,
             groups: 2,
-            sentinels: false,
-            cluster: false,
+            replication: Replication::Standalone,
         }
     }
 

@@ -1,6 +1,8 @@
 use std::time::Duration;
 
-use super::{node_name, seconds, FailureDetector, NodeSpec, Topology, TopologyOptions, ELECTION};
+use super::{
+    node_name, seconds, FailureDetector, NodeSpec, Replication, Topology, TopologyOptions, ELECTION,
+};
 
 /// Three masters with one replica each, the smallest cluster Redis recommends.
 const DEFAULT_NODES: usize = 6;
@@ -55,6 +57,10 @@ impl Cluster {
 impl Topology for Cluster {
     fn name(&self) -> &'static str {
         "cluster"
+    }
+
+    fn replication(&self) -> Replication {
+        Replication::Cluster
     }
 
     fn summary(&self) -> &'static str {

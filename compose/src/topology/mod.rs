@@ -99,12 +99,36 @@ impl NodeSpec {
     }
 }
 
+/// How a deployment's nodes relate, which clients and faults need to know: one value, said by
+/// the topology and carried from there.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Replication {
+    /// Every node stands alone: one server, or independent masters.
+    #[default]
+    Standalone,
+    /// One master and its replicas, watched by Sentinels.
+    Sentinel,
+    /// A Redis Cluster: each slot has a master with replicas.
+    Cluster,
+}
+
+impl Replication {
+    /// Whether a master here has replicas that can take its place (a failover).
+    pub fn fails_over(self) -> bool {
+        self != Replication::Standalone
+    }
+}
+
 /// A deployment shape.
 pub trait Topology: Sync {
     /// The name users pass to `--deployment`.
     fn name(&self) -> &'static str;
     /// One line for `--help` and reports.
     fn summary(&self) -> &'static str;
+    /// How its nodes relate.
+    fn replication(&self) -> Replication {
+        Replication::Standalone
+    }
     /// The nodes to start, or a message saying why the options do not fit.
     fn nodes(&self, options: &TopologyOptions) -> Result<Vec<NodeSpec>, String>;
     /// A command to run on the first node once every node answers, that joins the nodes

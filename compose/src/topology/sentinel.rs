@@ -1,6 +1,8 @@
 use std::time::Duration;
 
-use super::{node_name, seconds, FailureDetector, NodeSpec, Topology, TopologyOptions, ELECTION};
+use super::{
+    node_name, seconds, FailureDetector, NodeSpec, Replication, Topology, TopologyOptions, ELECTION,
+};
 
 /// The name Sentinel knows the monitored master by.
 pub const MASTER_NAME: &str = "mymaster";
@@ -39,6 +41,10 @@ pub struct Sentinel;
 impl Topology for Sentinel {
     fn name(&self) -> &'static str {
         "sentinel"
+    }
+
+    fn replication(&self) -> Replication {
+        Replication::Sentinel
     }
 
     fn summary(&self) -> &'static str {

@@ -9,7 +9,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use splitbrain_checker::{read_history, Op, OpType, Process};
-use splitbrain_compose::{topology, Deployment, Docker, TopologyOptions};
+use splitbrain_compose::{topology, Deployment, Docker, Replication, TopologyOptions};
 use splitbrain_nemesis::links::Links;
 use splitbrain_nemesis::{nemesis_op, Action, Target};
 use splitbrain_workloads::{
@@ -141,17 +141,17 @@ impl Fixture {
             .iter()
             .filter_map(|n| Some((n.name.clone(), n.sentinel?)))
             .collect();
-        if self.deployment.is_cluster() {
-            return config.in_cluster();
+        match self.deployment.replication() {
+            Replication::Standalone => config,
+            Replication::Cluster => config.in_cluster(),
+            Replication::Sentinel => {
+                let sentinels = Sentinels {
+                    master: splitbrain_compose::topology::MASTER_NAME.into(),
+                    addrs: sentinels,
+                };
+                config.watched_by_sentinel(sentinels, self.deployment.replicas())
+            }
         }
-        if sentinels.is_empty() {
-            return config;
-        }
-        let sentinels = Sentinels {
-            master: splitbrain_compose::topology::MASTER_NAME.into(),
-            addrs: sentinels,
-        };
-        config.watched_by_sentinel(sentinels, self.deployment.replicas())
     }
 
     /// Records a nemesis start or stop.

@@ -4,14 +4,15 @@ use async_trait::async_trait;
 use rand::rngs::StdRng;
 use rand::Rng;
 use splitbrain_compose::topology::{MASTER_NAME, SENTINEL_PORT};
-use splitbrain_compose::{ComposeError, Deployment};
+use splitbrain_compose::{ComposeError, Deployment, Replication};
 
 use super::{Action, Fault, Layout, Started, Target};
 use crate::NemesisOptions;
 
 /// A failover without the master being down, as an operator or an upgrade does it: on
 /// `sentinel`, `SENTINEL FAILOVER` asked of a Sentinel; on `cluster`, `CLUSTER FAILOVER` asked
-/// of a replica (a seeded pick). It is not undone; the new master stays. `measured` says who
+/// of a replica of the clients' key's master (a seeded pick among them; a failover of another
+/// slot's master moves no lock). It is not undone; the new master stays. `measured` says who
 /// was asked, what they replied and (on `sentinel`) which node was master; the role changes
 /// that follow on `sentinel` are in the history as nemesis `master` observations.
 pub struct Failover;
@@ -27,7 +28,7 @@ impl Fault for Failover {
     }
 
     fn fits(&self, layout: &Layout) -> Result<(), String> {
-        if !layout.sentinels && !layout.cluster {
+        if !layout.replication.fails_over() {
             return Err(
                 "failover needs replicas to promote: use --deployment sentinel or cluster".into(),
             );
@@ -51,9 +52,9 @@ impl Fault for Failover {
 
     async fn start(&self, target: &Target, action: &Action) -> Result<Started, ComposeError> {
         let deployment = &target.deployment;
-        if deployment.is_cluster() {
+        if deployment.replication() == Replication::Cluster {
             let pick = action.params["pick"].as_u64().unwrap_or_default() as usize;
-            return cluster_failover(deployment, pick).await;
+            return cluster_failover(deployment, &target.key, pick).await;
         }
         let master = deployment.sentinel_master().await;
         // Any Sentinel will do; one on a node that is up and not the master, if there is one.
@@ -110,16 +111,33 @@ impl Fault for Failover {
 }
 
 /// Asks one of the cluster's replicas (the `pick`-th of those up) to take over its master.
-async fn cluster_failover(deployment: &Deployment, pick: usize) -> Result<Started, ComposeError> {
-    let mut replicas = Vec::new();
+async fn cluster_failover(
+    deployment: &Deployment,
+    key: &str,
+    pick: usize,
+) -> Result<Started, ComposeError> {
+    let master = deployment.master_of(key).await;
+    let master_ip = master
+        .as_deref()
+        .and_then(|name| deployment.node(name).ok())
+        .map(|node| node.addr.ip().to_string());
+    let (mut replicas, mut of_the_master) = (Vec::new(), Vec::new());
     for (name, state) in deployment.health().await? {
         if !state.running || state.paused {
             continue;
         }
+        // A replica's ROLE: `slave`, its master's address and port, its link state, offset.
         let role = deployment.exec(&name, &["redis-cli", "ROLE"]).await?;
-        if role.output.starts_with("slave") {
+        let mut lines = role.output.lines();
+        if lines.next() == Some("slave") {
+            if master_ip.is_some() && lines.next() == master_ip.as_deref() {
+                of_the_master.push(name.clone());
+            }
             replicas.push(name);
         }
+    }
+    if !of_the_master.is_empty() {
+        replicas = of_the_master;
     }
     if replicas.is_empty() {
         return Ok(Started {

@@ -7,7 +7,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use rand::rngs::StdRng;
 use rand::Rng;
-use splitbrain_compose::ComposeError;
+use splitbrain_compose::{ComposeError, Replication};
 
 use super::{jepsen_targets, Action, Fault, Layout, Started, Target};
 use crate::links::{link_name, LinkState, Toxics};
@@ -114,7 +114,7 @@ impl Fault for Link {
     }
 
     fn fits(&self, layout: &Layout) -> Result<(), String> {
-        if layout.cluster {
+        if layout.replication == Replication::Cluster {
             return Err(format!(
                 "{} works on client links, and Redis Cluster clients follow MOVED replies to \
                  the nodes' own addresses, around the links; use partition or packet faults \

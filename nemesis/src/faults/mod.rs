@@ -22,7 +22,7 @@ use async_trait::async_trait;
 use rand::rngs::StdRng;
 use rand::seq::IndexedRandom;
 use rand::Rng;
-use splitbrain_compose::{ComposeError, Deployment};
+use splitbrain_compose::{ComposeError, Deployment, Replication};
 use splitbrain_workloads::{ClientCrashes, ClientPauses, SeenGrant};
 use tokio::sync::watch;
 
@@ -53,10 +53,8 @@ pub struct Layout {
     pub nodes: Vec<String>,
     pub clients: usize,
     pub groups: usize,
-    /// Whether Sentinels watch the nodes (a master and its replicas).
-    pub sentinels: bool,
-    /// Whether the nodes form a Redis Cluster.
-    pub cluster: bool,
+    /// How the nodes relate.
+    pub replication: Replication,
 }
 
 /// One step's plan for a fault: whom it hits and with what, fixed by the seeded schedule.

@@ -161,7 +161,7 @@ impl Fault for Partition {
         // shapes put the current master on the minority side, which is what a failover
         // needs; a random side holds it a third of the time on three nodes.
         let one_sided = matches!(shape, Shape::Isolate | Shape::Halves);
-        if (layout.sentinels || layout.cluster) && one_sided && rng.random_bool(0.5) {
+        if layout.replication.fails_over() && one_sided && rng.random_bool(0.5) {
             params["aim"] = "master".into();
         }
         Action {
@@ -256,6 +256,7 @@ fn with_on_minority_side(grudge: &Grudge, master: &str) -> Grudge {
 mod tests {
     use super::*;
     use rand::SeedableRng;
+    use splitbrain_compose::Replication;
 
     fn nodes(n: usize) -> Vec<String> {
         (1..=n).map(|i| format!("n{i}")).collect()
@@ -266,8 +267,7 @@ mod tests {
             nodes: nodes(n),
             clients: 1,
             groups: 0,
-            sentinels: false,
-            cluster: false,
+            replication: Replication::Standalone,
         }
     }
 

@@ -44,7 +44,7 @@ impl Fault for PrimaryPartition {
     }
 
     fn fits(&self, layout: &Layout) -> Result<(), String> {
-        if !layout.sentinels && !layout.cluster {
+        if !layout.replication.fails_over() {
             return Err(
                 "partition-primary needs a master with replicas: use --deployment sentinel or \
                  cluster"

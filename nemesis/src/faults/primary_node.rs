@@ -56,7 +56,7 @@ impl Fault for PrimaryNode {
     }
 
     fn fits(&self, layout: &Layout) -> Result<(), String> {
-        if !layout.sentinels && !layout.cluster {
+        if !layout.replication.fails_over() {
             return Err(format!(
                 "{} needs a master with replicas: use --deployment sentinel or cluster \
                  ({} hits random nodes anywhere)",
