@@ -317,6 +317,29 @@ mod tests {
         })
     }
 
+    /// The repository's own matrices: every cell a run accepts, and none left to `any`
+    /// without a comment saying why just above its group.
+    #[test]
+    fn the_shipped_matrices_load_and_every_any_says_why() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../matrices");
+        for name in ["smoke.toml", "nightly.toml"] {
+            let path = dir.join(name);
+            let cells = load(&path).unwrap_or_else(|e| panic!("{name}: {e:?}"));
+            assert!(!cells.is_empty(), "{name}");
+            let text = std::fs::read_to_string(&path).unwrap();
+            let parts: Vec<&str> = text.split("[[group]]").collect();
+            for (i, pair) in parts.windows(2).enumerate() {
+                let (before, group) = (pair[0], pair[1]);
+                let said = before.trim_end().lines().last().unwrap_or_default();
+                assert!(
+                    !group.contains("expect = \"any\"") || said.starts_with('#'),
+                    "{name}: group {} expects any with no comment on why",
+                    i + 1
+                );
+            }
+        }
+    }
+
     #[test]
     fn a_group_is_the_cross_product_of_its_lists() {
         let cells = load_text(
