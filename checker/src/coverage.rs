@@ -58,9 +58,9 @@ pub struct Coverage {
     /// How long two or more nodes acted as master at once, in ms (with `master_changes`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub two_masters_ms: Option<f64>,
-    /// Updates (any `ok` op but a read) that a master acknowledged between the start of the
-    /// fault after which another node was promoted and its own demotion: the writes a failover
-    /// puts at risk (with `master_changes`; ops that name their node).
+    /// Updates (any `ok` op but a read) that a master acknowledged from the start of the fault
+    /// after which another node was promoted until it was master again (see [`AtRisk`]): the
+    /// writes a failover puts at risk (with `master_changes`; ops that name their node).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub acked_by_demoted: Option<usize>,
     /// Grants by a master later demoted whose lease still ran when another node was promoted:
@@ -510,7 +510,7 @@ mod tests {
                 .nodes(masters.iter().map(|m| m.to_string()).collect());
             self.push(at, op)
         }
-        /// Process `p`'s `f` of `value`, acknowledged at `at` by `node`.
+        /// Process `p`'s `f`, acknowledged at `at` by `node`.
         fn acked(&mut self, at: u64, p: u64, f: &str, node: &str) -> &mut Self {
             let op = |kind| Op::new(Process::Client(p), kind, f).key("set");
             let mut done = op(OpType::Ok);
@@ -530,7 +530,7 @@ mod tests {
     }
 
     #[test]
-    fn updates_a_master_acknowledged_between_its_cut_off_and_its_demotion_are_at_risk() {
+    fn updates_a_demoted_master_acknowledged_after_its_cut_off_are_at_risk() {
         let mut s = Script::default();
         s.master(0, &["n1"])
             .fault((100, 700), "partition", &["n1", "n2", "n3"])
