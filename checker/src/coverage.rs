@@ -59,7 +59,7 @@ pub struct Coverage {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub two_masters_ms: Option<f64>,
     /// Updates (any `ok` op but a read) that a master acknowledged from the start of the fault
-    /// after which another node was promoted until it was master again (see [`AtRisk`]): the
+    /// after which another node was promoted until it was master again (see `at_risk`): the
     /// writes a failover puts at risk (with `master_changes`; ops that name their node).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub acked_by_demoted: Option<usize>,
