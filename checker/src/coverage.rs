@@ -63,8 +63,10 @@ pub struct Coverage {
     /// writes a failover puts at risk (with `master_changes`; ops that name their node).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub acked_by_demoted: Option<usize>,
-    /// Grants by a master later demoted whose lease still ran when another node was promoted:
-    /// the ones a second client could be granted beside (with `master_changes`).
+    /// Grants a master made after it was cut off (so its replicas never saw them) whose lease
+    /// still ran when another node was promoted: the ones a second client could be granted
+    /// beside (with `master_changes`). A lease granted before the cut-off was replicated, and
+    /// the promoted replica refuses a second client as the old master did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub leases_live_at_promotion: Option<usize>,
     /// The deployment's failure detector, in ms, where the run says what it is.
@@ -156,7 +158,8 @@ impl Coverage {
         }
         if let Some(live) = self.leases_live_at_promotion.filter(|_| self.grants > 0) {
             parts.push(format!(
-                "{live} lease{} of a demoted master still running when another was promoted",
+                "{live} lease{} granted by a cut-off master still running when another was \
+                 promoted",
                 plural(live)
             ));
         }
@@ -353,9 +356,9 @@ fn masters(ops: &[Op], windows: &[Window], grants: &[&Candidate]) -> Coverage {
     let live = grants
         .iter()
         .filter(|g| match g.nodes.as_deref() {
-            Some([node]) => at_risk
-                .iter()
-                .any(|r| r.node == *node && (g.start..g.end).contains(&r.promoted)),
+            Some([node]) => at_risk.iter().any(|r| {
+                r.node == *node && g.start >= r.from && (g.start..g.end).contains(&r.promoted)
+            }),
             _ => false,
         })
         .count();
@@ -547,20 +550,20 @@ mod tests {
             .acked(1100, 1, "add", "n1") // and this one is safe
             .hold((120, 400), 5, &["n1"]) // a lease running past the promotion
             .hold((150, 250), 6, &["n1"]) // one released before it
-            .hold((60, 350), 7, &["n1"]); // granted before the fault, running at the promotion
+            .hold((60, 350), 7, &["n1"]); // granted before the fault: replicated
         let facts = RunFacts {
             concurrency: Some(5),
             detector_ms: Some(300),
         };
         let r = s.check_with(facts);
         assert_eq!(r.acked_by_demoted, Some(5), "three adds and two grants");
-        assert_eq!(r.leases_live_at_promotion, Some(2));
+        assert_eq!(r.leases_live_at_promotion, Some(1));
         assert_eq!((r.node_outages, r.outages_past_detector), (1, 1));
         assert!(
             r.line().contains(
-                "5 updates acknowledged by a master after the fault that demoted it began; 2 \
-                 leases of a demoted master still running when another was promoted; 1 of 1 \
-                 node outage outlasted the failure detector (0.3 s)"
+                "5 updates acknowledged by a master after the fault that demoted it began; 1 \
+                 lease granted by a cut-off master still running when another was promoted; \
+                 1 of 1 node outage outlasted the failure detector (0.3 s)"
             ),
             "{}",
             r.line()

@@ -160,8 +160,13 @@ fn reach(results: &Results) -> &'static str {
     if coverage.faults > 0 && coverage.no_failover() {
         "; but the master never changed: no fault made the deployment fail over"
     } else if coverage.grants > 0 && coverage.leases_live_at_promotion == Some(0) {
-        "; but no lease a demoted master granted was still running when another master was \
-         promoted: the failovers took longer than the leases lasted"
+        if coverage.acked_by_demoted == Some(0) {
+            "; but no master acknowledged anything after it was cut off, so every promoted \
+             replica had what its master had"
+        } else {
+            "; but no lease a master granted after it was cut off was still running when \
+             another was promoted: the failovers took longer than those leases lasted"
+        }
     } else if coverage.grants == 0 {
         ""
     } else if coverage.faults == 0 {
