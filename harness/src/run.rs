@@ -205,79 +205,8 @@ async fn exercise(
     interrupt: &CancellationToken,
 ) -> anyhow::Result<()> {
     let recorder = Arc::new(Recorder::create(&dir.history()).context("creating history.jsonl")?);
-    let nodes: Vec<(String, std::net::SocketAddr)> = deployment
-        .nodes()
-        .iter()
-        .map(|n| (n.name.clone(), n.addr))
-        .collect();
-    let links = if spec.client_groups > 0 {
-        Links::start(spec.client_groups, &nodes)
-            .await
-            .context("starting the client link proxies")?
-    } else {
-        Links::default()
-    };
-    if !spec.link_jitter.is_zero() {
-        let jitter = Toxics {
-            jitter: spec.link_jitter,
-            ..Toxics::default()
-        };
-        links.set_baseline(LinkState {
-            upstream: jitter.clone(),
-            downstream: jitter,
-            reset: false,
-        });
-    }
-    let api = match spec.toxiproxy_port {
-        Some(port) => {
-            let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
-                .await
-                .with_context(|| format!("binding the toxiproxy API to 127.0.0.1:{port}"))?;
-            progress::step(&format!(
-                "toxiproxy API on http://127.0.0.1:{port}, proxies: {}",
-                links.names().join(", ")
-            ));
-            Some(tokio::spawn(toxiproxy::serve(links.clone(), listener)))
-        }
-        None => None,
-    };
-    let sentinels: Vec<(String, std::net::SocketAddr)> = deployment
-        .nodes()
-        .iter()
-        .filter_map(|n| Some((n.name.clone(), n.sentinel?)))
-        .collect();
-    let replicas = deployment.replicas();
-    let config = |nodes| {
-        let config = ClientConfig {
-            options: spec.client_options(),
-            ..ClientConfig::new(nodes, spec.ttl)
-        };
-        match deployment.replication() {
-            Replication::Standalone => config,
-            Replication::Cluster => config.in_cluster(),
-            Replication::Sentinel => {
-                let sentinels = Sentinels {
-                    master: MASTER_NAME.into(),
-                    addrs: sentinels.clone(),
-                };
-                config.watched_by_sentinel(sentinels, replicas)
-            }
-        }
-    };
-    let configs: Vec<ClientConfig> = if spec.client_groups > 0 {
-        (0..spec.client_groups)
-            .map(|group| {
-                config(
-                    nodes
-                        .iter()
-                        .filter_map(|(name, _)| Some((name.clone(), links.address(group, name)?)))
-                        .collect(),
-                )
-            })
-            .collect()
-    } else {
-        vec![config(nodes)]
-    };
+    let (links, api) = client_links(spec, deployment).await?;
+    let configs = client_configs(spec, deployment, &links);
     let shared = Shared {
         recorder: recorder.clone(),
         pauses: ClientPauses::new(spec.concurrency),
@@ -384,4 +313,92 @@ async fn exercise(
     faults?;
     final_read?;
     Ok(())
+}
+
+/// The client groups' links to the nodes through the link proxy (none without client groups),
+/// with their baseline jitter, and toxiproxy's API on them where asked for.
+async fn client_links(
+    spec: &TestSpec,
+    deployment: &Deployment,
+) -> anyhow::Result<(Links, Option<tokio::task::JoinHandle<std::io::Result<()>>>)> {
+    let nodes: Vec<(String, std::net::SocketAddr)> = deployment
+        .nodes()
+        .iter()
+        .map(|n| (n.name.clone(), n.addr))
+        .collect();
+    let links = if spec.client_groups > 0 {
+        Links::start(spec.client_groups, &nodes)
+            .await
+            .context("starting the client link proxies")?
+    } else {
+        Links::default()
+    };
+    if !spec.link_jitter.is_zero() {
+        let jitter = Toxics {
+            jitter: spec.link_jitter,
+            ..Toxics::default()
+        };
+        links.set_baseline(LinkState {
+            upstream: jitter.clone(),
+            downstream: jitter,
+            reset: false,
+        });
+    }
+    let api = match spec.toxiproxy_port {
+        Some(port) => {
+            let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
+                .await
+                .with_context(|| format!("binding the toxiproxy API to 127.0.0.1:{port}"))?;
+            progress::step(&format!(
+                "toxiproxy API on http://127.0.0.1:{port}, proxies: {}",
+                links.names().join(", ")
+            ));
+            Some(tokio::spawn(toxiproxy::serve(links.clone(), listener)))
+        }
+        None => None,
+    };
+    Ok((links, api))
+}
+
+/// Each client group's config: the nodes as that group reaches them (straight, or through its
+/// links), and how they relate.
+fn client_configs(spec: &TestSpec, deployment: &Deployment, links: &Links) -> Vec<ClientConfig> {
+    let sentinels: Vec<(String, std::net::SocketAddr)> = deployment
+        .nodes()
+        .iter()
+        .filter_map(|n| Some((n.name.clone(), n.sentinel?)))
+        .collect();
+    let config = |nodes| {
+        let config = ClientConfig {
+            options: spec.client_options(),
+            ..ClientConfig::new(nodes, spec.ttl)
+        };
+        match deployment.replication() {
+            Replication::Standalone => config,
+            Replication::Cluster => config.in_cluster(),
+            Replication::Sentinel => {
+                let sentinels = Sentinels {
+                    master: MASTER_NAME.into(),
+                    addrs: sentinels.clone(),
+                };
+                config.watched_by_sentinel(sentinels, deployment.replicas())
+            }
+        }
+    };
+    let nodes = deployment.nodes();
+    if spec.client_groups == 0 {
+        return vec![config(
+            nodes.iter().map(|n| (n.name.clone(), n.addr)).collect(),
+        )];
+    }
+    (0..spec.client_groups)
+        .map(|group| {
+            config(
+                nodes
+                    .iter()
+                    .filter_map(|n| Some((n.name.clone(), links.address(group, &n.name)?)))
+                    .collect(),
+            )
+        })
+        .collect()
 }
