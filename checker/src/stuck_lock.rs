@@ -10,7 +10,7 @@
 //!    the latest the key it set may live, with the op's TTL: the `ttl_ms` its invoke asked
 //!    for, or the grant's `validity_ms` if longer (the key's lifetime in Redis, not the
 //!    client's shorter validity). An op without either may have set a key that never
-//!    expires: its lease never ends. A `fail`ed acquire or renew set nothing.
+//!    expires: its lease never ends. A `fail`ed acquire or renew set nothing, but see below.
 //!    - An `ok` op was carried out somewhere between its invoke and its `ok`: the key may live
 //!      until the `ok` plus the TTL (an acquire that took seconds, a client program starting
 //!      up, is not dated from its invoke).
@@ -25,6 +25,11 @@
 //!      has any silently renewed grant, its library may have won an unknown acquire too and
 //!      kept renewing it: such an acquire may keep the key until the history ends.
 //!    - An op never completed may take effect at any time: until the history ends.
+//!    - An `acquire` that failed for want of nodes (neither held nor a split vote: Redlock's
+//!      "no quorum" after timeouts) counts as an `info` op here: the nodes that never answered
+//!      may carry out its request when they wake (measured: every node paused for 1.8 s, each
+//!      queued `SET NX PX` ran at the resume and kept the key 2 s more). For lock safety it
+//!      stays a failure: its client never took itself for the holder.
 //! 2. An acquire refused because the lock is held ([`Cause::Held`]) is **stuck** when it was
 //!    invoked after `held_until` and refused more than `bound` after it. Leases are counted up
 //!    to the refusal, so an acquire running concurrently with the refused one explains it. A
@@ -196,7 +201,28 @@ impl KeyLifetimes {
         let Some(completion) = operation.completion else {
             return Some(u64::MAX);
         };
+        // A request to a frozen or cut-off node may be carried out when it wakes or the cut
+        // heals, long after the client gave up: an info op, and an acquire that failed for
+        // want of nodes (Redlock's "no quorum" after timeouts), which may have set the key on
+        // the nodes that never answered.
+        let late = |gave_up: u64| {
+            let faults_end = self
+                .faults
+                .iter()
+                .filter(|w| w.start <= gave_up && gave_up < w.stop)
+                .map(|w| w.stop)
+                .max()
+                .unwrap_or(gave_up);
+            // A fault never stopped has `stop` u64::MAX, and the sum saturates there.
+            after(faults_end)
+        };
         match completion.kind {
+            OpType::Fail
+                if invoke.f == "acquire"
+                    && Cause::of(completion.error.as_deref()) == Cause::Unavailable =>
+            {
+                Some(late(completion.time))
+            }
             OpType::Fail | OpType::Invoke => None,
             OpType::Ok if renews_silently(operation) => Some(
                 self.releases
@@ -206,18 +232,7 @@ impl KeyLifetimes {
             ),
             OpType::Ok => Some(after(completion.time)),
             OpType::Info if self.silent_library && invoke.f == "acquire" => Some(u64::MAX),
-            OpType::Info => {
-                let gave_up = completion.time;
-                let faults_end = self
-                    .faults
-                    .iter()
-                    .filter(|w| w.start <= gave_up && gave_up < w.stop)
-                    .map(|w| w.stop)
-                    .max()
-                    .unwrap_or(gave_up);
-                // A fault never stopped has `stop` u64::MAX, and the sum saturates there.
-                Some(after(faults_end))
-            }
+            OpType::Info => Some(late(completion.time)),
         }
     }
 }
@@ -446,6 +461,46 @@ mod tests {
     }
 
     #[test]
+    fn rule_1_an_acquire_failed_for_want_of_nodes_may_set_the_key_when_they_wake() {
+        // Redlock under a pause of every node (100 to 3000 ms): the attempt at 500 ms found no
+        // quorum, but each frozen node ran its SET when it woke and kept the key 1000 ms more.
+        let nemesis = |f: &str| {
+            let mut op = Op::new(Process::NEMESIS, OpType::Info, f).nodes(vec!["n1".into()]);
+            op.fault = Some("pause".into());
+            op
+        };
+        let no_quorum = "no quorum: 0/5 granted, 5 unreachable or timed out";
+        let mut s = Script::default();
+        s.push(100, nemesis("start"))
+            .op("acquire", (400, 500), 1, Some((OpType::Fail, no_quorum)))
+            .push(3_000, nemesis("stop"))
+            .refused(3_500, 3_501, 2);
+        assert_eq!(s.check().valid, Valid::True);
+        s.refused(4_200, 4_201, 3);
+        assert_eq!(
+            s.check().stuck_period_count,
+            1,
+            "not past its TTL after the wake"
+        );
+
+        let mut held = Script::default();
+        held.push(100, nemesis("start"))
+            .op(
+                "acquire",
+                (400, 500),
+                1,
+                Some((OpType::Fail, "held: by another client")),
+            )
+            .push(3_000, nemesis("stop"))
+            .refused(3_500, 3_501, 2);
+        assert_eq!(
+            held.check().stuck_period_count,
+            1,
+            "a refusal because the lock was held set nothing"
+        );
+    }
+
+    #[test]
     fn rule_1_a_slow_grant_is_dated_from_its_ok_not_its_invoke() {
         // An external client took 2.1 s to acquire: the server set the key with its 1 s TTL
         // somewhere in there, so it may live until 3.1 s, not 1.0 s.
@@ -526,9 +581,14 @@ mod tests {
     }
 
     #[test]
-    fn rule_1_a_failed_acquire_sets_nothing() {
+    fn rule_1_an_acquire_refused_by_the_nodes_sets_nothing() {
         let r = Script::default()
-            .acquire(0, 1, 1, OpType::Fail)
+            .op(
+                "acquire",
+                (0, 1),
+                1,
+                Some((OpType::Fail, "split vote: 2/5")),
+            )
             .refused(200, 201, 2)
             .check();
         assert_eq!(r.valid, Valid::False);
