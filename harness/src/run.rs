@@ -242,7 +242,13 @@ async fn exercise(
         "running {} clients for {} with faults: {}",
         spec.concurrency,
         humantime::format_duration(spec.time_limit),
-        spec.fault_names().unwrap_or_else(|| "none".to_string())
+        if nemesis.faults.is_empty() {
+            "none".to_string()
+        } else {
+            // What runs, after the faults this machine cannot inject were skipped.
+            let names: Vec<&str> = nemesis.faults.iter().map(|f| f.name()).collect();
+            names.join(",")
+        }
     ));
     let clients = async {
         let result = workload.run(&configs, &shared, stop.clone()).await;
