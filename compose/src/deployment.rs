@@ -15,26 +15,26 @@ use bollard::Docker;
 use futures_util::StreamExt;
 
 use crate::docker::{remove_run, run_labels, Leftovers};
+use crate::system::System;
 use crate::topology::{NodeSpec, Replication, Topology, TopologyOptions, SENTINEL_PORT};
 use crate::ComposeError;
 
 mod roles;
 
-/// The port every node's Redis listens on, inside its own address.
-pub const REDIS_PORT: u16 = 6379;
 /// The variable the node image's entry point writes a Sentinel's configuration from.
 const SENTINEL_CONF_ENV: &str = "SPLITBRAIN_SENTINEL_CONF";
-/// How long a node may take to answer PING after it is started.
+/// How long a node may take to answer after it is started.
 const READY_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// One running Redis node.
+/// One running node.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Node {
     /// Jepsen-style name: `n1`, `n2`, …
     pub name: String,
     /// The container's name, unique to the run.
     pub container: String,
-    /// Where the harness reaches this node's Redis. Fixed for the run, across restarts.
+    /// Where the harness (and every client) reaches this node's server. Fixed for the run,
+    /// across restarts.
     pub addr: SocketAddr,
     /// Where the Sentinel beside it listens, if one does.
     pub sentinel: Option<SocketAddr>,
@@ -53,6 +53,8 @@ pub struct Deployment {
     gateway: Ipv4Addr,
     nodes: Vec<Node>,
     storage: Option<Storage>,
+    /// What runs on the nodes.
+    system: &'static dyn System,
     /// How the nodes relate.
     replication: Replication,
     /// Nodes whose server was crashed by [`Deployment::kill`] and not restarted yet; shared by
@@ -93,8 +95,9 @@ pub struct ExecOutput {
 }
 
 impl Deployment {
-    /// Creates the run's network and nodes, and waits until every node answers PING. On any
-    /// failure it removes what it made before returning the error.
+    /// Creates the run's network and nodes, and waits until every node answers and the nodes
+    /// form one deployment. On any failure it removes what it made before returning the
+    /// error.
     pub async fn up(
         docker: &Docker,
         run_id: &str,
@@ -104,29 +107,23 @@ impl Deployment {
     ) -> Result<Deployment, ComposeError> {
         let specs = topology.nodes(options).map_err(ComposeError::BadOptions)?;
         let formation = topology.formation(options);
-        let result = Self::create(
-            docker,
-            run_id,
-            &specs,
-            (topology.replication(), formation),
-            image,
-        )
-        .await;
+        let result = Self::create(docker, run_id, &specs, topology, formation, image).await;
         if result.is_err() {
             let _ = remove_run(docker, run_id).await;
         }
         result
     }
 
-    /// `shape`: how the nodes relate, and the command that joins them, if one does.
+    /// `formation`: the command that joins the nodes, if one does.
     async fn create(
         docker: &Docker,
         run_id: &str,
         specs: &[NodeSpec],
-        shape: (Replication, Option<Vec<String>>),
+        topology: &dyn Topology,
+        formation: Option<Vec<String>>,
         image: &str,
     ) -> Result<Deployment, ComposeError> {
-        let (replication, formation) = shape;
+        let system = topology.system();
         let (network, prefix) = create_network(docker, run_id).await?;
         let ip_of =
             |i: usize| Ipv4Addr::new(prefix[0], prefix[1], prefix[2], FIRST_NODE_HOST + i as u8);
@@ -145,20 +142,7 @@ impl Deployment {
         for (i, spec) in specs.iter().enumerate() {
             let ip = ip_of(i);
             let container = format!("splitbrain-{run_id}-{}", spec.name);
-            let mut cmd: Vec<String> = [
-                "redis-server",
-                "--bind",
-                "0.0.0.0",
-                "--protected-mode",
-                "no",
-                "--logfile",
-                "",
-            ]
-            .map(String::from)
-            .to_vec();
-            cmd.push("--port".into());
-            cmd.push(REDIS_PORT.to_string());
-            cmd.extend(spec.args.iter().map(|arg| resolve(arg)));
+            let cmd = system.command(spec.args.iter().map(|arg| resolve(arg)).collect());
             let sentinel_conf = spec.sentinel.as_deref().map(resolve);
             let container_spec = ContainerSpec {
                 run_id,
@@ -179,7 +163,7 @@ impl Deployment {
             nodes.push(Node {
                 name: spec.name.clone(),
                 container,
-                addr: SocketAddr::new(ip.into(), REDIS_PORT),
+                addr: SocketAddr::new(ip.into(), system.port()),
                 sentinel: sentinel_conf
                     .is_some()
                     .then(|| SocketAddr::new(ip.into(), SENTINEL_PORT)),
@@ -192,15 +176,14 @@ impl Deployment {
             gateway: Ipv4Addr::new(prefix[0], prefix[1], prefix[2], 1),
             nodes,
             storage: None,
-            replication,
+            system,
+            replication: topology.replication(),
             crashed: Arc::default(),
         };
         for node in &deployment.nodes {
-            wait_ready(node).await?;
+            deployment.wait_ready(node).await?;
         }
-        if deployment.nodes.iter().any(|n| n.sentinel.is_some()) {
-            deployment.wait_sentinels_agree().await?;
-        }
+        deployment.wait_formed().await?;
         if let Some(formation) = formation {
             let command: Vec<String> = formation.iter().map(|word| resolve(word)).collect();
             let command: Vec<&str> = command.iter().map(String::as_str).collect();
@@ -244,8 +227,13 @@ impl Deployment {
     pub fn replicas(&self) -> usize {
         match self.replication {
             Replication::Sentinel => self.nodes.len().saturating_sub(1),
-            Replication::Standalone | Replication::Cluster => 0,
+            Replication::Standalone | Replication::Cluster | Replication::Consensus => 0,
         }
+    }
+
+    /// What runs on the nodes.
+    pub fn system(&self) -> &'static dyn System {
+        self.system
     }
 
     /// How the nodes relate.
@@ -290,11 +278,11 @@ impl Deployment {
         wait_refused(node).await
     }
 
-    /// Starts a crashed node's processes again and waits until it answers PING.
+    /// Starts a crashed node's processes again and waits until it answers.
     pub async fn restart(&self, name: &str) -> Result<(), ComposeError> {
         let node = self.node(name)?;
         self.signal(node, "SIGUSR2").await?;
-        wait_ready(node).await?;
+        self.wait_ready(node).await?;
         self.crashed_nodes().remove(name);
         Ok(())
     }
@@ -395,34 +383,19 @@ impl Deployment {
         Ok(health)
     }
 
-    /// The Redis version the nodes run, from `INFO server` of the first node.
-    pub async fn redis_version(&self) -> Option<String> {
-        let node = self.nodes.first()?;
-        let client = redis::Client::open(format!("redis://{}/", node.addr)).ok()?;
-        let mut conn = tokio::time::timeout(
-            Duration::from_secs(2),
-            client.get_multiplexed_async_connection(),
-        )
-        .await
-        .ok()?
-        .ok()?;
-        let info: String = redis::cmd("INFO")
-            .arg("server")
-            .query_async(&mut conn)
-            .await
-            .ok()?;
-        info.lines()
-            .find_map(|l| l.strip_prefix("redis_version:"))
-            .map(|v| v.trim().to_string())
+    /// The system and version the nodes run, as the first node reports it: `redis 7.0.15`.
+    pub async fn server_version(&self) -> Option<String> {
+        let version = self.system.version(self.nodes.first()?.addr).await?;
+        Some(format!("{} {version}", self.system.name()))
     }
 
-    /// Writes each node's container log to `dir/<node>/redis.log`, and the storage's to
-    /// `dir/storage/postgres.log`.
+    /// Writes each node's container log to `dir/<node>/<system's log file>` (`redis.log`),
+    /// and the storage's to `dir/storage/postgres.log`.
     pub async fn save_logs(&self, dir: &Path) -> Result<(), ComposeError> {
         let nodes = self
             .nodes
             .iter()
-            .map(|n| (n.name.as_str(), &n.container, "redis.log"));
+            .map(|n| (n.name.as_str(), &n.container, self.system.log_file()));
         let storage = self
             .storage
             .iter()
@@ -447,6 +420,54 @@ impl Deployment {
                 .map_err(ComposeError::io(format!("writing {}", path.display())))?;
         }
         Ok(())
+    }
+
+    /// Waits until a node's server answers.
+    async fn wait_ready(&self, node: &Node) -> Result<(), ComposeError> {
+        let started = Instant::now();
+        let mut last_error = String::from("no answer");
+        while started.elapsed() < READY_TIMEOUT {
+            match self.system.probe(node.addr).await {
+                Ok(()) => return Ok(()),
+                Err(e) => last_error = e,
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        Err(ComposeError::NodeNotReady {
+            node: node.name.clone(),
+            seconds: READY_TIMEOUT.as_secs(),
+            last_error,
+        })
+    }
+
+    /// Waits until the nodes form one deployment: the Sentinels agree, the cluster is ok, or
+    /// every member follows one leader.
+    async fn wait_formed(&self) -> Result<(), ComposeError> {
+        if self.nodes.iter().any(|n| n.sentinel.is_some()) {
+            return self.wait_sentinels_agree().await;
+        }
+        let started = Instant::now();
+        let mut last_error = String::from("no answer");
+        while started.elapsed() < READY_TIMEOUT {
+            match self.system.formed(self.addresses()).await {
+                Ok(()) => return Ok(()),
+                Err(e) => last_error = e,
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        Err(ComposeError::NodeNotReady {
+            node: self.system.name().into(),
+            seconds: READY_TIMEOUT.as_secs(),
+            last_error,
+        })
+    }
+
+    /// Every node's name and address.
+    fn addresses(&self) -> Vec<(String, SocketAddr)> {
+        self.nodes
+            .iter()
+            .map(|n| (n.name.clone(), n.addr))
+            .collect()
     }
 
     /// Removes the run's containers and network.
@@ -567,20 +588,6 @@ async fn wait_listening(name: &str, addr: SocketAddr) -> Result<(), ComposeError
     })
 }
 
-/// One command to one server, on a connection of its own, given a second to answer.
-async fn ask<T: redis::FromRedisValue>(addr: SocketAddr, cmd: &redis::Cmd) -> Result<T, String> {
-    let client = redis::Client::open(format!("redis://{addr}/")).map_err(|e| e.to_string())?;
-    let attempt = async {
-        let mut conn = client.get_multiplexed_async_connection().await?;
-        cmd.query_async::<T>(&mut conn).await
-    };
-    match tokio::time::timeout(Duration::from_secs(1), attempt).await {
-        Ok(Ok(reply)) => Ok(reply),
-        Ok(Err(e)) => Err(e.to_string()),
-        Err(_) => Err("timed out".into()),
-    }
-}
-
 /// Waits until a crashed node's server no longer accepts connections.
 async fn wait_refused(node: &Node) -> Result<(), ComposeError> {
     let started = Instant::now();
@@ -595,26 +602,4 @@ async fn wait_refused(node: &Node) -> Result<(), ComposeError> {
         node: node.name.clone(),
         seconds: READY_TIMEOUT.as_secs(),
     })
-}
-
-/// Waits until a node answers PING.
-async fn wait_ready(node: &Node) -> Result<(), ComposeError> {
-    let started = Instant::now();
-    let mut last_error = String::from("no answer");
-    while started.elapsed() < READY_TIMEOUT {
-        match ping(node.addr).await {
-            Ok(()) => return Ok(()),
-            Err(e) => last_error = e,
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    Err(ComposeError::NodeNotReady {
-        node: node.name.clone(),
-        seconds: READY_TIMEOUT.as_secs(),
-        last_error,
-    })
-}
-
-async fn ping(addr: SocketAddr) -> Result<(), String> {
-    ask::<String>(addr, &redis::cmd("PING")).await.map(drop)
 }

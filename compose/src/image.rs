@@ -1,7 +1,8 @@
 //! splitbrain's images, built locally: no container registry is needed.
 //!
-//! Two images: the Redis node ([`NODE`]) and the storage that lock-protected workloads write
-//! to ([`STORAGE`], PostgreSQL). Both are built on one Debian base, which is, in order of
+//! One image per system under test (each system's module names its recipe, see
+//! [`crate::system`]) and the storage that lock-protected workloads write to ([`STORAGE`],
+//! PostgreSQL). Both are built on one Debian base, which is, in order of
 //! preference: splitbrain's own Debian image from an earlier build, a local
 //! `debian:bookworm-slim`, a Debian rootfs made here with debootstrap (or mmdebstrap) and
 //! imported through the Docker API, or `debian:bookworm-slim` pulled from a registry. The
@@ -27,30 +28,8 @@ pub const SLIM_IMAGE: &str = "debian:bookworm-slim";
 /// An image splitbrain builds: its repository and its build context, every file by name.
 pub struct Recipe {
     pub repository: &'static str,
-    context: &'static [(&'static str, &'static str, u32)],
+    pub(crate) context: &'static [(&'static str, &'static str, u32)],
 }
-
-/// The Redis node: redis-server and sentinel, iptables, and the clock shim.
-pub const NODE: Recipe = Recipe {
-    repository: "splitbrain/redis-node",
-    context: &[
-        (
-            "Dockerfile",
-            include_str!("../images/redis-node/Dockerfile"),
-            0o644,
-        ),
-        (
-            "clockshim.c",
-            include_str!("../images/redis-node/clockshim.c"),
-            0o644,
-        ),
-        (
-            "splitbrain-node",
-            include_str!("../images/redis-node/splitbrain-node"),
-            0o755,
-        ),
-    ],
-};
 
 /// The storage service: PostgreSQL, trusting every client on the run's private network.
 pub const STORAGE: Recipe = Recipe {
@@ -449,6 +428,7 @@ fn mirror_in_one_line_format(text: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::system::System;
 
     #[test]
     fn finds_the_suite_in_deb822_sources() {
@@ -476,8 +456,13 @@ mod tests {
 
     #[test]
     fn image_tags_are_stable_and_distinct() {
-        assert_eq!(NODE.tag(), NODE.tag());
-        assert!(NODE.tag().starts_with("splitbrain/redis-node:"));
+        let redis = crate::system::REDIS.image();
+        assert_eq!(redis.tag(), redis.tag());
+        assert!(redis.tag().starts_with("splitbrain/redis-node:"));
+        assert!(crate::system::ETCD
+            .image()
+            .tag()
+            .starts_with("splitbrain/etcd-node:"));
         assert!(STORAGE.tag().starts_with("splitbrain/storage:"));
     }
 }

@@ -1,5 +1,5 @@
-//! splitbrain's deployments: the node image, a run's private network, its Redis containers,
-//! and their lifecycle (kill, restart, pause) through the Docker API.
+//! splitbrain's deployments: the systems under test and their images, a run's private network,
+//! its containers, and their lifecycle (kill, restart, pause) through the Docker API.
 //!
 //! Every container and network a run makes carries the label `splitbrain.run=<run id>`, and
 //! `splitbrain.owner` naming the harness process that made it ([`owner`]), so that
@@ -11,6 +11,7 @@ mod docker;
 mod error;
 pub mod image;
 pub mod owner;
+pub mod system;
 pub mod topology;
 
 pub use bollard::Docker;
@@ -19,4 +20,5 @@ pub use docker::{
     clean, connect, list_run, remove_owned, remove_run, Cleaned, Leftovers, RUN_LABEL,
 };
 pub use error::ComposeError;
+pub use system::System;
 pub use topology::{Replication, Topology, TopologyOptions, TOPOLOGIES};

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use splitbrain_checker::{read_history, OpType};
-use splitbrain_compose::{topology, Deployment, TopologyOptions};
+use splitbrain_compose::{topology, Deployment, System, TopologyOptions};
 use splitbrain_workloads::workload::lock::{LockWorkload, Shared};
 use splitbrain_workloads::workload::Workload;
 use splitbrain_workloads::{find_client, ClientConfig, ClientCrashes, ClientPauses, Recorder};
@@ -25,12 +25,13 @@ const BENCHMARK_REQUESTS: usize = 200_000;
 #[tokio::main]
 async fn main() {
     let docker = splitbrain_compose::connect().await.expect("Docker");
-    let image =
-        splitbrain_compose::image::ensure(&docker, &splitbrain_compose::image::NODE, &mut |l| {
-            eprintln!("  {l}")
-        })
-        .await
-        .expect("the node image");
+    let image = splitbrain_compose::image::ensure(
+        &docker,
+        splitbrain_compose::system::REDIS.image(),
+        &mut |l| eprintln!("  {l}"),
+    )
+    .await
+    .expect("the node image");
 
     let mut bring_ups = Vec::new();
     for round in 0..ROUNDS {

@@ -102,8 +102,9 @@ pub struct TestRecord<'a> {
 #[derive(Debug, Default, Serialize)]
 pub struct Versions {
     pub splitbrain: &'static str,
+    /// The server program and its version, as the first node reports it: `redis 7.0.15`.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub redis: Option<String>,
+    pub server: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub node_image: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]

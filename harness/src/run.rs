@@ -8,12 +8,11 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::Context;
-use splitbrain_compose::topology::MASTER_NAME;
-use splitbrain_compose::{image, Deployment, Replication};
+use splitbrain_compose::{image, Deployment};
 use splitbrain_nemesis::links::{toxiproxy, LinkState, Links, Toxics};
 use splitbrain_nemesis::{Nemesis, Target};
 use splitbrain_workloads::workload::lock::{Shared, WorkloadError};
-use splitbrain_workloads::{ClientConfig, ClientCrashes, ClientPauses, Recorder, Sentinels};
+use splitbrain_workloads::{ClientConfig, ClientCrashes, ClientPauses, Recorder};
 use tokio_util::sync::CancellationToken;
 
 use crate::check::check_history;
@@ -148,7 +147,7 @@ async fn run_core(
     let dir = RunDir { path: dir };
     let mut show = |line: &str| progress::detail(line);
     let images = async {
-        let node = image::ensure(&docker, &image::NODE, &mut show).await?;
+        let node = image::ensure(&docker, spec.deployment.system().image(), &mut show).await?;
         let storage = if spec.needs_storage() {
             Some(image::ensure(&docker, &image::STORAGE, &mut show).await?)
         } else {
@@ -182,7 +181,7 @@ async fn run_core(
     ));
     let versions = Versions {
         splitbrain: env!("CARGO_PKG_VERSION"),
-        redis: deployment.redis_version().await,
+        server: deployment.server_version().await,
         node_image: Some(image),
         storage_image,
     };
@@ -379,17 +378,7 @@ fn client_configs(spec: &TestSpec, deployment: &Deployment, links: &Links) -> Ve
             options: spec.client_options(),
             ..ClientConfig::new(nodes, spec.ttl)
         };
-        match deployment.replication() {
-            Replication::Standalone => config,
-            Replication::Cluster => config.in_cluster(),
-            Replication::Sentinel => {
-                let sentinels = Sentinels {
-                    master: MASTER_NAME.into(),
-                    addrs: sentinels.clone(),
-                };
-                config.watched_by_sentinel(sentinels, deployment.replicas())
-            }
-        }
+        crate::spec::shaped(config, spec.deployment, sentinels.clone())
     };
     let nodes = deployment.nodes();
     if spec.client_groups == 0 {

@@ -142,6 +142,30 @@ impl Pace {
     }
 }
 
+/// A client config as clients of this kind of deployment see it, with the Sentinels (on
+/// `sentinel`) at these addresses: the one place that says how each kind looks to a client.
+pub fn shaped(
+    config: ClientConfig,
+    topology: &dyn Topology,
+    sentinels: Vec<(String, std::net::SocketAddr)>,
+) -> ClientConfig {
+    match topology.replication() {
+        Replication::Standalone => config,
+        Replication::Cluster => config.in_cluster(),
+        // etcd is the one consensus system so far.
+        Replication::Consensus => config.on_etcd(),
+        Replication::Sentinel => {
+            // Every node but the master is its replica.
+            let replicas = config.nodes.len().saturating_sub(1);
+            let sentinels = Sentinels {
+                master: MASTER_NAME.into(),
+                addrs: sentinels,
+            };
+            config.watched_by_sentinel(sentinels, replicas)
+        }
+    }
+}
+
 impl TestSpec {
     /// Checks every name and number, so that a bad one stops the run before any container
     /// starts.
@@ -222,18 +246,8 @@ impl TestSpec {
                 args.ttl,
             )
         };
-        let placeholder = match replication {
-            Replication::Standalone => placeholder,
-            Replication::Cluster => placeholder.in_cluster(),
-            Replication::Sentinel => {
-                let sentinels = Sentinels {
-                    master: MASTER_NAME.into(),
-                    addrs: placeholder.nodes.clone(),
-                };
-                // Every node but the master is its replica.
-                placeholder.watched_by_sentinel(sentinels, nodes.len().saturating_sub(1))
-            }
-        };
+        let sentinels = placeholder.nodes.clone();
+        let placeholder = shaped(placeholder, topology, sentinels);
         let Some(workload) = find_workload(&args.workload) else {
             return Err(bad(format!(
                 "unknown workload `{}`; choose one of: {}",
@@ -290,6 +304,7 @@ impl TestSpec {
             clients: args.concurrency,
             groups: client_groups,
             replication,
+            clock_faults: topology.system().clock_faults_reach(),
         };
         let everything = args.nemesis.trim() == "all";
         let mut nemesis = nemesis;
@@ -341,7 +356,7 @@ impl TestSpec {
         // Each worker holds a connection to each node (and to its Sentinel), twice over
         // through the link proxies.
         let connections = nodes.len() as u64
-            * if layout.replication == Replication::Sentinel {
+            * if replication == Replication::Sentinel {
                 2
             } else {
                 1

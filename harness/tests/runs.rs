@@ -398,6 +398,7 @@ fn every_fault_kind_is_recorded_healed_and_reproducible_from_its_seed() {
         clients: 5,
         groups: 2,
         replication: splitbrain_compose::Replication::Standalone,
+        clock_faults: true,
     };
     for kind in splitbrain_nemesis::all_faults() {
         if kind.fits(&redlock).is_err() {

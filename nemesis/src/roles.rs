@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use splitbrain_checker::{Op, OpType, Process};
-use splitbrain_compose::{Deployment, Replication};
+use splitbrain_compose::Deployment;
 use splitbrain_workloads::Recorder;
 use tokio_util::sync::CancellationToken;
 
@@ -13,8 +13,9 @@ const POLL: Duration = Duration::from_millis(200);
 
 /// Records a nemesis `master` op for `key` at the start and at every change, until `stop`:
 /// `node` lists every node that acts as master for it (two during a split brain): those some
-/// reachable Sentinel names, or on a cluster those that claim the key's slot. `measured`
-/// says who was master before and who promotes (`sentinel` or the `cluster`'s vote); the
+/// reachable Sentinel names, on a cluster those that claim the key's slot, in a consensus
+/// group the members some member names its leader. `measured` says who was master before
+/// and who promotes (`sentinel`, the `cluster`'s vote, or an `election`); the
 /// nemesis op before it in the history says what set it off. While nobody answers, the last
 /// record stands.
 pub async fn watch_master(
@@ -24,11 +25,7 @@ pub async fn watch_master(
     stop: CancellationToken,
 ) {
     let mut last: Vec<String> = Vec::new();
-    let promoter = if deployment.replication() == Replication::Cluster {
-        "cluster"
-    } else {
-        "sentinel"
-    };
+    let promoter = deployment.replication().promoter();
     while !stop.is_cancelled() {
         let masters = deployment.masters_of(key).await;
         if !masters.is_empty() && masters != last {

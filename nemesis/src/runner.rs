@@ -94,6 +94,7 @@ impl Nemesis {
             clients: target.clients.workers(),
             groups: target.links.groups(),
             replication: target.deployment.replication(),
+            clock_faults: target.deployment.system().clock_faults_reach(),
         };
         let schedule = Schedule::new(self.seed, self.faults.clone(), layout, self.options.clone());
         let mut ran = Vec::new();

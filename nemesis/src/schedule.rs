@@ -96,6 +96,7 @@ mod tests {
             clients: 5,
             groups: 2,
             replication: Replication::Standalone,
+            clock_faults: true,
         }
     }
 

@@ -3,6 +3,7 @@
 
 pub mod clients;
 mod crashes;
+mod etcd;
 mod master;
 mod node;
 mod pauses;

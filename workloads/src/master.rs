@@ -30,6 +30,10 @@ impl Server {
             (Shape::Standalone, [(node, addr)]) => {
                 Ok(Server::Node(NodeConn::new(node.clone(), *addr, timeout)))
             }
+            (Shape::Etcd, _) => Err(format!(
+                "{who} is a Redis client, and this deployment runs etcd; use --client \
+                 etcd-lease or etcd-lock"
+            )),
             (Shape::Standalone, nodes) => Err(format!(
                 "{who} works on one Redis server, and this deployment has {} independent \
                  nodes; use --deployment single or sentinel",

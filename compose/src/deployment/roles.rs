@@ -1,10 +1,11 @@
-//! Who is master: what the Sentinels say, which nodes claim a key's cluster slot, and waiting
-//! at bring-up until they agree.
+//! Who is master: what the Sentinels say, which nodes claim a key's cluster slot, which
+//! member leads a consensus group, and waiting at bring-up until they agree.
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use super::{ask, Deployment, READY_TIMEOUT};
+use super::{Deployment, READY_TIMEOUT};
+use crate::system::ask_redis as ask;
 use crate::topology::{Replication, MASTER_NAME};
 use crate::ComposeError;
 
@@ -85,29 +86,44 @@ impl Deployment {
 
     /// Every node that acts as master for `key`, sorted: on `sentinel`, every node some
     /// reachable Sentinel names; on `cluster`, every node that says it serves `key`'s slot as
-    /// master. One in a healthy deployment, two in a split brain, none when nobody answers
-    /// (or the nodes stand alone).
+    /// master; in a consensus group, every member some reachable member names its leader.
+    /// One in a healthy deployment, two in a split brain, none when nobody answers (or the
+    /// nodes stand alone).
     pub async fn masters_of(&self, key: &str) -> Vec<String> {
-        if self.replication != Replication::Cluster {
-            return self.sentinel_masters().await;
+        match self.replication {
+            Replication::Standalone => Vec::new(),
+            Replication::Sentinel => self.sentinel_masters().await,
+            Replication::Consensus => self.system.leaders(self.addresses()).await,
+            Replication::Cluster => {
+                let mut claims = self.slot_claims(key).await;
+                claims.sort();
+                claims.into_iter().map(|(name, _)| name).collect()
+            }
         }
-        let mut claims = self.slot_claims(key).await;
-        claims.sort();
-        claims.into_iter().map(|(name, _)| name).collect()
     }
 
     /// The master for `key` that the deployment's majority follows: the one the Sentinels
     /// agree on; on `cluster`, the newest claim to the slot (the highest config epoch), which
-    /// is the one the other masters voted for.
+    /// is the one the other masters voted for; in a consensus group, the one leader every
+    /// reachable member names.
     pub async fn master_of(&self, key: &str) -> Option<String> {
-        if self.replication != Replication::Cluster {
-            return self.sentinel_master().await;
+        match self.replication {
+            Replication::Standalone => None,
+            Replication::Sentinel => self.sentinel_master().await,
+            Replication::Consensus => {
+                match self.system.leaders(self.addresses()).await.as_slice() {
+                    [leader] => Some(leader.clone()),
+                    _ => None,
+                }
+            }
+            Replication::Cluster => {
+                let claims = self.slot_claims(key).await;
+                claims
+                    .into_iter()
+                    .max_by_key(|(_, epoch)| *epoch)
+                    .map(|(name, _)| name)
+            }
         }
-        let claims = self.slot_claims(key).await;
-        claims
-            .into_iter()
-            .max_by_key(|(_, epoch)| *epoch)
-            .map(|(name, _)| name)
     }
 
     /// Every cluster node that claims `key`'s slot as master, with its config epoch.

@@ -85,7 +85,7 @@ impl Topology for Cluster {
                     ]
                     .map(String::from),
                 );
-                NodeSpec::redis(node_name(i), args)
+                NodeSpec::new(node_name(i), args)
             })
             .collect())
     }

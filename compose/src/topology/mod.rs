@@ -1,8 +1,9 @@
-//! Deployment shapes. A topology says which Redis nodes a deployment has and how each is
-//! started; [`crate::Deployment`] does the rest. Adding one is a file here and a line in
-//! [`TOPOLOGIES`].
+//! Deployment shapes. A topology says which system runs (see [`crate::system`]), which nodes
+//! a deployment has and how each is started; [`crate::Deployment`] does the rest. Adding one
+//! is a file here and a line in [`TOPOLOGIES`].
 
 mod cluster;
+mod etcd;
 mod redlock;
 mod sentinel;
 mod single;
@@ -10,10 +11,12 @@ mod single;
 pub use cluster::ClusterOptions;
 pub use sentinel::{SentinelOptions, MASTER_NAME, SENTINEL_PORT};
 
+use crate::system::System;
+
 /// Options every topology understands.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct TopologyOptions {
-    /// Number of Redis nodes, where the topology lets it vary.
+    /// Number of nodes, where the topology lets it vary.
     pub nodes: Option<usize>,
     pub persistence: Persistence,
     /// For deployments watched by Sentinel.
@@ -77,7 +80,7 @@ impl Persistence {
     }
 }
 
-/// One container to start: its node name, the `redis-server` arguments, and the Sentinel
+/// One container to start: its node name, its server's arguments, and the Sentinel
 /// that runs beside it, if any. In arguments and Sentinel configuration, `{n1}`, `{n2}`, …
 /// stand for those nodes' addresses, known only once the run's network exists.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -89,8 +92,8 @@ pub struct NodeSpec {
 }
 
 impl NodeSpec {
-    /// A Redis node with no Sentinel.
-    pub fn redis(name: String, args: Vec<String>) -> NodeSpec {
+    /// A node with no Sentinel.
+    pub fn new(name: String, args: Vec<String>) -> NodeSpec {
         NodeSpec {
             name,
             args,
@@ -110,12 +113,25 @@ pub enum Replication {
     Sentinel,
     /// A Redis Cluster: each slot has a master with replicas.
     Cluster,
+    /// Members that elect a leader and commit each write on a majority (etcd's Raft): the
+    /// leader is the master, and a new one is elected when it is cut off.
+    Consensus,
 }
 
 impl Replication {
     /// Whether a master here has replicas that can take its place (a failover).
     pub fn fails_over(self) -> bool {
         self != Replication::Standalone
+    }
+
+    /// Who makes a new master, as nemesis `master` ops record it.
+    pub fn promoter(self) -> &'static str {
+        match self {
+            Replication::Standalone => "nobody",
+            Replication::Sentinel => "sentinel",
+            Replication::Cluster => "cluster",
+            Replication::Consensus => "election",
+        }
     }
 }
 
@@ -125,6 +141,10 @@ pub trait Topology: Sync {
     fn name(&self) -> &'static str;
     /// One line for `--help` and reports.
     fn summary(&self) -> &'static str;
+    /// The server program its nodes run.
+    fn system(&self) -> &'static dyn System {
+        &crate::system::REDIS
+    }
     /// How its nodes relate.
     fn replication(&self) -> Replication {
         Replication::Standalone
@@ -157,7 +177,8 @@ pub struct FailureDetector {
 }
 
 /// About how long an election and a promotion take once a master is deemed down: a Sentinel
-/// leader vote, or a Cluster replica's ranked election delay (500 ms and up to 500 ms more).
+/// leader vote, a Cluster replica's ranked election delay (500 ms and up to 500 ms more), or a
+/// Raft election (a randomised timeout and a round of votes).
 pub(crate) const ELECTION: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// A duration as a person writes it: `2s`, `1.5s`.
@@ -171,6 +192,7 @@ pub static TOPOLOGIES: &[&dyn Topology] = &[
     &redlock::Redlock,
     &sentinel::Sentinel,
     &cluster::Cluster,
+    &etcd::Etcd,
 ];
 
 /// Looks a topology up by name.

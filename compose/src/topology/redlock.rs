@@ -22,7 +22,7 @@ impl Topology for Redlock {
             return Err(format!("redlock needs between 1 and 32 nodes, not {n}"));
         }
         Ok((0..n)
-            .map(|i| NodeSpec::redis(node_name(i), options.persistence.redis_args()))
+            .map(|i| NodeSpec::new(node_name(i), options.persistence.redis_args()))
             .collect())
     }
 }

@@ -14,7 +14,7 @@ impl Topology for Single {
 
     fn nodes(&self, options: &TopologyOptions) -> Result<Vec<NodeSpec>, String> {
         match options.nodes {
-            None | Some(1) => Ok(vec![NodeSpec::redis(
+            None | Some(1) => Ok(vec![NodeSpec::new(
                 node_name(0),
                 options.persistence.redis_args(),
             )]),

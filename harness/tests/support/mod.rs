@@ -9,7 +9,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use splitbrain_checker::{read_history, Op, OpType, Process};
-use splitbrain_compose::{topology, Deployment, Docker, Replication, TopologyOptions};
+use splitbrain_compose::{topology, Deployment, Docker, Replication, System, TopologyOptions};
 use splitbrain_nemesis::links::Links;
 use splitbrain_nemesis::{nemesis_op, Action, Target};
 use splitbrain_workloads::{
@@ -26,12 +26,22 @@ pub fn docker_skipped() -> bool {
     false
 }
 
-/// The node image, built once per test binary if missing, before any test (or `splitbrain`
-/// process a test starts) needs it, so that parallel tests never build it side by side.
+/// The Redis node image, built once per test binary if missing, before any test (or
+/// `splitbrain` process a test starts) needs it, so that parallel tests never build it side
+/// by side.
 pub fn node_image() -> String {
     static IMAGE: OnceLock<String> = OnceLock::new();
     IMAGE
-        .get_or_init(|| build_image(&splitbrain_compose::image::NODE))
+        .get_or_init(|| build_image(splitbrain_compose::system::REDIS.image()))
+        .clone()
+}
+
+/// The etcd member image (and the Redis node image before it, which makes the shared base).
+pub fn etcd_image() -> String {
+    static IMAGE: OnceLock<String> = OnceLock::new();
+    node_image();
+    IMAGE
+        .get_or_init(|| build_image(splitbrain_compose::system::ETCD.image()))
         .clone()
 }
 
@@ -81,9 +91,14 @@ pub struct Fixture {
 
 impl Fixture {
     pub async fn up(deployment: &str, nodes: Option<usize>) -> Fixture {
-        let (docker, image) = docker().await;
+        let (docker, redis_image) = docker().await;
         let run_id = format!("test-{:08x}", rand::random::<u32>());
         let topology = topology::find(deployment).expect("known deployment");
+        let image = if topology.system().name() == "etcd" {
+            tokio::task::spawn_blocking(etcd_image).await.unwrap()
+        } else {
+            redis_image
+        };
         let deployment = Deployment::up(
             &docker,
             &run_id,
@@ -144,6 +159,7 @@ impl Fixture {
         match self.deployment.replication() {
             Replication::Standalone => config,
             Replication::Cluster => config.in_cluster(),
+            Replication::Consensus => config.on_etcd(),
             Replication::Sentinel => {
                 let sentinels = Sentinels {
                     master: splitbrain_compose::topology::MASTER_NAME.into(),

@@ -68,6 +68,19 @@ fn bump_ms(options: &NemesisOptions, rng: &mut StdRng) -> i64 {
     }
 }
 
+/// Whether a clock fault can reach these nodes' servers.
+pub(super) fn reaches(layout: &Layout) -> Result<(), String> {
+    if layout.clock_faults {
+        return Ok(());
+    }
+    Err(
+        "the clock faults move the clock that programs read through libc, and this \
+         deployment's server reads it through the vDSO (Go) and times its leases on the \
+         monotonic clock, which no container can move; leave clock faults out here"
+            .into(),
+    )
+}
+
 #[async_trait]
 impl Fault for Clock {
     fn name(&self) -> &'static str {
@@ -80,6 +93,10 @@ impl Fault for Clock {
 
     fn family(&self) -> &'static str {
         "clock"
+    }
+
+    fn fits(&self, layout: &Layout) -> Result<(), String> {
+        reaches(layout)
     }
 
     fn summary(&self) -> &'static str {

@@ -35,6 +35,10 @@ impl Fault for ClockHolder {
         "jump the clocks of the nodes the lock's holder needs forward past its lease, just after its grant"
     }
 
+    fn fits(&self, layout: &Layout) -> Result<(), String> {
+        super::clock::reaches(layout)
+    }
+
     /// Every clock fault is healed by setting every clock right.
     fn family(&self) -> &'static str {
         Clock(ClockKind::Bump).family()

@@ -28,6 +28,14 @@ impl Fault for Failover {
     }
 
     fn fits(&self, layout: &Layout) -> Result<(), String> {
+        if layout.replication == Replication::Consensus {
+            return Err(
+                "failover asks Redis to promote a replica, and a consensus group \
+                 elects its leader itself; use partition-primary, kill-primary or \
+                 pause-primary to make it elect another"
+                    .into(),
+            );
+        }
         if !layout.replication.fails_over() {
             return Err(
                 "failover needs replicas to promote: use --deployment sentinel or cluster".into(),

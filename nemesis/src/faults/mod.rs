@@ -55,6 +55,9 @@ pub struct Layout {
     pub groups: usize,
     /// How the nodes relate.
     pub replication: Replication,
+    /// Whether the clock faults reach the nodes' servers (see
+    /// [`splitbrain_compose::System::clock_faults_reach`]).
+    pub clock_faults: bool,
 }
 
 /// One step's plan for a fault: whom it hits and with what, fixed by the seeded schedule.

@@ -268,6 +268,7 @@ mod tests {
             clients: 1,
             groups: 0,
             replication: Replication::Standalone,
+            clock_faults: true,
         }
     }
 

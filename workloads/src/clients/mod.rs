@@ -4,6 +4,8 @@
 //! and decides when to try again, using the client's own [`LockClient::retry_delay`].
 
 mod del_release;
+mod etcd_lease;
+mod etcd_lock;
 mod exec;
 mod fenced;
 mod redlock;
@@ -111,8 +113,8 @@ pub struct ClientConfig {
     pub crash: CrashPoint,
 }
 
-/// How a deployment's nodes relate, as a client sees it: one value, so that no client has
-/// to work it out again from several.
+/// What a deployment's nodes run and how they relate, as a client sees it: one value, so that
+/// no client has to work it out again from several.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Shape {
     /// Every node stands alone: one server, or Redlock's independent masters.
@@ -124,6 +126,8 @@ pub enum Shape {
     },
     /// A Redis Cluster: each key's slot has its master.
     Cluster,
+    /// An etcd cluster: any member takes requests, and forwards writes to its leader.
+    Etcd,
 }
 
 impl ClientConfig {
@@ -157,11 +161,19 @@ impl ClientConfig {
         }
     }
 
+    /// The same nodes as an etcd cluster's members.
+    pub fn on_etcd(self) -> ClientConfig {
+        ClientConfig {
+            shape: Shape::Etcd,
+            ..self
+        }
+    }
+
     /// How many replicas the master has that `WAIT` can count on (only Sentinel's are known).
     pub fn replicas(&self) -> usize {
         match self.shape {
             Shape::Sentinel { replicas, .. } => replicas,
-            Shape::Standalone | Shape::Cluster => 0,
+            Shape::Standalone | Shape::Cluster | Shape::Etcd => 0,
         }
     }
 }
@@ -220,7 +232,8 @@ pub enum Fences {
     IfProgramSays,
 }
 
-/// Every lock algorithm, by name, in the article's order.
+/// Every lock algorithm, by name, in the article's order: Redis's, then the alternatives it
+/// recommends.
 pub static CLIENTS: &[ClientKind] = &[
     setnx_expire::KIND,
     del_release::KIND,
@@ -229,6 +242,8 @@ pub static CLIENTS: &[ClientKind] = &[
     wait::KIND,
     fenced::KIND,
     redlock::KIND,
+    etcd_lease::KIND,
+    etcd_lock::KIND,
     exec::KIND,
 ];
 

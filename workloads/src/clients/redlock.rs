@@ -50,6 +50,13 @@ fn build(config: &ClientConfig) -> Result<Box<dyn LockClient>, String> {
                 .into(),
         );
     }
+    if config.shape == Shape::Etcd {
+        return Err(
+            "redlock is a Redis client, and this deployment runs etcd; use --client \
+             etcd-lease or etcd-lock"
+                .into(),
+        );
+    }
     if config.shape == Shape::Cluster {
         return Err(
             "redlock needs independent masters, and a Redis Cluster's masters each own \

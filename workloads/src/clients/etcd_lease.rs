@@ -1,0 +1,167 @@
+//! The lock the article describes for etcd: a lease, kept alive while the lock is held, and a
+//! transaction that puts the key with that lease only if the key does not exist (its create
+//! revision is 0). The key's create revision is the fencing token: it rises with every new
+//! holder. Released by deleting the key only if it is still the one this client created, then
+//! revoking the lease.
+
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use etcd_client::{Compare, CompareOp, PutOptions, Txn, TxnOp};
+
+use super::set_nx_px::spin_delay;
+use super::{held_by_another, ClientConfig, ClientKind, Fences, Grant, LockClient, Outcome, Shape};
+use crate::etcd::{check_ttl, EtcdConn, EtcdError};
+use crate::CrashPoint;
+
+pub(super) const KIND: ClientKind = ClientKind {
+    name: "etcd-lease",
+    summary:
+        "etcd: a kept-alive lease and a create-if-absent transaction; the key's revision fences",
+    fences: Fences::Always,
+    build,
+};
+
+fn build(config: &ClientConfig) -> Result<Box<dyn LockClient>, String> {
+    Ok(Box::new(EtcdLease {
+        etcd: on_etcd(config, KIND.name)?,
+        crash: config.crash.clone(),
+    }))
+}
+
+/// A connection for an etcd client, or why the deployment does not fit `who`.
+pub(super) fn on_etcd(config: &ClientConfig, who: &str) -> Result<EtcdConn, String> {
+    if config.shape != Shape::Etcd {
+        return Err(format!("{who} is an etcd client; use --deployment etcd"));
+    }
+    check_ttl(config.ttl)?;
+    Ok(EtcdConn::new(&config.nodes))
+}
+
+struct EtcdLease {
+    etcd: EtcdConn,
+    crash: CrashPoint,
+}
+
+/// A grant's token: the lease id, which etcd never reuses, in hex as etcdctl prints it.
+pub(super) fn lease_token(lease: i64) -> String {
+    format!("{lease:x}")
+}
+
+pub(super) fn lease_of(grant: &Grant) -> Option<i64> {
+    i64::from_str_radix(&grant.token, 16).ok()
+}
+
+#[async_trait]
+impl LockClient for EtcdLease {
+    async fn prepare(&mut self) -> Result<(), String> {
+        self.etcd.learn_members().await;
+        Ok(())
+    }
+
+    async fn acquire(&mut self, resource: &str, ttl: Duration) -> Outcome<Grant> {
+        let started = Instant::now();
+        // A lease that was never attached to a key holds nothing: failing here is definite.
+        let lease = match self.etcd.grant_lease(ttl).await {
+            Ok(lease) => lease,
+            Err(e) => return Outcome::Fail(format!("granting a lease: {e}")),
+        };
+        let token = lease_token(lease);
+        let key = resource.to_string();
+        let value = token.clone();
+        let take = self
+            .etcd
+            .call(|mut c| async move {
+                let txn = Txn::new()
+                    .when([Compare::create_revision(key.as_str(), CompareOp::Equal, 0)])
+                    .and_then([TxnOp::put(
+                        key.as_str(),
+                        value,
+                        Some(PutOptions::new().with_lease(lease)),
+                    )]);
+                c.txn(txn).await
+            })
+            .await;
+        match take {
+            Ok(reply) if reply.succeeded() => {
+                if self.crash.crash_now() {
+                    return Outcome::Info("crashed: the client died holding the lock".into());
+                }
+                Outcome::Ok(Grant {
+                    token,
+                    // The lease began after `started`.
+                    validity: ttl,
+                    nodes: vec![self.etcd.member(reply.header())],
+                    // The put made the key: its create revision is this revision.
+                    fence: reply.header().map(|h| h.revision() as u64),
+                })
+            }
+            Ok(_) => {
+                let _ = self.etcd.revoke(lease).await;
+                Outcome::Fail(held_by_another())
+            }
+            Err(EtcdError::Definite(e)) => {
+                let _ = self.etcd.revoke(lease).await;
+                Outcome::Fail(e)
+            }
+            Err(EtcdError::Indeterminate(e)) => {
+                Outcome::Info(format!("{e} after {} ms", started.elapsed().as_millis()))
+            }
+        }
+    }
+
+    async fn release(&mut self, resource: &str, grant: &Grant) -> Outcome<()> {
+        let Some(fence) = grant.fence else {
+            return Outcome::Fail("the grant has no revision to release by".into());
+        };
+        let key = resource.to_string();
+        let delete = self
+            .etcd
+            .call(|mut c| async move {
+                let txn = Txn::new()
+                    .when([Compare::create_revision(
+                        key.as_str(),
+                        CompareOp::Equal,
+                        fence as i64,
+                    )])
+                    .and_then([TxnOp::delete(key.as_str(), None)]);
+                c.txn(txn).await
+            })
+            .await;
+        // The lease goes either way; what it still held is gone with it.
+        if let Some(lease) = lease_of(grant) {
+            let _ = self.etcd.revoke(lease).await;
+        }
+        match delete {
+            Ok(reply) if reply.succeeded() => Outcome::Ok(()),
+            Ok(_) => Outcome::Fail("the lock was no longer ours (expired or taken)".into()),
+            Err(EtcdError::Definite(e)) => Outcome::Fail(e),
+            Err(EtcdError::Indeterminate(e)) => Outcome::Info(e),
+        }
+    }
+
+    fn retry_delay(&mut self, _failures: u32) -> Duration {
+        spin_delay()
+    }
+
+    fn renewal_interval(&self, ttl: Duration) -> Option<Duration> {
+        // Go's clientv3 keeps a lease alive every third of its TTL.
+        Some(ttl / 3)
+    }
+
+    async fn renew(&mut self, _resource: &str, grant: &Grant, _ttl: Duration) -> Outcome<()> {
+        renew_lease(&mut self.etcd, grant).await
+    }
+}
+
+/// One keep-alive of the grant's lease.
+pub(super) async fn renew_lease(etcd: &mut EtcdConn, grant: &Grant) -> Outcome<()> {
+    let Some(lease) = lease_of(grant) else {
+        return Outcome::Fail("the grant names no lease".into());
+    };
+    match etcd.keep_alive(lease).await {
+        Ok(()) => Outcome::Ok(()),
+        Err(EtcdError::Definite(e)) => Outcome::Fail(e),
+        Err(EtcdError::Indeterminate(e)) => Outcome::Info(e),
+    }
+}

@@ -1,0 +1,139 @@
+//! etcd's own lock API (v3lock), as users call it: a lease, then `Lock(name, lease)`, which
+//! puts `name/<lease>` and waits, on the server, until every key under `name/` created before
+//! it is gone. The holder's key's create revision is the fencing token. Released with
+//! `Unlock(key)`, then the lease is revoked.
+
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use etcd_client::LockOptions;
+
+use super::etcd_lease::{lease_of, lease_token, on_etcd, renew_lease};
+use super::set_nx_px::spin_delay;
+use super::{ClientConfig, ClientKind, Fences, Grant, LockClient, Outcome};
+use crate::etcd::{EtcdConn, EtcdError};
+use crate::CrashPoint;
+
+pub(super) const KIND: ClientKind = ClientKind {
+    name: "etcd-lock",
+    summary:
+        "etcd's lock API (Lock/Unlock on a kept-alive lease); the key's create revision fences",
+    fences: Fences::Always,
+    build,
+};
+
+fn build(config: &ClientConfig) -> Result<Box<dyn LockClient>, String> {
+    Ok(Box::new(EtcdLock {
+        etcd: on_etcd(config, KIND.name)?,
+        crash: config.crash.clone(),
+        keys: Vec::new(),
+    }))
+}
+
+struct EtcdLock {
+    etcd: EtcdConn,
+    crash: CrashPoint,
+    /// The lock key of each lease held, which `Unlock` takes.
+    keys: Vec<(i64, Vec<u8>)>,
+}
+
+#[async_trait]
+impl LockClient for EtcdLock {
+    async fn prepare(&mut self) -> Result<(), String> {
+        self.etcd.learn_members().await;
+        Ok(())
+    }
+
+    async fn acquire(&mut self, resource: &str, ttl: Duration) -> Outcome<Grant> {
+        let started = Instant::now();
+        let lease = match self.etcd.grant_lease(ttl).await {
+            Ok(lease) => lease,
+            Err(e) => return Outcome::Fail(format!("granting a lease: {e}")),
+        };
+        let name = resource.to_string();
+        // `Lock` waits for the holders before it; the lease is not kept alive meanwhile, so
+        // an attempt waits at most half of it (and the grant is valid for the lease from
+        // `started`, which began before the lease did).
+        let wait = ttl / 2;
+        let lock = tokio::time::timeout(
+            wait,
+            self.etcd.call(|mut c| async move {
+                let options = LockOptions::new().with_lease(lease);
+                let locked = c.lock(name, Some(options)).await?;
+                // The key's own create revision is the token; the reply's header revision is
+                // only at least that.
+                let got = c.get(locked.key(), None).await?;
+                Ok((locked, got))
+            }),
+        )
+        .await;
+        let (locked, got) = match lock {
+            Ok(Ok(reply)) => reply,
+            Err(_) => {
+                // Revoking the lease deletes the waiting key: the lock was not taken, unless
+                // the revoke itself went astray.
+                return match self.etcd.revoke(lease).await {
+                    Ok(()) => Outcome::Fail(format!(
+                        "{}: still queued after {} ms; gave the lease back",
+                        splitbrain_checker::acquisition::HELD,
+                        wait.as_millis()
+                    )),
+                    Err(e) => Outcome::Info(format!("queued, then revoking the lease: {e}")),
+                };
+            }
+            Ok(Err(EtcdError::Definite(e))) => {
+                let _ = self.etcd.revoke(lease).await;
+                return Outcome::Fail(e);
+            }
+            Ok(Err(EtcdError::Indeterminate(e))) => {
+                return Outcome::Info(format!("{e} after {} ms", started.elapsed().as_millis()))
+            }
+        };
+        let Some(fence) = got.kvs().first().map(|kv| kv.create_revision() as u64) else {
+            // The key was gone by the time it was read: the lease ended.
+            return Outcome::Fail("the lock key was gone as soon as it was granted".into());
+        };
+        if self.crash.crash_now() {
+            return Outcome::Info("crashed: the client died holding the lock".into());
+        }
+        self.keys.push((lease, locked.key().to_vec()));
+        Outcome::Ok(Grant {
+            token: lease_token(lease),
+            validity: ttl,
+            nodes: vec![self.etcd.member(locked.header())],
+            fence: Some(fence),
+        })
+    }
+
+    async fn release(&mut self, _resource: &str, grant: &Grant) -> Outcome<()> {
+        let Some(lease) = lease_of(grant) else {
+            return Outcome::Fail("the grant names no lease".into());
+        };
+        let Some(at) = self.keys.iter().position(|(l, _)| *l == lease) else {
+            return Outcome::Fail("no lock key for this grant".into());
+        };
+        let (_, key) = self.keys.swap_remove(at);
+        let unlock = self
+            .etcd
+            .call(|mut c| async move { c.unlock(key).await })
+            .await;
+        let _ = self.etcd.revoke(lease).await;
+        match unlock {
+            Ok(_) => Outcome::Ok(()),
+            Err(EtcdError::Definite(e)) => Outcome::Fail(e),
+            Err(EtcdError::Indeterminate(e)) => Outcome::Info(e),
+        }
+    }
+
+    fn retry_delay(&mut self, _failures: u32) -> Duration {
+        spin_delay()
+    }
+
+    fn renewal_interval(&self, ttl: Duration) -> Option<Duration> {
+        Some(ttl / 3)
+    }
+
+    async fn renew(&mut self, _resource: &str, grant: &Grant, _ttl: Duration) -> Outcome<()> {
+        renew_lease(&mut self.etcd, grant).await
+    }
+}
