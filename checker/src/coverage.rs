@@ -87,6 +87,10 @@ pub struct RunFacts {
     pub concurrency: Option<usize>,
     /// How long a node must look gone before the deployment promotes another.
     pub detector_ms: Option<u64>,
+    /// Whether the deployment acknowledges a write only once a majority holds it (a consensus
+    /// group): a cut-off master acknowledges nothing, so a change of master puts no
+    /// acknowledged write or granted lease at risk, and counting them would mislead.
+    pub majority_commits: bool,
 }
 
 /// The least, median and greatest of some durations, in milliseconds. The median of an even
@@ -316,12 +320,17 @@ pub fn check(ops: &[Op], facts: RunFacts) -> Coverage {
                 .filter(|w| w.stop.saturating_sub(w.start) > detector_ns)
                 .count()
         }),
-        ..masters(ops, &windows, &grants)
+        ..masters(ops, &windows, &grants, facts.majority_commits)
     }
 }
 
 /// What the nemesis `master` ops say: each names every node acting as master from then on.
-fn masters(ops: &[Op], windows: &[Window], grants: &[&Candidate]) -> Coverage {
+fn masters(
+    ops: &[Op],
+    windows: &[Window],
+    grants: &[&Candidate],
+    majority_commits: bool,
+) -> Coverage {
     let records: Vec<&Op> = ops
         .iter()
         .filter(|op| op.process.is_nemesis() && op.f == "master")
@@ -363,7 +372,7 @@ fn masters(ops: &[Op], windows: &[Window], grants: &[&Candidate]) -> Coverage {
         })
         .count();
     // Without a change of master nothing was demoted, and there is nothing to count.
-    let changed = records.len() > 1;
+    let changed = records.len() > 1 && !majority_commits;
     Coverage {
         master_changes: Some(records.len() - 1),
         two_masters_ms: Some(ms(two_masters)),
@@ -524,6 +533,7 @@ mod tests {
             self.check_with(RunFacts {
                 concurrency,
                 detector_ms: None,
+                majority_commits: false,
             })
         }
         fn check_with(&mut self, facts: RunFacts) -> Coverage {
@@ -554,8 +564,17 @@ mod tests {
         let facts = RunFacts {
             concurrency: Some(5),
             detector_ms: Some(300),
+            majority_commits: false,
         };
+        // Where a majority commits each write, a cut-off master acknowledged none of these.
+        let consensus = s.check_with(RunFacts {
+            majority_commits: true,
+            ..facts
+        });
+        assert_eq!(consensus.acked_by_demoted, None);
+        assert_eq!(consensus.leases_live_at_promotion, None);
         let r = s.check_with(facts);
+        assert_eq!(consensus.master_changes, r.master_changes);
         assert_eq!(r.acked_by_demoted, Some(5), "three adds and two grants");
         assert_eq!(r.leases_live_at_promotion, Some(1));
         assert_eq!((r.node_outages, r.outages_past_detector), (1, 1));

@@ -24,6 +24,7 @@ fn check(history: &[Op], concurrency: Option<usize>) -> coverage::Coverage {
         RunFacts {
             concurrency,
             detector_ms: None,
+            majority_commits: false,
         },
     )
 }

@@ -458,6 +458,7 @@ impl TestSpec {
         RunFacts {
             concurrency: Some(self.concurrency),
             detector_ms: detector.map(|d| d.after.as_millis() as u64),
+            majority_commits: self.deployment.replication() == Replication::Consensus,
         }
     }
 

@@ -320,3 +320,40 @@ fn histories_the_checker_cannot_take_name_where() {
         "{line}"
     );
 }
+
+#[test]
+fn redis_and_etcd_clients_refuse_each_others_deployments() {
+    let line = refused(&["run", "--deployment", "etcd", "--client", "set-nx-px"]);
+    assert!(
+        line.contains("runs etcd") && line.contains("etcd-lease"),
+        "{line}"
+    );
+    let line = refused(&["run", "--deployment", "single", "--client", "etcd-lease"]);
+    assert!(line.contains("--deployment etcd"), "{line}");
+}
+
+#[test]
+fn etcd_refuses_what_it_cannot_honour() {
+    // Leases are whole seconds, of at least 2 s.
+    let line = refused(&[
+        "run",
+        "--deployment",
+        "etcd",
+        "--client",
+        "etcd-lease",
+        "--ttl",
+        "1500ms",
+    ]);
+    assert!(line.contains("--ttl 2s or more"), "{line}");
+    // The clock shim cannot reach a Go server.
+    let line = refused(&[
+        "run",
+        "--deployment",
+        "etcd",
+        "--client",
+        "etcd-lease",
+        "--nemesis",
+        "clock-bump",
+    ]);
+    assert!(line.contains("vDSO"), "{line}");
+}

@@ -37,9 +37,13 @@ impl EtcdError {
                 | Code::AlreadyExists
                 | Code::PermissionDenied
                 | Code::Unauthenticated => EtcdError::Definite(status.message().to_string()),
-                // With require-leader, a member that knows no leader refuses before proposing.
-                Code::Unavailable if status.message().contains("no leader") => {
-                    EtcdError::Definite(status.message().to_string())
+                // With require-leader, a member that knows no leader refuses before proposing;
+                // a member that refused the connection never saw the request.
+                Code::Unavailable
+                    if status.message().contains("no leader")
+                        || status.message().contains("tcp connect error") =>
+                {
+                    EtcdError::Definite(format!("{:?}: {}", status.code(), status.message()))
                 }
                 _ => EtcdError::Indeterminate(format!("{:?}: {}", status.code(), status.message())),
             },
@@ -159,11 +163,36 @@ impl EtcdConn {
         Ok(lease.id())
     }
 
-    /// Revokes a lease, deleting every key attached to it.
+    /// Revokes a lease, deleting every key attached to it. A lease already gone (expired,
+    /// or revoked by an earlier attempt whose answer was lost) counts as revoked: its keys are
+    /// gone either way.
     pub async fn revoke(&mut self, lease: i64) -> Result<(), EtcdError> {
-        self.call(|mut c| async move { c.lease_revoke(lease).await })
+        match self
+            .call(|mut c| async move { c.lease_revoke(lease).await })
             .await
-            .map(drop)
+        {
+            Err(EtcdError::Definite(e)) if e.contains("lease not found") => Ok(()),
+            other => other.map(drop),
+        }
+    }
+
+    /// Revokes a lease, trying again (the balancer may pick another member, or a leader may
+    /// have been elected meanwhile) until it is done or `patience` has passed.
+    pub async fn revoke_patiently(
+        &mut self,
+        lease: i64,
+        patience: Duration,
+    ) -> Result<(), EtcdError> {
+        let started = std::time::Instant::now();
+        loop {
+            match self.revoke(lease).await {
+                Err(e) if started.elapsed() < patience => {
+                    tracing::debug!("revoking lease {lease:x}: {e}; trying again");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+                done => return done,
+            }
+        }
     }
 
     /// Renews a lease once, as a keep-alive does: `Fail` when etcd says it has expired.
@@ -197,4 +226,44 @@ pub fn check_ttl(ttl: Duration) -> Result<(), String> {
         ));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tonic::Status;
+
+    fn sorted(status: Status) -> EtcdError {
+        EtcdError::of(etcd_client::Error::GRpcStatus(status))
+    }
+
+    #[test]
+    fn refusals_before_a_proposal_are_definite_and_lost_answers_are_not() {
+        let definite = [
+            Status::unavailable("etcdserver: no leader"),
+            Status::unavailable("tcp connect error"),
+            Status::not_found("etcdserver: requested lease not found"),
+            Status::invalid_argument("etcdserver: key is not provided"),
+        ];
+        for status in definite {
+            assert!(matches!(sorted(status), EtcdError::Definite(_)));
+        }
+        let unknown = [
+            Status::unavailable("etcdserver: request timed out"),
+            Status::unavailable("etcdserver: leader changed"),
+            Status::cancelled("Timeout expired"),
+            Status::unknown("transport error"),
+        ];
+        for status in unknown {
+            assert!(matches!(sorted(status), EtcdError::Indeterminate(_)));
+        }
+    }
+
+    #[test]
+    fn leases_are_whole_seconds_of_at_least_two() {
+        assert!(check_ttl(Duration::from_secs(2)).is_ok());
+        assert!(check_ttl(Duration::from_secs(10)).is_ok());
+        assert!(check_ttl(Duration::from_secs(1)).is_err());
+        assert!(check_ttl(Duration::from_millis(2500)).is_err());
+    }
 }

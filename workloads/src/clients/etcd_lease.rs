@@ -9,7 +9,6 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use etcd_client::{Compare, CompareOp, PutOptions, Txn, TxnOp};
 
-use super::set_nx_px::spin_delay;
 use super::{held_by_another, ClientConfig, ClientKind, Fences, Grant, LockClient, Outcome, Shape};
 use crate::etcd::{check_ttl, EtcdConn, EtcdError};
 use crate::CrashPoint;
@@ -104,9 +103,7 @@ impl LockClient for EtcdLease {
                 let _ = self.etcd.revoke(lease).await;
                 Outcome::Fail(e)
             }
-            Err(EtcdError::Indeterminate(e)) => {
-                Outcome::Info(format!("{e} after {} ms", started.elapsed().as_millis()))
-            }
+            Err(EtcdError::Indeterminate(e)) => give_back(&mut self.etcd, lease, e, started).await,
         }
     }
 
@@ -141,7 +138,9 @@ impl LockClient for EtcdLease {
     }
 
     fn retry_delay(&mut self, _failures: u32) -> Duration {
-        spin_delay()
+        // Each attempt is three writes through Raft (grant, transaction, revoke); a slower
+        // poll than a Redis spin lock's keeps five clients from saturating the log.
+        Duration::from_millis(rand::random_range(25..=75))
     }
 
     fn renewal_interval(&self, ttl: Duration) -> Option<Duration> {
@@ -151,6 +150,32 @@ impl LockClient for EtcdLease {
 
     async fn renew(&mut self, _resource: &str, grant: &Grant, _ttl: Duration) -> Outcome<()> {
         renew_lease(&mut self.etcd, grant).await
+    }
+}
+
+/// After an attempt whose outcome is unknown, revokes its lease, as Go's `concurrency`
+/// package closes its session on an error: once the revoke is committed, the key cannot stand
+/// (a put with a revoked lease fails), so the attempt certainly holds nothing. It tries for as
+/// long as a leader election takes; only when no revoke got through is the attempt unknown.
+/// How long an attempt whose outcome is unknown keeps trying to revoke its lease: long enough
+/// for a cut-off leader's partition to heal and the election that follows (etcd 3.4 runs
+/// without pre-vote, so a rejoining member forces one), measured at up to 7 s here.
+const GIVE_BACK_PATIENCE: Duration = Duration::from_secs(10);
+
+pub(super) async fn give_back(
+    etcd: &mut EtcdConn,
+    lease: i64,
+    error: String,
+    started: Instant,
+) -> Outcome<Grant> {
+    let after = started.elapsed().as_millis();
+    match etcd.revoke_patiently(lease, GIVE_BACK_PATIENCE).await {
+        Ok(()) => Outcome::Fail(format!(
+            "{error} after {after} ms; revoked the lease, so nothing is held"
+        )),
+        Err(e) => Outcome::Info(format!(
+            "{error} after {after} ms, and revoking the lease: {e}"
+        )),
     }
 }
 

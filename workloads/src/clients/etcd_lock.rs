@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use etcd_client::LockOptions;
 
-use super::etcd_lease::{lease_of, lease_token, on_etcd, renew_lease};
+use super::etcd_lease::{give_back, lease_of, lease_token, on_etcd, renew_lease};
 use super::set_nx_px::spin_delay;
 use super::{ClientConfig, ClientKind, Fences, Grant, LockClient, Outcome};
 use crate::etcd::{EtcdConn, EtcdError};
@@ -70,23 +70,16 @@ impl LockClient for EtcdLock {
         let (locked, got) = match lock {
             Ok(Ok(reply)) => reply,
             Err(_) => {
-                // Revoking the lease deletes the waiting key: the lock was not taken, unless
-                // the revoke itself went astray.
-                return match self.etcd.revoke(lease).await {
-                    Ok(()) => Outcome::Fail(format!(
-                        "{}: still queued after {} ms; gave the lease back",
-                        splitbrain_checker::acquisition::HELD,
-                        wait.as_millis()
-                    )),
-                    Err(e) => Outcome::Info(format!("queued, then revoking the lease: {e}")),
-                };
+                // Still queued behind a holder: revoking the lease deletes the waiting key.
+                let queued = format!("{}: still queued", splitbrain_checker::acquisition::HELD);
+                return give_back(&mut self.etcd, lease, queued, started).await;
             }
             Ok(Err(EtcdError::Definite(e))) => {
                 let _ = self.etcd.revoke(lease).await;
                 return Outcome::Fail(e);
             }
             Ok(Err(EtcdError::Indeterminate(e))) => {
-                return Outcome::Info(format!("{e} after {} ms", started.elapsed().as_millis()))
+                return give_back(&mut self.etcd, lease, e, started).await
             }
         };
         let Some(fence) = got.kvs().first().map(|kv| kv.create_revision() as u64) else {

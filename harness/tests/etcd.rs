@@ -1,0 +1,158 @@
+//! etcd, the first of the article's alternatives: its cluster comes up formed, elects a new
+//! leader when its leader is killed and takes the old one back, and its lease locks are valid
+//! without faults, zombies under client pauses, and fenced by their revision.
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use support::{docker_skipped, printed, Fixture, StoredRun};
+
+/// The one leader every member names, waiting up to `patience` for them to agree.
+async fn agreed_leader(fixture: &Fixture, patience: Duration) -> Vec<String> {
+    let started = Instant::now();
+    loop {
+        let leaders = fixture.deployment.masters_of("lock").await;
+        if leaders.len() == 1 || started.elapsed() > patience {
+            return leaders;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test]
+async fn an_etcd_cluster_elects_again_when_its_leader_dies_and_takes_it_back() {
+    if docker_skipped() {
+        return;
+    }
+    let fixture = Fixture::up("etcd", None).await;
+    let deployment = &fixture.deployment;
+    assert_eq!(deployment.node_names(), ["n1", "n2", "n3"]);
+    let version = deployment.server_version().await.expect("a version");
+    assert!(version.starts_with("etcd 3."), "{version}");
+
+    // Bring-up waited for one leader that every member follows.
+    let leaders = deployment.masters_of("lock").await;
+    assert_eq!(leaders.len(), 1, "{leaders:?}");
+    let old = leaders[0].clone();
+
+    deployment.kill(&old).await.expect("killing the leader");
+    let started = Instant::now();
+    let new = loop {
+        let leaders = deployment.masters_of("lock").await;
+        if let [leader] = leaders.as_slice() {
+            if *leader != old {
+                break leader.clone();
+            }
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(15),
+            "no new leader 15 s after {old} died: {leaders:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+
+    // The restarted member keeps its data directory and rejoins as a follower.
+    deployment
+        .restart(&old)
+        .await
+        .expect("restarting the old leader");
+    let leaders = agreed_leader(&fixture, Duration::from_secs(15)).await;
+    assert_eq!(leaders, [new], "after {old} rejoined");
+}
+
+#[test]
+fn etcd_locks_are_valid_without_faults() {
+    if docker_skipped() {
+        return;
+    }
+    support::etcd_image();
+    for (client, workload) in [("etcd-lease", "lock"), ("etcd-lock", "lock-set")] {
+        let mut args = vec![
+            "--deployment",
+            "etcd",
+            "--client",
+            client,
+            "--workload",
+            workload,
+            "--nemesis",
+            "none",
+            "--time-limit",
+            "8s",
+        ];
+        if workload == "lock-set" {
+            args.push("--fencing");
+            support::storage_image();
+        }
+        let run = StoredRun::new(&args);
+        run.assert_exit(0);
+        let results = run.results();
+        let granted = results["stats"]["by_f"]["acquire"]["ok"]
+            .as_u64()
+            .unwrap_or(0);
+        assert!(granted >= 2, "{client}: {}", printed(&run.out));
+        assert!(run.dir.join("nodes/n1/etcd.log").is_file());
+    }
+}
+
+/// Two clients under pauses longer than the 2 s lease: the paused holder's lease expires and
+/// etcd grants the lock again, as the article says it would not need fencing for.
+fn lock_set_with_zombies(fencing: bool) -> StoredRun {
+    support::etcd_image();
+    support::storage_image();
+    let mut args = vec![
+        "--deployment",
+        "etcd",
+        "--client",
+        "etcd-lease",
+        "--workload",
+        "lock-set",
+        "--nemesis",
+        "client-pause",
+        "--concurrency",
+        "2",
+        "--nemesis-interval",
+        "300ms",
+        "--time-limit",
+        "20s",
+        "--seed",
+        "1",
+    ];
+    if fencing {
+        args.push("--fencing");
+    }
+    StoredRun::new(&args)
+}
+
+#[test]
+fn an_etcd_lease_holder_paused_past_its_lease_loses_writes_and_its_revision_fences_it() {
+    if docker_skipped() {
+        return;
+    }
+    let unfenced = lock_set_with_zombies(false);
+    unfenced.assert_exit(1);
+    let results = unfenced.results();
+    let stale = results["lock-safety"]["double_grants"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|g| g["kind"] == "stale")
+        .count();
+    assert!(stale >= 1, "{}", printed(&unfenced.out));
+    let lost = results["lost-writes"]["lost_count"].as_u64().unwrap();
+    assert!(lost >= 1, "{}", printed(&unfenced.out));
+
+    let fenced = lock_set_with_zombies(true);
+    fenced.assert_exit(0);
+    let results = fenced.results();
+    assert_eq!(
+        results["lost-writes"]["lost_count"],
+        0,
+        "{}",
+        printed(&fenced.out)
+    );
+    let refused = results["fencing"]["rejected_storage_accesses"]
+        .as_u64()
+        .unwrap_or(0);
+    assert!(refused >= 1, "{}", printed(&fenced.out));
+}
