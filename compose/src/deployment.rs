@@ -95,19 +95,29 @@ pub struct ExecOutput {
 }
 
 impl Deployment {
-    /// Creates the run's network and nodes, and waits until every node answers and the nodes
+    /// Creates the run's network and nodes running `server` (a version of the topology's
+    /// program, from the image `image`), and waits until every node answers and the nodes
     /// form one deployment. On any failure it removes what it made before returning the
     /// error.
     pub async fn up(
         docker: &Docker,
         run_id: &str,
-        topology: &dyn Topology,
+        (topology, server): (&dyn Topology, &'static dyn System),
         options: &TopologyOptions,
         image: &str,
     ) -> Result<Deployment, ComposeError> {
+        if server.family() != topology.system().family() {
+            return Err(ComposeError::BadOptions(format!(
+                "the {} deployment runs {}, not {}",
+                topology.name(),
+                topology.system().family(),
+                server.name()
+            )));
+        }
         let specs = topology.nodes(options).map_err(ComposeError::BadOptions)?;
         let formation = topology.formation(options);
-        let result = Self::create(docker, run_id, &specs, topology, formation, image).await;
+        let result =
+            Self::create(docker, run_id, &specs, (topology, server), formation, image).await;
         if result.is_err() {
             let _ = remove_run(docker, run_id).await;
         }
@@ -119,11 +129,10 @@ impl Deployment {
         docker: &Docker,
         run_id: &str,
         specs: &[NodeSpec],
-        topology: &dyn Topology,
+        (topology, system): (&dyn Topology, &'static dyn System),
         formation: Option<Vec<String>>,
         image: &str,
     ) -> Result<Deployment, ComposeError> {
-        let system = topology.system();
         let (network, prefix) = create_network(docker, run_id).await?;
         let ip_of =
             |i: usize| Ipv4Addr::new(prefix[0], prefix[1], prefix[2], FIRST_NODE_HOST + i as u8);
@@ -383,10 +392,9 @@ impl Deployment {
         Ok(health)
     }
 
-    /// The system and version the nodes run, as the first node reports it: `redis 7.0.15`.
+    /// The program and version the nodes run, as the first node reports it: `redis 7.0.15`.
     pub async fn server_version(&self) -> Option<String> {
-        let version = self.system.version(self.nodes.first()?.addr).await?;
-        Some(format!("{} {version}", self.system.name()))
+        self.system.version(self.nodes.first()?.addr).await
     }
 
     /// Writes each node's container log to `dir/<node>/<system's log file>` (`redis.log`),

@@ -29,6 +29,9 @@ pub const SLIM_IMAGE: &str = "debian:bookworm-slim";
 pub struct Recipe {
     pub repository: &'static str,
     pub(crate) context: &'static [(&'static str, &'static str, u32)],
+    /// The Dockerfile's build arguments (besides `BASE`), where one Dockerfile makes several
+    /// images: which Debian suite, which packages.
+    pub(crate) args: &'static [(&'static str, &'static str)],
 }
 
 /// The storage service: PostgreSQL, trusting every client on the run's private network.
@@ -46,6 +49,7 @@ pub const STORAGE: Recipe = Recipe {
             0o755,
         ),
     ],
+    args: &[],
 };
 const SUITE: &str = "bookworm";
 /// Overrides the Debian mirror that debootstrap fetches from.
@@ -56,10 +60,15 @@ impl Recipe {
     /// used.
     pub fn tag(&self) -> String {
         // FNV-1a: stable across Rust releases, unlike `DefaultHasher`.
-        let bytes = self
+        let files = self
             .context
             .iter()
             .flat_map(|(name, text, _)| name.bytes().chain(text.bytes()));
+        let args = self
+            .args
+            .iter()
+            .flat_map(|(name, value)| name.bytes().chain(value.bytes()));
+        let bytes = files.chain(args);
         let hash = bytes.fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
             (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
         });
@@ -95,7 +104,14 @@ pub async fn build(
         t: Some(tag.clone()),
         rm: true,
         forcerm: true,
-        buildargs: Some(HashMap::from([("BASE".to_string(), base)])),
+        buildargs: Some(
+            recipe
+                .args
+                .iter()
+                .map(|(name, value)| (name.to_string(), value.to_string()))
+                .chain([("BASE".to_string(), base)])
+                .collect::<HashMap<_, _>>(),
+        ),
         ..Default::default()
     };
     let mut stream = docker.build_image(options, None, Some(bollard::body_full(context.into())));

@@ -41,7 +41,7 @@ async fn main() {
         let deployment = Deployment::up(
             &docker,
             &run_id,
-            redlock,
+            (redlock, redlock.system()),
             &TopologyOptions::default(),
             &image,
         )
@@ -57,7 +57,7 @@ async fn main() {
     let deployment = Deployment::up(
         &docker,
         &run_id,
-        single,
+        (single, single.system()),
         &TopologyOptions::default(),
         &image,
     )

@@ -63,9 +63,13 @@ pub enum ImagesCommand {
 
 #[derive(Debug, Clone, Args)]
 pub struct RunArgs {
-    /// Deployment: single | redlock | sentinel | cluster.
+    /// Deployment: single | redlock | sentinel | cluster | etcd.
     #[arg(long, default_value = "redlock")]
     pub deployment: String,
+    /// The server version the deployment runs: redis-7.0 (the default on Redis deployments) |
+    /// redis-8.0 | valkey-8.1; etcd-3.4 on etcd.
+    #[arg(long)]
+    pub server: Option<String>,
     /// Number of Redis nodes, for deployments where it can vary (redlock: 5).
     #[arg(long)]
     pub nodes: Option<usize>,

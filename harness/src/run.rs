@@ -147,7 +147,7 @@ async fn run_core(
     let dir = RunDir { path: dir };
     let mut show = |line: &str| progress::detail(line);
     let images = async {
-        let node = image::ensure(&docker, spec.deployment.system().image(), &mut show).await?;
+        let node = image::ensure(&docker, spec.server().image(), &mut show).await?;
         let storage = if spec.needs_storage() {
             Some(image::ensure(&docker, &image::STORAGE, &mut show).await?)
         } else {
@@ -163,7 +163,7 @@ async fn run_core(
     let bring_up = Instant::now();
     let options = spec.topology_options();
     let mut deployment = tokio::select! {
-        d = Deployment::up(&docker, &run_id, topology, &options, &image) => d?,
+        d = Deployment::up(&docker, &run_id, (topology, spec.server()), &options, &image) => d?,
         () = interrupt.cancelled() => anyhow::bail!("interrupted during bring-up"),
     };
     let storage = match &storage_image {

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use splitbrain_checker::coverage::RunFacts;
+use splitbrain_compose::system::{self, System};
 use splitbrain_compose::topology::{
     self, ClusterOptions, Persistence, Replication, SentinelOptions, Topology, TopologyOptions,
     MASTER_NAME,
@@ -29,6 +30,10 @@ pub struct TestSpec {
     pub name: String,
     #[serde(with = "by_name")]
     pub deployment: &'static dyn Topology,
+    /// The server version the nodes run (`--server`); runs stored before there was a choice
+    /// ran their deployment's default.
+    #[serde(default, with = "opt_by_name", skip_serializing_if = "Option::is_none")]
+    pub server: Option<&'static dyn System>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nodes: Option<usize>,
     /// The client's name, or `exec:<command>` for an external one.
@@ -178,6 +183,29 @@ impl TestSpec {
                 names(topology::TOPOLOGIES.iter().map(|t| t.name()))
             ))
         })?;
+        let server = match &args.server {
+            None => topology.system(),
+            Some(name) => system::find(name).ok_or_else(|| {
+                bad(format!(
+                    "unknown server `{name}`; choose one of: {}",
+                    names(system::SYSTEMS.iter().map(|s| s.name()))
+                ))
+            })?,
+        };
+        if server.family() != topology.system().family() {
+            let fitting = system::SYSTEMS
+                .iter()
+                .filter(|s| s.family() == topology.system().family())
+                .map(|s| s.name());
+            return Err(bad(format!(
+                "--server {} is {}, and --deployment {} runs {}; choose one of: {}",
+                server.name(),
+                server.family(),
+                topology.name(),
+                topology.system().family(),
+                names(fitting)
+            )));
+        }
         let persistence = Persistence::parse(&args.persistence).ok_or_else(|| {
             bad(format!(
                 "unknown persistence `{}`; choose one of: {}",
@@ -376,8 +404,14 @@ impl TestSpec {
             )));
         }
         let name = folder_name(format!(
-            "{}-{}{}{}-{}",
+            "{}{}-{}{}{}-{}",
             topology.name(),
+            // The default server goes unsaid, as it did before there was a choice.
+            if server.name() == topology.system().name() {
+                String::new()
+            } else {
+                format!("-{}", server.name())
+            },
             // A command line makes a poor folder name; its program's file name will do.
             match (
                 workload.data.is_none(),
@@ -399,6 +433,7 @@ impl TestSpec {
         Ok(TestSpec {
             name,
             deployment: topology,
+            server: Some(server),
             nodes: args.nodes,
             client: client_name,
             jitter: !args.no_jitter,
@@ -453,6 +488,11 @@ impl TestSpec {
     }
 
     /// What the run's history does not say about it, for the checkers.
+    /// The server the nodes run.
+    pub fn server(&self) -> &'static dyn System {
+        self.server.unwrap_or(self.deployment.system())
+    }
+
     pub fn run_facts(&self) -> RunFacts {
         let detector = self.deployment.failure_detector(&self.topology_options());
         RunFacts {
@@ -566,6 +606,12 @@ impl TestSpec {
         );
         if let Some(nodes) = self.nodes {
             line += &format!(" --nodes {nodes}");
+        }
+        if let Some(server) = self
+            .server
+            .filter(|s| s.name() != self.deployment.system().name())
+        {
+            line += &format!(" --server {}", server.name());
         }
         if let Some(delay) = self.restart_delay {
             line += &format!(" --restart-delay {}", humantime::format_duration(delay));
@@ -778,6 +824,16 @@ trait Named: 'static {
     fn by_name(name: &str) -> Option<&'static Self>;
 }
 
+impl Named for dyn System {
+    const WHAT: &'static str = "server";
+    fn named(&self) -> &'static str {
+        self.name()
+    }
+    fn by_name(name: &str) -> Option<&'static Self> {
+        system::find(name)
+    }
+}
+
 impl Named for dyn Topology {
     const WHAT: &'static str = "deployment";
     fn named(&self) -> &'static str {
@@ -826,6 +882,34 @@ mod by_name {
     ) -> Result<&'static T, D::Error> {
         let name = String::deserialize(d)?;
         T::by_name(&name).ok_or_else(|| de::Error::custom(format!("unknown {} `{name}`", T::WHAT)))
+    }
+}
+
+/// An optional [`Named`] kind in JSON: its name, or nothing.
+mod opt_by_name {
+    use serde::{de, Deserialize, Deserializer, Serializer};
+
+    use super::Named;
+
+    pub fn serialize<T: Named + ?Sized, S: Serializer>(
+        kind: &Option<&'static T>,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        match kind {
+            Some(kind) => s.serialize_some(kind.named()),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, T: Named + ?Sized, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Option<&'static T>, D::Error> {
+        match Option::<String>::deserialize(d)? {
+            Some(name) => T::by_name(&name)
+                .map(Some)
+                .ok_or_else(|| de::Error::custom(format!("unknown {} `{name}`", T::WHAT))),
+            None => Ok(None),
+        }
     }
 }
 

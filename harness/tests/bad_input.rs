@@ -357,3 +357,11 @@ fn etcd_refuses_what_it_cannot_honour() {
     ]);
     assert!(line.contains("vDSO"), "{line}");
 }
+
+#[test]
+fn a_server_must_exist_and_fit_the_deployment() {
+    let line = refused(&["run", "--server", "redis-9"]);
+    assert!(line.contains("valkey-8.1"), "{line}");
+    let line = refused(&["run", "--deployment", "etcd", "--server", "valkey-8.1"]);
+    assert!(line.contains("etcd-3.4"), "{line}");
+}

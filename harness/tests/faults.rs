@@ -164,9 +164,15 @@ async fn a_kill_keeps_what_the_persistence_policy_promises() {
             ..TopologyOptions::default()
         };
         let single = topology::find("single").unwrap();
-        let deployment = Deployment::up(&docker, &run_id, single, &options, &image)
-            .await
-            .unwrap();
+        let deployment = Deployment::up(
+            &docker,
+            &run_id,
+            (single, single.system()),
+            &options,
+            &image,
+        )
+        .await
+        .unwrap();
         deployment
             .exec_ok("n1", &["redis-cli", "set", "k", "v"])
             .await

@@ -35,10 +35,15 @@ static IMAGE: Recipe = Recipe {
             0o755,
         ),
     ],
+    args: &[],
 };
 
 impl System for Etcd {
     fn name(&self) -> &'static str {
+        "etcd-3.4"
+    }
+
+    fn family(&self) -> &'static str {
         "etcd"
     }
 
@@ -101,7 +106,7 @@ impl System for Etcd {
     }
 
     fn version(&self, addr: SocketAddr) -> BoxFuture<'static, Option<String>> {
-        Box::pin(async move { Some(status(addr).await.ok()?.version().to_string()) })
+        Box::pin(async move { Some(format!("etcd {}", status(addr).await.ok()?.version())) })
     }
 
     fn log_file(&self) -> &'static str {

@@ -15,12 +15,15 @@ use crate::image::Recipe;
 
 pub use self::etcd::{Etcd, ETCD, ETCD_CLIENT_PORT, ETCD_PEER_PORT};
 pub(crate) use self::redis::ask as ask_redis;
-pub use self::redis::{Redis, REDIS, REDIS_PORT};
+pub use self::redis::{Redis, REDIS, REDIS_8_0, REDIS_PORT, VALKEY_8_1};
 
 /// A server program under test.
 pub trait System: Sync {
-    /// Its name, in `test.json` and reports: `redis`, `etcd`.
+    /// The name users pass to `--server`: `redis-7.0`, `valkey-8.1`, `etcd-3.4`.
     fn name(&self) -> &'static str;
+    /// The program it is a version of (`redis`, `etcd`): a deployment runs any version of its
+    /// topology's program, and clients speak to the program.
+    fn family(&self) -> &'static str;
     /// The image its nodes run.
     fn image(&self) -> &'static Recipe;
     /// The port clients reach each node on.
@@ -41,7 +44,7 @@ pub trait System: Sync {
     fn leaders(&self, _nodes: Vec<(String, SocketAddr)>) -> BoxFuture<'static, Vec<String>> {
         Box::pin(async { Vec::new() })
     }
-    /// The version a node reports.
+    /// The program and version a node reports: `redis 7.0.15`, `valkey 8.1.1`.
     fn version(&self, addr: SocketAddr) -> BoxFuture<'static, Option<String>>;
     /// The file name a node's log is saved under, in the run's `nodes/<node>/`.
     fn log_file(&self) -> &'static str;
@@ -56,5 +59,34 @@ impl std::fmt::Debug for dyn System {
     }
 }
 
-/// Every server program, for `images build`.
-pub static SYSTEMS: &[&dyn System] = &[&REDIS, &ETCD];
+/// Every server program and version, for `--server` and `images build`.
+pub static SYSTEMS: &[&dyn System] = &[&REDIS, &REDIS_8_0, &VALKEY_8_1, &ETCD];
+
+/// Looks a server up by its `--server` name.
+pub fn find(name: &str) -> Option<&'static dyn System> {
+    SYSTEMS.iter().copied().find(|s| s.name() == name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_and_images_are_unique_and_each_topology_runs_a_registered_server() {
+        for system in SYSTEMS {
+            assert_eq!(find(system.name()).map(|s| s.name()), Some(system.name()));
+            let same_image = SYSTEMS
+                .iter()
+                .filter(|s| s.image().tag() == system.image().tag())
+                .count();
+            assert_eq!(same_image, 1, "{} shares its image", system.name());
+        }
+        for topology in crate::TOPOLOGIES {
+            assert!(
+                find(topology.system().name()).is_some(),
+                "{}",
+                topology.name()
+            );
+        }
+    }
+}

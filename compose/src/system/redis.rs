@@ -1,4 +1,5 @@
-//! Redis: `redis-server` (and `redis-sentinel` beside it where Sentinel watches the nodes).
+//! Redis: `redis-server` (and `redis-sentinel` beside it where Sentinel watches the nodes), in
+//! the versions Debian packages: 7.0 (bookworm), 8.0 and Valkey 8.1 (trixie).
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -11,39 +12,79 @@ use crate::image::Recipe;
 /// The port every node's Redis listens on, inside its own address.
 pub const REDIS_PORT: u16 = 6379;
 
-pub struct Redis;
+/// A Redis server of one version, from Debian's packages: its image differs by suite and
+/// package, and everything else is the same.
+pub struct Redis {
+    server: &'static str,
+    image: &'static Recipe,
+}
 
-pub static REDIS: Redis = Redis;
+/// The image's files, the same for every version.
+const CONTEXT: &[(&str, &str, u32)] = &[
+    (
+        "Dockerfile",
+        include_str!("../../images/redis/Dockerfile"),
+        0o644,
+    ),
+    (
+        "clockshim.c",
+        include_str!("../../images/redis/clockshim.c"),
+        0o644,
+    ),
+    (
+        "splitbrain-node",
+        include_str!("../../images/redis/splitbrain-node"),
+        0o755,
+    ),
+];
 
-/// The Redis node: redis-server and sentinel, iptables, and the clock shim.
-static IMAGE: Recipe = Recipe {
-    repository: "splitbrain/redis-node",
-    context: &[
-        (
-            "Dockerfile",
-            include_str!("../../images/redis/Dockerfile"),
-            0o644,
-        ),
-        (
-            "clockshim.c",
-            include_str!("../../images/redis/clockshim.c"),
-            0o644,
-        ),
-        (
-            "splitbrain-node",
-            include_str!("../../images/redis/splitbrain-node"),
-            0o755,
-        ),
-    ],
+/// Debian bookworm's Redis 7.0: the default.
+pub static REDIS: Redis = Redis {
+    server: "redis-7.0",
+    image: &Recipe {
+        repository: "splitbrain/redis-node",
+        context: CONTEXT,
+        args: &[],
+    },
+};
+
+/// Debian trixie's Redis 8.0.
+pub static REDIS_8_0: Redis = Redis {
+    server: "redis-8.0",
+    image: &Recipe {
+        repository: "splitbrain/redis-8.0-node",
+        context: CONTEXT,
+        args: &[
+            ("SUITE", "trixie"),
+            ("PACKAGES", "redis-server redis-sentinel redis-tools"),
+        ],
+    },
+};
+
+/// Debian trixie's Valkey 8.1, the Linux Foundation's fork of Redis 7.2.
+pub static VALKEY_8_1: Redis = Redis {
+    server: "valkey-8.1",
+    image: &Recipe {
+        repository: "splitbrain/valkey-8.1-node",
+        context: CONTEXT,
+        args: &[
+            ("SUITE", "trixie"),
+            ("PACKAGES", "valkey-server valkey-sentinel valkey-tools"),
+        ],
+    },
 };
 
 impl System for Redis {
     fn name(&self) -> &'static str {
+        self.server
+    }
+
+    fn family(&self) -> &'static str {
         "redis"
     }
 
     fn image(&self) -> &'static Recipe {
-        &IMAGE
+        self.image
     }
 
     fn port(&self) -> u16 {
@@ -73,9 +114,16 @@ impl System for Redis {
     fn version(&self, addr: SocketAddr) -> BoxFuture<'static, Option<String>> {
         Box::pin(async move {
             let info: String = ask(addr, redis::cmd("INFO").arg("server")).await.ok()?;
-            info.lines()
-                .find_map(|l| l.strip_prefix("redis_version:"))
-                .map(|v| v.trim().to_string())
+            let field = |name: &str| {
+                info.lines()
+                    .find_map(|l| l.strip_prefix(name))
+                    .map(|v| v.trim().to_string())
+            };
+            // Valkey reports the Redis version it is compatible with as `redis_version`.
+            match field("valkey_version:") {
+                Some(valkey) => Some(format!("valkey {valkey}")),
+                None => Some(format!("redis {}", field("redis_version:")?)),
+            }
         })
     }
 

@@ -322,7 +322,7 @@ mod tests {
     #[test]
     fn the_shipped_matrices_load_and_every_any_says_why() {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../matrices");
-        for name in ["smoke.toml", "nightly.toml"] {
+        for name in ["smoke.toml", "nightly.toml", "systems.toml"] {
             let path = dir.join(name);
             let cells = load(&path).unwrap_or_else(|e| panic!("{name}: {e:?}"));
             assert!(!cells.is_empty(), "{name}");

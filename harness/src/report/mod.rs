@@ -181,7 +181,13 @@ fn header(run: &StoredRun, end_ns: u64, operations: usize) -> String {
         })
         .unwrap_or_default();
     let facts = [
-        ("deployment", test.deployment.clone()),
+        (
+            "deployment",
+            match &test.server {
+                Some(server) => format!("{} ({server})", test.deployment),
+                None => test.deployment.clone(),
+            },
+        ),
         ("client", test.client.clone()),
         ("workload", test.workload.clone()),
         ("faults", test.faults_label()),

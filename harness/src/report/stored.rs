@@ -42,6 +42,8 @@ pub struct StoredRun {
 pub struct StoredTest {
     pub name: String,
     pub deployment: String,
+    /// The server program and version the nodes reported (`redis 7.0.15`, `etcd 3.4.23`).
+    pub server: Option<String>,
     pub client: String,
     pub workload: String,
     pub nemesis: Vec<String>,
@@ -66,6 +68,11 @@ impl StoredTest {
         StoredTest {
             name: text("name"),
             deployment: text("deployment"),
+            // Runs before etcd named it `redis` and recorded only the version.
+            server: json["versions"]["server"]
+                .as_str()
+                .map(str::to_string)
+                .or_else(|| Some(format!("redis {}", json["versions"]["redis"].as_str()?))),
             client: text("client"),
             workload: text("workload"),
             nemesis: json["nemesis"]
@@ -290,6 +297,16 @@ mod tests {
     #[test]
     fn a_test_record_missing_fields_still_reads() {
         let test = StoredTest::from_json(&json!({"name": "t", "nemesis": ["kill", 3], "seed": 7}));
+        assert_eq!(test.server, None);
+        let versions = |v| StoredTest::from_json(&json!({ "versions": v })).server;
+        assert_eq!(
+            versions(json!({"server": "etcd 3.4.23"})).unwrap(),
+            "etcd 3.4.23"
+        );
+        assert_eq!(
+            versions(json!({"redis": "7.0.15"})).unwrap(),
+            "redis 7.0.15"
+        );
         assert_eq!(test.name, "t");
         assert_eq!(test.nemesis, ["kill"]);
         assert_eq!(test.seed, Some(7));

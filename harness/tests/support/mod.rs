@@ -102,7 +102,7 @@ impl Fixture {
         let deployment = Deployment::up(
             &docker,
             &run_id,
-            topology,
+            (topology, topology.system()),
             &TopologyOptions {
                 nodes,
                 ..Default::default()
