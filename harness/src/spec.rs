@@ -14,7 +14,7 @@ use splitbrain_nemesis::{all_faults, find_fault, Fault, Layout, NemesisOptions, 
 use splitbrain_workloads::storage::StorageConfig;
 use splitbrain_workloads::workload::lock::LockWorkload;
 use splitbrain_workloads::workload::{
-    data_server, find_workload, DataOptions, Workload, WorkloadKind, WORKLOADS,
+    find_workload, DataOptions, Workload, WorkloadKind, WORKLOADS,
 };
 use splitbrain_workloads::{
     find_client, ClientConfig, ClientOptions, Fences, Sentinels, CLIENTS, EXEC_PREFIX,
@@ -283,7 +283,7 @@ impl TestSpec {
                 names(WORKLOADS.iter().map(|w| w.name))
             )));
         };
-        // A data workload talks to Redis itself; it takes no lock client.
+        // A data workload talks to the deployment itself; it takes no lock client.
         if workload.data.is_none() {
             (client.build)(&placeholder).map_err(|e| {
                 bad(format!(
@@ -291,15 +291,14 @@ impl TestSpec {
                     topology.name()
                 ))
             })?;
-        } else {
-            data_server(&placeholder, workload.name).map_err(|e| {
-                bad(format!(
-                    "--workload {} on --deployment {}: {e}",
-                    workload.name,
-                    topology.name()
-                ))
-            })?;
         }
+        (workload.fits)(&placeholder).map_err(|e| {
+            bad(format!(
+                "--workload {} on --deployment {}: {e}",
+                workload.name,
+                topology.name()
+            ))
+        })?;
         if args.fencing && !workload.needs_storage {
             return Err(bad(
                 "--fencing is checked by the storage of --workload lock-set; add that".into(),

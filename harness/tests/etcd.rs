@@ -156,3 +156,43 @@ fn an_etcd_lease_holder_paused_past_its_lease_loses_writes_and_its_revision_fenc
         .unwrap_or(0);
     assert!(refused >= 1, "{}", printed(&fenced.out));
 }
+
+#[test]
+fn etcd_registers_stay_linearizable_when_the_leader_is_cut_off() {
+    if docker_skipped() {
+        return;
+    }
+    support::etcd_image();
+    let run = StoredRun::new(&[
+        "--deployment",
+        "etcd",
+        "--workload",
+        "register",
+        "--resources",
+        "3",
+        "--nemesis",
+        "partition-primary",
+        "--time-limit",
+        "12s",
+        "--seed",
+        "1",
+    ]);
+    run.assert_exit(0);
+    let results = run.results();
+    assert_eq!(
+        results["linearizability"]["valid"],
+        true,
+        "{}",
+        printed(&run.out)
+    );
+    // The leader was cut off, and every register op that succeeded names the member that
+    // answered it.
+    let ops = run.ops();
+    assert!(ops
+        .iter()
+        .any(|op| op.fault.as_deref() == Some("partition-primary") && op.f == "start"));
+    assert!(ops
+        .iter()
+        .filter(|op| op.kind == splitbrain_checker::OpType::Ok && op.f == "write")
+        .all(|op| op.node.as_ref().is_some_and(|n| n[0].starts_with('n'))));
+}

@@ -64,6 +64,8 @@ pub struct EtcdConn {
     client: Option<Client>,
     /// Member ids by name (`n1`, …), learnt once, to name the member that served a grant.
     members: HashMap<u64, String>,
+    /// The member that answered the last call noted with [`EtcdConn::answered`].
+    last: String,
 }
 
 impl EtcdConn {
@@ -76,6 +78,7 @@ impl EtcdConn {
                 .collect(),
             client: None,
             members: HashMap::new(),
+            last: "?".into(),
         }
     }
 
@@ -142,6 +145,16 @@ impl EtcdConn {
             .get(&id)
             .cloned()
             .unwrap_or_else(|| format!("{id:x}"))
+    }
+
+    /// Notes the member that answered a reply.
+    pub fn answered(&mut self, header: Option<&ResponseHeader>) {
+        self.last = self.member(header);
+    }
+
+    /// The member that answered the last noted reply.
+    pub fn last_member(&self) -> String {
+        self.last.clone()
     }
 
     /// Grants a lease of `ttl` and returns its id.

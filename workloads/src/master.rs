@@ -31,8 +31,8 @@ impl Server {
                 Ok(Server::Node(NodeConn::new(node.clone(), *addr, timeout)))
             }
             (Shape::Etcd, _) => Err(format!(
-                "{who} is a Redis client, and this deployment runs etcd; use --client \
-                 etcd-lease or etcd-lock"
+                "{who} speaks Redis, and this deployment runs etcd (its lock clients are \
+                 etcd-lease and etcd-lock)"
             )),
             (Shape::Standalone, nodes) => Err(format!(
                 "{who} works on one Redis server, and this deployment has {} independent \

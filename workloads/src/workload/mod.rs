@@ -61,6 +61,9 @@ pub struct WorkloadKind {
     pub data: Option<fn(DataOptions) -> Box<dyn Workload>>,
     /// Whether it writes to the storage service under the lock.
     pub needs_storage: bool,
+    /// Whether it can run on a deployment its clients see as this, or why not (the lock
+    /// workloads leave that to their lock client).
+    pub fits: fn(&ClientConfig) -> Result<(), String>,
 }
 
 impl std::fmt::Debug for WorkloadKind {
@@ -76,6 +79,7 @@ pub static WORKLOADS: &[WorkloadKind] = &[
         summary: "clients loop: acquire, hold for a while, release (lock safety)",
         data: None,
         needs_storage: false,
+        fits: |_| Ok(()),
     },
     WorkloadKind {
         name: "lock-set",
@@ -83,6 +87,7 @@ pub static WORKLOADS: &[WorkloadKind] = &[
                   (lost writes)",
         data: None,
         needs_storage: true,
+        fits: |_| Ok(()),
     },
     set::KIND,
     register::KIND,
@@ -98,7 +103,7 @@ const OP_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// Where a data workload's worker sends its commands: the one server, the Sentinels'
 /// master, or the cluster; or why this deployment has no single master to talk to.
-pub fn data_server(config: &ClientConfig, workload: &str) -> Result<Server, String> {
+pub(crate) fn data_server(config: &ClientConfig, workload: &str) -> Result<Server, String> {
     Server::of(config, &format!("the {workload} workload"), OP_TIMEOUT)
 }
 

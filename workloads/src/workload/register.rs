@@ -1,5 +1,5 @@
 //! The `register` workload, Jepsen's cas-register: clients read, write and compare-and-set
-//! small integers in a few Redis keys, each key a register of its own. The history is what
+//! small integers in a few keys (of Redis, or of etcd), each key a register of its own. The history is what
 //! the linearizability checker takes with the `cas-register` model, key by key: a replicated
 //! deployment that loses a write or serves a stale read shows up as a history no single
 //! register could have produced.
@@ -9,8 +9,6 @@
 //! A write or cas whose reply never came is `info`; a read that failed changed nothing and is
 //! `fail`.
 
-use std::sync::Arc;
-
 use async_trait::async_trait;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -18,8 +16,11 @@ use splitbrain_checker::{Op, OpType, Process};
 use tokio_util::sync::CancellationToken;
 
 use super::lock::{Shared, WorkloadError};
-use super::{data_server, final_read, unsettled, Workload, WorkloadKind, PACE};
-use crate::{ClientConfig, Recorder, Server};
+use super::{
+    data_server, unsettled, Workload, WorkloadKind, FINAL_READER, FINAL_READ_PATIENCE, PACE,
+};
+use crate::etcd::{EtcdConn, EtcdError};
+use crate::{ClientConfig, Recorder, Server, Shape};
 
 pub const KIND: WorkloadKind = WorkloadKind {
     name: "register",
@@ -32,11 +33,38 @@ pub const KIND: WorkloadKind = WorkloadKind {
         })
     }),
     needs_storage: false,
+    fits: |config| registers(config).map(drop),
 };
 
 /// Values are drawn from this few, as Jepsen's are, so that compare-and-sets often succeed
 /// and a stale read is likely to be told apart from a fresh one.
 const VALUES: i64 = 5;
+
+/// How one register op ended short of `ok`: `fail` if it certainly did not happen, `info` if
+/// it may have, with why.
+type Unsettled = (OpType, String);
+
+/// Where a worker's registers live: the keys of a Redis deployment's master, or of etcd.
+#[async_trait]
+trait Registers: Send {
+    async fn read(&mut self, key: &str) -> Result<Option<i64>, Unsettled>;
+    async fn write(&mut self, key: &str, value: i64) -> Result<(), Unsettled>;
+    /// Sets `key` to `new` if it holds `expected`; whether it did.
+    async fn cas(&mut self, key: &str, expected: i64, new: i64) -> Result<bool, Unsettled>;
+    /// The node that answered last.
+    fn node(&self) -> String;
+}
+
+/// A worker's registers on this deployment, or why it has none.
+fn registers(config: &ClientConfig) -> Result<Box<dyn Registers>, String> {
+    if config.shape == Shape::Etcd {
+        return Ok(Box::new(EtcdRegisters(EtcdConn::new(&config.nodes))));
+    }
+    Ok(Box::new(RedisRegisters {
+        server: data_server(config, KIND.name)?,
+        script: redis::Script::new(COMPARE_AND_SET),
+    }))
+}
 
 /// Sets a key to a new value only if it holds the expected one; 1 if it did, else 0.
 const COMPARE_AND_SET: &str = r"
@@ -71,17 +99,15 @@ impl Workload for RegisterWorkload {
         shared: &Shared,
         stop: CancellationToken,
     ) -> Result<(), WorkloadError> {
-        let script = Arc::new(redis::Script::new(COMPARE_AND_SET));
         let mut workers = tokio::task::JoinSet::new();
         for worker in 0..self.concurrency {
-            let server = data_server(&groups[worker % groups.len()], KIND.name)
-                .map_err(WorkloadError::Client)?;
+            let registers =
+                registers(&groups[worker % groups.len()]).map_err(WorkloadError::Client)?;
             let client = Worker {
                 process: worker as u64,
                 concurrency: self.concurrency as u64,
                 keys: self.keys,
-                server,
-                script: script.clone(),
+                registers,
                 rng: StdRng::from_os_rng(),
             };
             let (recorder, stop) = (shared.recorder.clone(), stop.clone());
@@ -99,12 +125,22 @@ impl Workload for RegisterWorkload {
         groups: &[ClientConfig],
         recorder: &Recorder,
     ) -> Result<(), WorkloadError> {
-        let mut server = data_server(&groups[0], KIND.name).map_err(WorkloadError::Client)?;
+        let mut registers = registers(&groups[0]).map_err(WorkloadError::Client)?;
         for index in 0..self.keys {
             let key = RegisterWorkload::register(index);
-            let get = redis::cmd("GET").arg(&key).clone();
-            let value = |value: Option<i64>| value.into();
-            final_read(&mut server, recorder, index as u64, &key, &get, value).await;
+            let process = Process::Client(FINAL_READER + index as u64);
+            recorder.record(Op::new(process, OpType::Invoke, "read").key(&key));
+            let started = tokio::time::Instant::now();
+            let done = loop {
+                match registers.read(&key).await {
+                    Ok(value) => break Op::new(process, OpType::Ok, "read").value(value),
+                    Err((_, e)) if started.elapsed() > FINAL_READ_PATIENCE => {
+                        break Op::new(process, OpType::Fail, "read").error(e)
+                    }
+                    Err(_) => tokio::time::sleep(std::time::Duration::from_millis(250)).await,
+                }
+            };
+            recorder.record(done.key(&key));
         }
         Ok(())
     }
@@ -115,8 +151,7 @@ struct Worker {
     process: u64,
     concurrency: u64,
     keys: usize,
-    server: Server,
-    script: Arc<redis::Script>,
+    registers: Box<dyn Registers>,
     rng: StdRng,
 }
 
@@ -128,20 +163,19 @@ impl Worker {
             let done = match self.rng.random_range(0..3) {
                 0 => {
                     recorder.record(op(self.process, OpType::Invoke, "read"));
-                    let get = redis::cmd("GET").arg(&key).clone();
-                    match self.server.query::<Option<i64>>(&get).await {
+                    match self.registers.read(&key).await {
                         Ok(value) => op(self.process, OpType::Ok, "read").value(value),
-                        Err(e) => op(self.process, OpType::Fail, "read").error(e.to_string()),
+                        // A read that got no answer changed nothing.
+                        Err((_, e)) => op(self.process, OpType::Fail, "read").error(e),
                     }
                 }
                 1 => {
                     let value = self.rng.random_range(0..VALUES);
                     let write = |kind| op(self.process, kind, "write").value(value);
                     recorder.record(write(OpType::Invoke));
-                    let set = redis::cmd("SET").arg(&key).arg(value).clone();
-                    match self.server.query::<()>(&set).await {
+                    match self.registers.write(&key, value).await {
                         Ok(()) => write(OpType::Ok),
-                        Err(e) => write(unsettled(&e)).error(e.to_string()),
+                        Err((kind, e)) => write(kind).error(e),
                     }
                 }
                 _ => {
@@ -151,21 +185,16 @@ impl Worker {
                     ];
                     let cas = |kind| op(self.process, kind, "cas").value(pair.to_vec());
                     recorder.record(cas(OpType::Invoke));
-                    let (expected, new) = (pair[0].to_string(), pair[1].to_string());
-                    let reply = self
-                        .server
-                        .eval::<i64>(&self.script, &[&key], &[&expected, &new])
-                        .await;
-                    match reply {
-                        Ok(1) => cas(OpType::Ok),
-                        Ok(_) => cas(OpType::Fail).error("register held another value"),
-                        Err(e) => cas(unsettled(&e)).error(e.to_string()),
+                    match self.registers.cas(&key, pair[0], pair[1]).await {
+                        Ok(true) => cas(OpType::Ok),
+                        Ok(false) => cas(OpType::Fail).error("register held another value"),
+                        Err((kind, e)) => cas(kind).error(e),
                     }
                 }
             };
             let unknown = done.kind == OpType::Info;
             let done = match done.kind {
-                OpType::Ok => done.nodes(vec![self.server.name().to_string()]),
+                OpType::Ok => done.nodes(vec![self.registers.node()]),
                 _ => done,
             };
             recorder.record(done);
@@ -178,5 +207,114 @@ impl Worker {
                 () = stop.cancelled() => {}
             }
         }
+    }
+}
+
+/// Registers as Redis keys on the deployment's master: `GET`, `SET` and a compare-and-set
+/// script.
+struct RedisRegisters {
+    server: Server,
+    script: redis::Script,
+}
+
+#[async_trait]
+impl Registers for RedisRegisters {
+    async fn read(&mut self, key: &str) -> Result<Option<i64>, Unsettled> {
+        let get = redis::cmd("GET").arg(key).clone();
+        self.server
+            .query(&get)
+            .await
+            .map_err(|e| (unsettled(&e), e.to_string()))
+    }
+
+    async fn write(&mut self, key: &str, value: i64) -> Result<(), Unsettled> {
+        let set = redis::cmd("SET").arg(key).arg(value).clone();
+        self.server
+            .query(&set)
+            .await
+            .map_err(|e| (unsettled(&e), e.to_string()))
+    }
+
+    async fn cas(&mut self, key: &str, expected: i64, new: i64) -> Result<bool, Unsettled> {
+        let (expected, new) = (expected.to_string(), new.to_string());
+        self.server
+            .eval::<i64>(&self.script, &[key], &[&expected, &new])
+            .await
+            .map(|done| done == 1)
+            .map_err(|e| (unsettled(&e), e.to_string()))
+    }
+
+    fn node(&self) -> String {
+        self.server.name().to_string()
+    }
+}
+
+/// Registers as etcd keys: a linearizable range read, a put, and a transaction that puts only
+/// if the value compares equal.
+struct EtcdRegisters(EtcdConn);
+
+fn settled(error: EtcdError) -> Unsettled {
+    match error {
+        EtcdError::Definite(e) => (OpType::Fail, e),
+        EtcdError::Indeterminate(e) => (OpType::Info, e),
+    }
+}
+
+#[async_trait]
+impl Registers for EtcdRegisters {
+    async fn read(&mut self, key: &str) -> Result<Option<i64>, Unsettled> {
+        self.0.learn_members().await;
+        let key = key.to_string();
+        let got = self
+            .0
+            .call(|mut c| async move { c.get(key, None).await })
+            .await
+            .map_err(settled)?;
+        self.0.answered(got.header());
+        match got.kvs().first() {
+            None => Ok(None),
+            Some(kv) => kv
+                .value_str()
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .map(Some)
+                .ok_or_else(|| (OpType::Fail, "the register holds no integer".to_string())),
+        }
+    }
+
+    async fn write(&mut self, key: &str, value: i64) -> Result<(), Unsettled> {
+        self.0.learn_members().await;
+        let key = key.to_string();
+        let put = self
+            .0
+            .call(|mut c| async move { c.put(key, value.to_string(), None).await })
+            .await
+            .map_err(settled)?;
+        self.0.answered(put.header());
+        Ok(())
+    }
+
+    async fn cas(&mut self, key: &str, expected: i64, new: i64) -> Result<bool, Unsettled> {
+        use etcd_client::{Compare, CompareOp, Txn, TxnOp};
+        self.0.learn_members().await;
+        let key = key.to_string();
+        let txn = Txn::new()
+            .when([Compare::value(
+                key.as_str(),
+                CompareOp::Equal,
+                expected.to_string(),
+            )])
+            .and_then([TxnOp::put(key.as_str(), new.to_string(), None)]);
+        let done = self
+            .0
+            .call(|mut c| async move { c.txn(txn).await })
+            .await
+            .map_err(settled)?;
+        self.0.answered(done.header());
+        Ok(done.succeeded())
+    }
+
+    fn node(&self) -> String {
+        self.0.last_member()
     }
 }

@@ -24,6 +24,7 @@ pub const KIND: WorkloadKind = WorkloadKind {
         })
     }),
     needs_storage: false,
+    fits: |config| data_server(config, "set").map(drop),
 };
 
 /// The Redis set every client adds to.
