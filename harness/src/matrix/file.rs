@@ -198,11 +198,20 @@ pub fn load(path: &Path) -> Result<Vec<Cell>, HarnessError> {
                                 None => spec.client.clone(),
                             };
                             let faults = spec.fault_names().unwrap_or_else(|| "none".into());
+                            // A server other than the default, and fencing, make cells of their
+                            // own: `single@valkey-8.1`, `lock-set+fencing`.
+                            let server = spec.server();
                             let name = format!(
-                                "{}/{}/{}/{}/seed-{}",
+                                "{}{}/{}/{}{}/{}/seed-{}",
                                 spec.deployment.name(),
+                                if server.name() == spec.deployment.system().name() {
+                                    String::new()
+                                } else {
+                                    format!("@{}", server.name())
+                                },
                                 client,
                                 spec.workload.name,
+                                if spec.fencing { "+fencing" } else { "" },
                                 faults,
                                 spec.seed
                             );
