@@ -7,7 +7,7 @@ pub enum ComposeError {
     BaseImage(String),
     #[error("building image {image}: {message}")]
     ImageBuild { image: String, message: String },
-    #[error("node {node} did not answer PING within {seconds} s: {last_error}")]
+    #[error("node {node} did not answer within {seconds} s: {last_error}")]
     NodeNotReady {
         node: String,
         seconds: u64,

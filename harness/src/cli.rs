@@ -92,9 +92,10 @@ pub struct RunArgs {
     #[arg(long, default_value = "2s", value_parser = duration, allow_hyphen_values = true)]
     pub cluster_node_timeout: Duration,
     /// Lock algorithm: setnx-expire | del-release | set-nx-px | watchdog | wait | fenced |
-    /// redlock | exec:<command> (your own client, over the JSON-lines protocol).
-    #[arg(long, default_value = "redlock")]
-    pub client: String,
+    /// redlock | etcd-lease | etcd-lock | exec:<command> (your own client, over the
+    /// JSON-lines protocol). Default: redlock, or etcd-lease on etcd.
+    #[arg(long)]
+    pub client: Option<String>,
     /// Redlock: retry after a fixed backoff, with no random jitter (the split-vote livelock).
     #[arg(long)]
     pub no_jitter: bool,
@@ -318,10 +319,10 @@ mod tests {
         assert_eq!(
             (
                 args.deployment.as_str(),
-                args.client.as_str(),
+                args.client.as_deref(),
                 args.nemesis.as_str()
             ),
-            ("redlock", "redlock", "kill")
+            ("redlock", None, "kill")
         );
         assert_eq!(args.time_limit, Duration::from_secs(60));
         assert_eq!(args.nemesis_interval, None);

@@ -242,10 +242,15 @@ impl TestSpec {
             .map_err(|e| bad(format!("--deployment {}: {e}", topology.name())))?;
         let replication = topology.replication();
         let is_cluster = replication == Replication::Cluster;
-        let client = find_client(&args.client).ok_or_else(|| {
+        // Each program's own lock by default: Redlock on Redis, the lease lock on etcd.
+        let client_arg = args.client.as_deref().unwrap_or(match server.family() {
+            "etcd" => "etcd-lease",
+            _ => "redlock",
+        });
+        let client = find_client(client_arg).ok_or_else(|| {
             bad(format!(
                 "unknown client `{}`; choose one of: {}",
-                args.client,
+                client_arg,
                 names(CLIENTS.iter().map(|c| c.name))
             ))
         })?;
@@ -258,8 +263,8 @@ impl TestSpec {
                 )))
             }
         };
-        let client_name = if args.client.starts_with(EXEC_PREFIX) {
-            args.client.clone()
+        let client_name = if client_arg.starts_with(EXEC_PREFIX) {
+            client_arg.to_string()
         } else {
             client.name.to_string()
         };
