@@ -441,11 +441,46 @@ impl Deployment {
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
+        // A server that exited at start takes its container (and its address) with it, and
+        // the connection errors alone would not say so.
+        if let Some(exited) = self.exit_of(node).await {
+            last_error = format!("{last_error}; {exited}");
+        }
         Err(ComposeError::NodeNotReady {
             node: node.name.clone(),
             seconds: READY_TIMEOUT.as_secs(),
             last_error,
         })
+    }
+
+    /// How a node's container ended, with the last lines of its log, if it is no longer
+    /// running.
+    async fn exit_of(&self, node: &Node) -> Option<String> {
+        let state = self
+            .docker
+            .inspect_container(&node.container, None)
+            .await
+            .ok()?
+            .state?;
+        if state.running == Some(true) {
+            return None;
+        }
+        let options = LogsOptions {
+            stdout: true,
+            stderr: true,
+            tail: "5".into(),
+            ..Default::default()
+        };
+        let mut log = Vec::new();
+        let mut stream = self.docker.logs(&node.container, Some(options));
+        while let Some(Ok(chunk)) = stream.next().await {
+            log.extend_from_slice(&chunk.into_bytes());
+        }
+        Some(format!(
+            "its container exited with {}; its log ends: {}",
+            state.exit_code.unwrap_or_default(),
+            String::from_utf8_lossy(&log).trim().replace('\n', " | ")
+        ))
     }
 
     /// Waits until the nodes form one deployment: the Sentinels agree, the cluster is ok, or

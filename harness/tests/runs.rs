@@ -56,7 +56,7 @@ fn a_single_instance_lock_without_faults_is_valid_for_every_seed() {
         );
         let test = std::fs::read_to_string(latest.join("test.json")).unwrap();
         assert!(
-            test.contains(&format!("\"seed\": {seed}")) && test.contains("\"redis\": \"7."),
+            test.contains(&format!("\"seed\": {seed}")) && test.contains("\"server\": \"redis 7."),
             "{test}"
         );
         assert!(latest.join("nodes/n1/redis.log").is_file());

@@ -5,7 +5,7 @@
 
 use std::path::PathBuf;
 use std::process::{Command, Output};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use splitbrain_checker::{read_history, Op, OpType, Process};
@@ -36,13 +36,24 @@ pub fn node_image() -> String {
         .clone()
 }
 
-/// The etcd member image (and the Redis node image before it, which makes the shared base).
-pub fn etcd_image() -> String {
-    static IMAGE: OnceLock<String> = OnceLock::new();
+/// The image of a system under test, built once per test binary if missing (after the Redis
+/// node image, whose build makes the shared base).
+pub fn image_of(system: &'static dyn System) -> String {
+    static IMAGES: Mutex<Vec<(&'static str, String)>> = Mutex::new(Vec::new());
     node_image();
-    IMAGE
-        .get_or_init(|| build_image(splitbrain_compose::system::ETCD.image()))
-        .clone()
+    let mut images = IMAGES.lock().unwrap_or_else(|e| e.into_inner());
+    let name = system.name();
+    if let Some((_, tag)) = images.iter().find(|(n, _)| *n == name) {
+        return tag.clone();
+    }
+    let tag = build_image(system.image());
+    images.push((name, tag.clone()));
+    tag
+}
+
+/// The etcd member image.
+pub fn etcd_image() -> String {
+    image_of(&splitbrain_compose::system::ETCD)
 }
 
 /// The storage image (and the node image before it, since both share one base build).
@@ -91,14 +102,13 @@ pub struct Fixture {
 
 impl Fixture {
     pub async fn up(deployment: &str, nodes: Option<usize>) -> Fixture {
-        let (docker, redis_image) = docker().await;
+        let (docker, _) = docker().await;
         let run_id = format!("test-{:08x}", rand::random::<u32>());
         let topology = topology::find(deployment).expect("known deployment");
-        let image = if topology.system().name() == "etcd" {
-            tokio::task::spawn_blocking(etcd_image).await.unwrap()
-        } else {
-            redis_image
-        };
+        let system = topology.system();
+        let image = tokio::task::spawn_blocking(move || image_of(system))
+            .await
+            .unwrap();
         let deployment = Deployment::up(
             &docker,
             &run_id,
