@@ -93,6 +93,17 @@ pub struct RunFacts {
     pub majority_commits: bool,
 }
 
+impl RunFacts {
+    /// How much a leader election may add to a lease past its TTL, where a majority commits
+    /// (a consensus group keeps the leases): the failure detector, an election timeout and the
+    /// election after it.
+    pub fn elections(&self) -> Option<std::time::Duration> {
+        let detector = self.detector_ms?;
+        self.majority_commits
+            .then(|| std::time::Duration::from_millis(detector))
+    }
+}
+
 /// The least, median and greatest of some durations, in milliseconds. The median of an even
 /// count is the mean of the two middle values.
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]

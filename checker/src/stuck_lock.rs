@@ -25,6 +25,15 @@
 //!      has any silently renewed grant, its library may have won an unknown acquire too and
 //!      kept renewing it: such an acquire may keep the key until the history ends.
 //!    - An op never completed may take effect at any time: until the history ends.
+//!    - Where a consensus group keeps the leases (etcd), leader elections lengthen them: no
+//!      lease expires while there is no leader, and a new leader extends every lease to its TTL
+//!      plus an election timeout. A fault brings elections while it lasts and one more after
+//!      it stops (a member cut off with a higher term forces one when it rejoins; etcd 3.4 runs
+//!      without pre-vote). So a lease running while a fault was active, or within an election
+//!      after it stopped, may live until the fault's stop plus two elections (the one it
+//!      forces, and the extension) plus the TTL; measured: an etcd lock key whose release
+//!      found no leader outlived its TTL by 7 s across such elections, queueing every later
+//!      `Lock`.
 //!    - An `acquire` that failed for want of nodes (neither held nor a split vote: Redlock's
 //!      "no quorum" after timeouts) counts as an `info` op here: the nodes that never answered
 //!      may carry out its request when they wake (measured: every node paused for 1.8 s, each
@@ -88,12 +97,16 @@ pub struct StuckPeriod {
 }
 
 /// Checks a history for lock keys that outlived every holder by more than `bound`.
-pub fn check(history: &[Op], bound: Duration) -> StuckLock {
+/// `elections`: where a consensus group keeps the leases, how much a leader election may add
+/// to a lease past its TTL (at least the election timeout); `None` where leases run out on the
+/// server's clock alone (Redis).
+pub fn check(history: &[Op], bound: Duration, elections: Option<Duration>) -> StuckLock {
     let bound_ns = u64::try_from(bound.as_nanos()).unwrap_or(u64::MAX);
     let end_of_history = history.iter().map(|op| op.time).max().unwrap_or(0);
 
     let operations = operations(history);
-    let lifetimes = KeyLifetimes::new(history, &operations);
+    let mut lifetimes = KeyLifetimes::new(history, &operations);
+    lifetimes.elections_ns = elections.map(|e| u64::try_from(e.as_nanos()).unwrap_or(u64::MAX));
     let mut events: HashMap<&str, Vec<Event>> = HashMap::new();
     let mut held_refusals = 0;
     for operation in &operations {
@@ -165,6 +178,8 @@ struct KeyLifetimes {
     faults: Vec<Window>,
     /// Some grant in the history was marked `renewal: silent`.
     silent_library: bool,
+    /// How much a leader election may add to a lease, where a consensus group keeps them.
+    elections_ns: Option<u64>,
 }
 
 impl KeyLifetimes {
@@ -183,6 +198,35 @@ impl KeyLifetimes {
             releases,
             faults: fault_windows(history),
             silent_library: operations.iter().any(|o| o.is_ok() && renews_silently(o)),
+            elections_ns: None,
+        }
+    }
+
+    /// A lease that would end at `end`, lengthened by the leader elections of the faults
+    /// active while it ran (or an election after one stopped): each may keep it until two
+    /// elections and the TTL after the fault stops, and a lengthened lease may meet the next
+    /// fault.
+    fn through_elections(&self, from: u64, end: u64, ttl_ns: u64) -> u64 {
+        let Some(election) = self.elections_ns else {
+            return end;
+        };
+        let mut end = end;
+        loop {
+            let longer = self
+                .faults
+                .iter()
+                .filter(|w| w.start < end && w.stop.saturating_add(election) > from)
+                .map(|w| {
+                    w.stop
+                        .saturating_add(ttl_ns)
+                        .saturating_add(election.saturating_mul(2))
+                })
+                .max()
+                .unwrap_or(end);
+            if longer <= end {
+                return end;
+            }
+            end = longer;
         }
     }
 
@@ -195,7 +239,9 @@ impl KeyLifetimes {
             .max(operation.completion.and_then(|c| c.validity_ms));
         let after = |from: u64| {
             ttl.map_or(u64::MAX, |ttl| {
-                from.saturating_add(ttl.saturating_mul(1_000_000))
+                let ttl_ns = ttl.saturating_mul(1_000_000);
+                let end = from.saturating_add(ttl_ns);
+                self.through_elections(invoke.time, end, ttl_ns)
             })
         };
         let Some(completion) = operation.completion else {
@@ -401,7 +447,7 @@ mod tests {
             for (index, op) in self.0.iter_mut().enumerate() {
                 op.index = index as u64;
             }
-            check(&self.0, BOUND)
+            check(&self.0, BOUND, None)
         }
     }
 
@@ -437,6 +483,43 @@ mod tests {
             .refused(5_000, 5_001, 2)
             .check();
         assert_eq!((r.valid, r.held_refusals), (Valid::True, 1));
+    }
+
+    #[test]
+    fn rule_1_a_leader_election_lengthens_a_consensus_groups_leases() {
+        // Granted at 100 ms for 1000 ms; a partition from 500 to 3000 ms makes the group
+        // elect leaders (400 ms each here), and one more after it heals.
+        let nemesis = |f: &str| {
+            let mut op = Op::new(Process::NEMESIS, OpType::Info, f).nodes(vec!["n1".into()]);
+            op.fault = Some("partition".into());
+            op
+        };
+        let mut s = Script::default();
+        s.acquire(0, 100, 1, OpType::Ok)
+            .push(500, nemesis("start"))
+            .push(3_000, nemesis("stop"))
+            .refused(4_300, 4_301, 2);
+        let redis = s.check();
+        assert_eq!(
+            redis.stuck_period_count, 1,
+            "Redis keys expire on the clock"
+        );
+        assert_eq!(redis.stuck_periods[0].free_from_ms, 1_100.0);
+        s.0.sort_by_key(|op| op.time);
+        let elected = check(&s.0, BOUND, Some(Duration::from_millis(400)));
+        assert_eq!(
+            elected.valid,
+            Valid::True,
+            "live until 3000 + 1000 + 2 x 400 ms"
+        );
+        s.refused(5_000, 5_001, 3);
+        s.0.sort_by_key(|op| op.time);
+        for (index, op) in s.0.iter_mut().enumerate() {
+            op.index = index as u64;
+        }
+        let late = check(&s.0, BOUND, Some(Duration::from_millis(400)));
+        assert_eq!(late.stuck_period_count, 1);
+        assert_eq!(late.stuck_periods[0].free_from_ms, 4_800.0);
     }
 
     #[test]

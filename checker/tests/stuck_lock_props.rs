@@ -129,7 +129,7 @@ proptest! {
         refusals in vec(refusal(), 0..30),
     ) {
         let (timed, _) = correct_lock(&leases, &refusals);
-        let result = check(&common::render(timed), BOUND);
+        let result = check(&common::render(timed), BOUND, None);
         prop_assert_eq!(result.valid, Valid::True, "{:#?}", result);
         // Split votes are not evidence about the key, and are not counted.
         let held = refusals.iter().filter(|r| !r.split_vote).count();
@@ -147,7 +147,7 @@ proptest! {
         // Invoked just after the last lease ran out; refused more than the bound after it.
         let stuck = acquire(timed.len(), free_from + 1, 1_000, bound + late, OpType::Fail, Some("held"));
         timed.extend(stuck);
-        let result = check(&common::render(timed), BOUND);
+        let result = check(&common::render(timed), BOUND, None);
         prop_assert_eq!(result.valid, Valid::False);
         prop_assert_eq!(result.stuck_period_count, 1);
         let period = &result.stuck_periods[0];

@@ -196,7 +196,7 @@ pub fn check_ops(
     let lock_safety = lock_safety::check(ops);
     let lost_writes = lost_writes::check(ops);
     let fencing = fencing::check(ops);
-    let stuck_lock = stuck_lock::check(ops, stuck_bound(ops));
+    let stuck_lock = stuck_lock::check(ops, stuck_bound(ops), facts.elections());
     let (linearizability, counts) = match linearizability {
         Some((result, counts)) => (Some(result), counts),
         None => (None, false),

@@ -60,7 +60,7 @@ async fn a_crash_between_setnx_and_expire_leaves_the_lock_stuck_and_set_nx_px_re
 
     let fx = Fixture::up("single", None).await;
     let (history, _) = crash_then_contend(&fx, "setnx-expire", ttl).await;
-    let stuck = stuck_lock::check(&history, ttl);
+    let stuck = stuck_lock::check(&history, ttl, None);
     assert_eq!(stuck.stuck_period_count, 1, "{stuck:?}");
     let period = &stuck.stuck_periods[0];
     assert!(!period.recovered && period.stuck_ms >= 900.0, "{period:?}");
@@ -75,7 +75,7 @@ async fn a_crash_between_setnx_and_expire_leaves_the_lock_stuck_and_set_nx_px_re
 
     let fx = Fixture::up("single", None).await;
     let (history, waited) = crash_then_contend(&fx, "set-nx-px", ttl).await;
-    let stuck = stuck_lock::check(&history, ttl);
+    let stuck = stuck_lock::check(&history, ttl, None);
     assert_eq!(stuck.stuck_period_count, 0, "{stuck:?}");
     assert!(
         waited < ttl + Duration::from_millis(500),

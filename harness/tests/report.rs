@@ -65,7 +65,7 @@ fn write_run(dir: &Path, test: Value, history: &[Op], extra: Value) {
     let safety = lock_safety::check(history);
     let writes = lost_writes::check(history);
     let fences = fencing::check(history);
-    let stuck = stuck_lock::check(history, Duration::from_secs(2));
+    let stuck = stuck_lock::check(history, Duration::from_secs(2), None);
     let extra_valid = extra
         .as_object()
         .into_iter()
