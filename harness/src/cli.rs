@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 
-/// A Jepsen-style chaos harness for Redis-based distributed locks.
+/// A Jepsen-style chaos harness for distributed locks: Redis, and etcd beside it.
 #[derive(Debug, Parser)]
 #[command(
     name = "splitbrain",
@@ -27,7 +27,8 @@ pub enum Command {
     Check(CheckArgs),
     /// Run every cell of a matrix file, each against the verdict it should get.
     Matrix(MatrixArgs),
-    /// Build the Redis node and storage images (and their Debian base) locally.
+    /// Build every server's image (Redis versions, etcd), the storage image and their Debian
+    /// base, locally.
     Images {
         #[command(subcommand)]
         command: ImagesCommand,

@@ -705,6 +705,13 @@ pub fn catalog() -> String {
                 .collect(),
         ),
         section(
+            "Servers (--server)",
+            system::SYSTEMS
+                .iter()
+                .map(|s| (s.name(), s.summary()))
+                .collect(),
+        ),
+        section(
             "Clients",
             CLIENTS.iter().map(|c| (c.name, c.summary)).collect(),
         ),
@@ -1208,6 +1215,8 @@ mod tests {
             "redlock",
             "set-nx-px",
             "watchdog",
+            "etcd-lease",
+            "valkey-8.1",
             "lock",
             "clock-strobe",
             "link-reset",

@@ -47,6 +47,10 @@ impl System for Etcd {
         "etcd"
     }
 
+    fn summary(&self) -> &'static str {
+        "Debian bookworm's etcd 3.4 (the etcd deployment's)"
+    }
+
     fn image(&self) -> &'static Recipe {
         &IMAGE
     }

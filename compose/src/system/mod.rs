@@ -24,6 +24,8 @@ pub trait System: Sync {
     /// The program it is a version of (`redis`, `etcd`): a deployment runs any version of its
     /// topology's program, and clients speak to the program.
     fn family(&self) -> &'static str;
+    /// One line for `--help`: where it comes from.
+    fn summary(&self) -> &'static str;
     /// The image its nodes run.
     fn image(&self) -> &'static Recipe;
     /// The port clients reach each node on.

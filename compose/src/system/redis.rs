@@ -16,6 +16,7 @@ pub const REDIS_PORT: u16 = 6379;
 /// package, and everything else is the same.
 pub struct Redis {
     server: &'static str,
+    summary: &'static str,
     image: &'static Recipe,
 }
 
@@ -41,6 +42,7 @@ const CONTEXT: &[(&str, &str, u32)] = &[
 /// Debian bookworm's Redis 7.0: the default.
 pub static REDIS: Redis = Redis {
     server: "redis-7.0",
+    summary: "Debian bookworm's Redis 7.0 (the default on Redis deployments)",
     image: &Recipe {
         repository: "splitbrain/redis-node",
         context: CONTEXT,
@@ -51,6 +53,7 @@ pub static REDIS: Redis = Redis {
 /// Debian trixie's Redis 8.0.
 pub static REDIS_8_0: Redis = Redis {
     server: "redis-8.0",
+    summary: "Debian trixie's Redis 8.0",
     image: &Recipe {
         repository: "splitbrain/redis-8.0-node",
         context: CONTEXT,
@@ -64,6 +67,7 @@ pub static REDIS_8_0: Redis = Redis {
 /// Debian trixie's Valkey 8.1, the Linux Foundation's fork of Redis 7.2.
 pub static VALKEY_8_1: Redis = Redis {
     server: "valkey-8.1",
+    summary: "Debian trixie's Valkey 8.1, the fork of Redis 7.2",
     image: &Recipe {
         repository: "splitbrain/valkey-8.1-node",
         context: CONTEXT,
@@ -81,6 +85,10 @@ impl System for Redis {
 
     fn family(&self) -> &'static str {
         "redis"
+    }
+
+    fn summary(&self) -> &'static str {
+        self.summary
     }
 
     fn image(&self) -> &'static Recipe {
