@@ -157,8 +157,16 @@ impl EtcdConn {
         self.last.clone()
     }
 
+    /// The first step of every lock attempt: a fresh lease of `ttl`, or why there is none (a
+    /// lease never attached to a key holds nothing, so failing here is definite).
+    pub async fn fresh_lease(&mut self, ttl: Duration) -> Result<i64, String> {
+        self.grant_lease(ttl)
+            .await
+            .map_err(|e| format!("granting a lease: {e}"))
+    }
+
     /// Grants a lease of `ttl` and returns its id.
-    pub async fn grant_lease(&mut self, ttl: Duration) -> Result<i64, EtcdError> {
+    async fn grant_lease(&mut self, ttl: Duration) -> Result<i64, EtcdError> {
         let seconds = ttl.as_secs() as i64;
         let lease = self
             .call(|mut c| async move { c.lease_grant(seconds, None).await })

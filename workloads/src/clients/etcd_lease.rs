@@ -60,10 +60,9 @@ impl LockClient for EtcdLease {
 
     async fn acquire(&mut self, resource: &str, ttl: Duration) -> Outcome<Grant> {
         let started = Instant::now();
-        // A lease that was never attached to a key holds nothing: failing here is definite.
-        let lease = match self.etcd.grant_lease(ttl).await {
+        let lease = match self.etcd.fresh_lease(ttl).await {
             Ok(lease) => lease,
-            Err(e) => return Outcome::Fail(format!("granting a lease: {e}")),
+            Err(e) => return Outcome::Fail(e),
         };
         let token = lease_token(lease);
         let key = resource.to_string();

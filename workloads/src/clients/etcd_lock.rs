@@ -46,9 +46,9 @@ impl LockClient for EtcdLock {
 
     async fn acquire(&mut self, resource: &str, ttl: Duration) -> Outcome<Grant> {
         let started = Instant::now();
-        let lease = match self.etcd.grant_lease(ttl).await {
+        let lease = match self.etcd.fresh_lease(ttl).await {
             Ok(lease) => lease,
-            Err(e) => return Outcome::Fail(format!("granting a lease: {e}")),
+            Err(e) => return Outcome::Fail(e),
         };
         let name = resource.to_string();
         // `Lock` waits for the holders before it; the lease is not kept alive meanwhile, so
