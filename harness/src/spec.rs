@@ -17,7 +17,7 @@ use splitbrain_workloads::workload::{
     find_workload, DataOptions, Workload, WorkloadKind, WORKLOADS,
 };
 use splitbrain_workloads::{
-    find_client, ClientConfig, ClientOptions, Fences, Sentinels, CLIENTS, EXEC_PREFIX,
+    find_client, ClientConfig, ClientOptions, Fences, Sentinels, Shape, CLIENTS, EXEC_PREFIX,
 };
 
 use crate::cli::RunArgs;
@@ -154,11 +154,13 @@ pub fn shaped(
     topology: &dyn Topology,
     sentinels: Vec<(String, std::net::SocketAddr)>,
 ) -> ClientConfig {
+    if let Some(service) = Shape::service(topology.system().family()) {
+        return config.serving(service);
+    }
     match topology.replication() {
         Replication::Standalone => config,
         Replication::Cluster => config.in_cluster(),
-        // etcd is the one consensus system so far.
-        Replication::Consensus => config.on_etcd(),
+        Replication::Consensus => unreachable!("Redis elects no leaders by consensus"),
         Replication::Sentinel => {
             // Every node but the master is its replica.
             let replicas = config.nodes.len().saturating_sub(1);

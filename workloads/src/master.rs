@@ -22,6 +22,7 @@ impl Server {
     /// The deployment's one node, or its master as the Sentinels name it; or why the
     /// deployment does not fit `who`, which needs one server to talk to.
     pub fn of(config: &ClientConfig, who: &str, timeout: Duration) -> Result<Server, String> {
+        crate::clients::speaks(config, who, "redis")?;
         match (&config.shape, config.nodes.as_slice()) {
             (Shape::Cluster, nodes) => Ok(Server::Cluster(ClusterConn::new(nodes, timeout))),
             (Shape::Sentinel { sentinels, .. }, nodes) => {
@@ -30,15 +31,12 @@ impl Server {
             (Shape::Standalone, [(node, addr)]) => {
                 Ok(Server::Node(NodeConn::new(node.clone(), *addr, timeout)))
             }
-            (Shape::Etcd, _) => Err(format!(
-                "{who} speaks Redis, and this deployment runs etcd (its lock clients are \
-                 etcd-lease and etcd-lock)"
-            )),
             (Shape::Standalone, nodes) => Err(format!(
                 "{who} works on one Redis server, and this deployment has {} independent \
                  nodes; use --deployment single or sentinel",
                 nodes.len()
             )),
+            (service, _) => unreachable!("{service:?} does not speak redis"),
         }
     }
 

@@ -14,7 +14,7 @@ use splitbrain_nemesis::links::Links;
 use splitbrain_nemesis::{nemesis_op, Action, Target};
 use splitbrain_workloads::{
     find_client, ClientConfig, ClientCrashes, ClientPauses, Grant, LockClient, Outcome, Recorder,
-    Sentinels,
+    Sentinels, Shape,
 };
 
 /// Whether Docker tests were switched off on purpose. Without it, a missing Docker fails.
@@ -166,10 +166,13 @@ impl Fixture {
             .iter()
             .filter_map(|n| Some((n.name.clone(), n.sentinel?)))
             .collect();
+        if let Some(service) = Shape::service(self.deployment.system().family()) {
+            return config.serving(service);
+        }
         match self.deployment.replication() {
             Replication::Standalone => config,
             Replication::Cluster => config.in_cluster(),
-            Replication::Consensus => config.on_etcd(),
+            Replication::Consensus => unreachable!("Redis elects no leaders by consensus"),
             Replication::Sentinel => {
                 let sentinels = Sentinels {
                     master: splitbrain_compose::topology::MASTER_NAME.into(),

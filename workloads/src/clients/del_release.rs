@@ -12,6 +12,7 @@ use super::{ClientConfig, ClientKind, Fences, Grant, LockClient, Outcome};
 pub(super) const KIND: ClientKind = ClientKind {
     name: "del-release",
     summary: "SET NX PX, released by a plain DEL that may delete another client's lock",
+    speaks: Some("redis"),
     fences: Fences::Never,
     build,
 };

@@ -9,7 +9,9 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use etcd_client::{Compare, CompareOp, PutOptions, Txn, TxnOp};
 
-use super::{held_by_another, ClientConfig, ClientKind, Fences, Grant, LockClient, Outcome, Shape};
+use super::{
+    held_by_another, speaks, ClientConfig, ClientKind, Fences, Grant, LockClient, Outcome,
+};
 use crate::etcd::{check_ttl, EtcdConn, EtcdError};
 use crate::CrashPoint;
 
@@ -17,6 +19,7 @@ pub(super) const KIND: ClientKind = ClientKind {
     name: "etcd-lease",
     summary:
         "etcd: a kept-alive lease and a create-if-absent transaction; the key's revision fences",
+    speaks: Some("etcd"),
     fences: Fences::Always,
     build,
 };
@@ -30,9 +33,7 @@ fn build(config: &ClientConfig) -> Result<Box<dyn LockClient>, String> {
 
 /// A connection for an etcd client, or why the deployment does not fit `who`.
 pub(super) fn on_etcd(config: &ClientConfig, who: &str) -> Result<EtcdConn, String> {
-    if config.shape != Shape::Etcd {
-        return Err(format!("{who} is an etcd client; use --deployment etcd"));
-    }
+    speaks(config, who, "etcd")?;
     check_ttl(config.ttl)?;
     Ok(EtcdConn::new(&config.nodes))
 }

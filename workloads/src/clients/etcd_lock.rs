@@ -18,6 +18,7 @@ pub(super) const KIND: ClientKind = ClientKind {
     name: "etcd-lock",
     summary:
         "etcd's lock API (Lock/Unlock on a kept-alive lease); the key's create revision fences",
+    speaks: Some("etcd"),
     fences: Fences::Always,
     build,
 };

@@ -46,6 +46,7 @@ const STDERR_KEPT: usize = 20;
 pub(super) const KIND: ClientKind = ClientKind {
     name: "exec:<command>",
     summary: "any lock library: runs <command> per client, JSON lines on stdin/stdout",
+    speaks: None,
     fences: Fences::IfProgramSays,
     build,
 };

@@ -16,6 +16,7 @@ use crate::node::NodeError;
 pub(super) const KIND: ClientKind = ClientKind {
     name: "fenced",
     summary: "set-nx-px plus a fencing token (INCR in the same Lua script as the SET)",
+    speaks: Some("redis"),
     fences: Fences::Always,
     build,
 };

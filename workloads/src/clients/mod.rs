@@ -128,6 +128,33 @@ pub enum Shape {
     Cluster,
     /// An etcd cluster: any member takes requests, and forwards writes to its leader.
     Etcd,
+    /// A ZooKeeper ensemble: any member serves a session, and forwards writes to its leader.
+    ZooKeeper,
+    /// A PostgreSQL server.
+    Postgres,
+}
+
+impl Shape {
+    /// The shape of a deployment of a lock service other than Redis, whose deployments each
+    /// have one shape; `None` for Redis, whose shape is its topology's.
+    pub fn service(program: &str) -> Option<Shape> {
+        match program {
+            "etcd" => Some(Shape::Etcd),
+            "zookeeper" => Some(Shape::ZooKeeper),
+            "postgres" => Some(Shape::Postgres),
+            _ => None,
+        }
+    }
+
+    /// The program the nodes run, which a client must speak.
+    pub fn program(&self) -> &'static str {
+        match self {
+            Shape::Standalone | Shape::Sentinel { .. } | Shape::Cluster => "redis",
+            Shape::Etcd => "etcd",
+            Shape::ZooKeeper => "zookeeper",
+            Shape::Postgres => "postgres",
+        }
+    }
 }
 
 impl ClientConfig {
@@ -161,10 +188,10 @@ impl ClientConfig {
         }
     }
 
-    /// The same nodes as an etcd cluster's members.
-    pub fn on_etcd(self) -> ClientConfig {
+    /// The same nodes as a lock service's (see [`Shape::service`]).
+    pub fn serving(self, service: Shape) -> ClientConfig {
         ClientConfig {
-            shape: Shape::Etcd,
+            shape: service,
             ..self
         }
     }
@@ -173,7 +200,7 @@ impl ClientConfig {
     pub fn replicas(&self) -> usize {
         match self.shape {
             Shape::Sentinel { replicas, .. } => replicas,
-            Shape::Standalone | Shape::Cluster | Shape::Etcd => 0,
+            _ => 0,
         }
     }
 }
@@ -217,6 +244,9 @@ pub struct ClientKind {
     /// The name users pass to `--client`.
     pub name: &'static str,
     pub summary: &'static str,
+    /// The program it talks to (see [`Shape::program`]); `None`: whatever an external
+    /// program speaks.
+    pub speaks: Option<&'static str>,
     /// Whether its grants carry fencing tokens (for the storage to check with `--fencing`).
     pub fences: Fences,
     /// Makes one client process, or says why this deployment does not suit the algorithm.
@@ -253,6 +283,24 @@ pub fn find_client(name: &str) -> Option<&'static ClientKind> {
         return Some(&exec::KIND);
     }
     CLIENTS.iter().find(|c| c.name == name)
+}
+
+/// Refuses, for `who`, a deployment whose nodes run another program than `program`, naming
+/// the clients that speak theirs.
+pub(crate) fn speaks(config: &ClientConfig, who: &str, program: &str) -> Result<(), String> {
+    let theirs = config.shape.program();
+    if theirs == program {
+        return Ok(());
+    }
+    let clients: Vec<&str> = CLIENTS
+        .iter()
+        .filter(|c| c.speaks == Some(theirs))
+        .map(|c| c.name)
+        .collect();
+    Err(format!(
+        "{who} speaks {program}, and this deployment runs {theirs}; its lock clients are {}",
+        clients.join(", ")
+    ))
 }
 
 /// The error of an acquire refused because another client holds the lock.

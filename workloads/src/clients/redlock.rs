@@ -19,14 +19,15 @@ use rand::Rng;
 use splitbrain_checker::acquisition;
 
 use super::{
-    held_by_another, new_token, set_if_absent, ClientConfig, ClientKind, Fences, Grant, LockClient,
-    Outcome, Shape, COMPARE_AND_DELETE,
+    held_by_another, new_token, set_if_absent, speaks, ClientConfig, ClientKind, Fences, Grant,
+    LockClient, Outcome, Shape, COMPARE_AND_DELETE,
 };
 use crate::node::{NodeConn, NodeError};
 
 pub(super) const KIND: ClientKind = ClientKind {
     name: "redlock",
     summary: "Redlock over N independent masters: majority, validity with clock drift",
+    speaks: Some("redis"),
     fences: Fences::Never,
     build,
 };
@@ -43,17 +44,11 @@ fn build(config: &ClientConfig) -> Result<Box<dyn LockClient>, String> {
     if config.nodes.is_empty() {
         return Err("redlock needs at least one node".into());
     }
+    speaks(config, KIND.name, "redis")?;
     if matches!(config.shape, Shape::Sentinel { .. }) {
         return Err(
             "redlock needs independent masters, and this deployment's nodes replicate \
              one master; use --deployment redlock"
-                .into(),
-        );
-    }
-    if config.shape == Shape::Etcd {
-        return Err(
-            "redlock is a Redis client, and this deployment runs etcd; use --client \
-             etcd-lease or etcd-lock"
                 .into(),
         );
     }

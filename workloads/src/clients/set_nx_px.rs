@@ -16,6 +16,7 @@ use crate::{CrashPoint, Server};
 pub(super) const KIND: ClientKind = ClientKind {
     name: "set-nx-px",
     summary: "SET key token NX PX ttl on one node; compare-and-delete release",
+    speaks: Some("redis"),
     fences: Fences::Never,
     build,
 };

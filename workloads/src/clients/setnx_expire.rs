@@ -15,6 +15,7 @@ use crate::node::NodeError;
 pub(super) const KIND: ClientKind = ClientKind {
     name: "setnx-expire",
     summary: "SETNX then EXPIRE as two commands; a crash between them leaves the lock forever",
+    speaks: Some("redis"),
     fences: Fences::Never,
     build,
 };

@@ -13,6 +13,7 @@ use super::{ClientConfig, ClientKind, Fences, Grant, LockClient, Outcome};
 pub(super) const KIND: ClientKind = ClientKind {
     name: "wait",
     summary: "set-nx-px, then WAIT for every replica (replicated deployments only)",
+    speaks: Some("redis"),
     fences: Fences::Never,
     build,
 };

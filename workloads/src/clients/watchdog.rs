@@ -13,6 +13,7 @@ use super::{ClientConfig, ClientKind, Fences, Grant, LockClient, Outcome};
 pub(super) const KIND: ClientKind = ClientKind {
     name: "watchdog",
     summary: "set-nx-px plus a lease watchdog renewing every TTL/3 (Redisson's shape)",
+    speaks: Some("redis"),
     fences: Fences::Never,
     build,
 };
