@@ -4,6 +4,7 @@
 
 mod cluster;
 mod etcd;
+mod postgres;
 mod redlock;
 mod sentinel;
 mod single;
@@ -193,6 +194,7 @@ pub static TOPOLOGIES: &[&dyn Topology] = &[
     &sentinel::Sentinel,
     &cluster::Cluster,
     &etcd::Etcd,
+    &postgres::Postgres,
 ];
 
 /// Looks a topology up by name.
