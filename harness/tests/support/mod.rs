@@ -56,6 +56,10 @@ pub fn etcd_image() -> String {
     image_of(&splitbrain_compose::system::ETCD)
 }
 
+pub fn postgres_image() -> String {
+    image_of(&splitbrain_compose::system::POSTGRES)
+}
+
 /// The storage image (and the node image before it, since both share one base build).
 pub fn storage_image() -> String {
     static IMAGE: OnceLock<String> = OnceLock::new();
