@@ -93,8 +93,9 @@ pub struct RunArgs {
     #[arg(long, default_value = "2s", value_parser = duration, allow_hyphen_values = true)]
     pub cluster_node_timeout: Duration,
     /// Lock algorithm: setnx-expire | del-release | set-nx-px | watchdog | wait | fenced |
-    /// redlock | etcd-lease | etcd-lock | exec:<command> (your own client, over the
-    /// JSON-lines protocol). Default: redlock, or etcd-lease on etcd.
+    /// redlock | etcd-lease | etcd-lock | pg-advisory | pg-advisory-xact | exec:<command>
+    /// (your own client, over the JSON-lines protocol). Default: redlock, etcd-lease on etcd,
+    /// pg-advisory on postgres.
     #[arg(long)]
     pub client: Option<String>,
     /// Redlock: retry after a fixed backoff, with no random jitter (the split-vote livelock).

@@ -244,9 +244,11 @@ impl TestSpec {
             .map_err(|e| bad(format!("--deployment {}: {e}", topology.name())))?;
         let replication = topology.replication();
         let is_cluster = replication == Replication::Cluster;
-        // Each program's own lock by default: Redlock on Redis, the lease lock on etcd.
+        // Each program's own lock by default: Redlock on Redis, the lease lock on etcd, the
+        // session's advisory lock on PostgreSQL.
         let client_arg = args.client.as_deref().unwrap_or(match server.family() {
             "etcd" => "etcd-lease",
+            "postgres" => "pg-advisory",
             _ => "redlock",
         });
         let client = find_client(client_arg).ok_or_else(|| {
@@ -312,9 +314,15 @@ impl TestSpec {
             ));
         }
         if args.fencing && client.fences == Fences::Never {
+            let fencing: Vec<&str> = CLIENTS
+                .iter()
+                .filter(|c| c.fences == Fences::Always && c.speaks == Some(server.family()))
+                .map(|c| c.name)
+                .collect();
             return Err(bad(format!(
                 "--fencing needs a client that issues fencing tokens, and {client_name} does \
-                 not; use --client fenced (or an exec client that returns tokens)"
+                 not; use --client {} (or an exec client that returns tokens)",
+                fencing.join(" or ")
             )));
         }
         let nemesis = parse_nemesis(&args.nemesis)?;

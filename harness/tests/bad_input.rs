@@ -359,6 +359,42 @@ fn etcd_refuses_what_it_cannot_honour() {
 }
 
 #[test]
+fn postgres_refuses_what_it_cannot_honour() {
+    let line = refused(&["run", "--deployment", "postgres", "--client", "set-nx-px"]);
+    assert!(
+        line.contains("runs postgres") && line.contains("pg-advisory"),
+        "{line}"
+    );
+    let line = refused(&["run", "--deployment", "single", "--client", "pg-advisory"]);
+    assert!(line.contains("--deployment postgres"), "{line}");
+    let line = refused(&["run", "--deployment", "postgres", "--nodes", "2"]);
+    assert!(line.contains("exactly 1 server"), "{line}");
+    // The lease is the server's TCP keepalive, in whole seconds.
+    let line = refused(&[
+        "run",
+        "--deployment",
+        "postgres",
+        "--client",
+        "pg-advisory",
+        "--ttl",
+        "1500ms",
+    ]);
+    assert!(line.contains("--ttl 2s or more"), "{line}");
+    // A lock that cannot outlive its write has no token to fence with.
+    let line = refused(&[
+        "run",
+        "--deployment",
+        "postgres",
+        "--client",
+        "pg-advisory-xact",
+        "--workload",
+        "lock-set",
+        "--fencing",
+    ]);
+    assert!(line.contains("pg-advisory-xact"), "{line}");
+}
+
+#[test]
 fn a_server_must_exist_and_fit_the_deployment() {
     let line = refused(&["run", "--server", "redis-9"]);
     assert!(line.contains("valkey-8.1"), "{line}");

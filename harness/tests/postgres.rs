@@ -33,10 +33,7 @@ async fn a_postgres_server_comes_back_after_a_crash_even_when_restarted_at_once(
     }
     let mut client = fixture.client("pg-advisory", TTL);
     client.prepare().await.unwrap();
-    assert!(matches!(
-        client.acquire("lock", TTL).await,
-        Outcome::Ok(_)
-    ));
+    assert!(matches!(client.acquire("lock", TTL).await, Outcome::Ok(_)));
 }
 
 #[test]
@@ -64,9 +61,7 @@ fn postgres_advisory_locks_are_valid_without_faults() {
         let run = StoredRun::new(&args);
         run.assert_exit(0);
         let results = run.results();
-        let acknowledged = results["lost-writes"]["acknowledged"]
-            .as_u64()
-            .unwrap_or(0);
+        let acknowledged = results["lost-writes"]["acknowledged"].as_u64().unwrap_or(0);
         assert!(acknowledged >= 2, "{client}: {}", printed(&run.out));
         assert!(run.dir.join("nodes/n1/postgres.log").is_file());
     }
@@ -181,7 +176,9 @@ async fn a_pg_advisory_xact_holder_cut_off_cannot_commit_its_write() {
     let mut holder = cut.client("pg-advisory-xact", 0);
     let mut other = cut.client("pg-advisory-xact", 1);
     granted(&mut holder).await;
-    let transaction = holder.transaction().expect("the lock's transaction is open");
+    let transaction = holder
+        .transaction()
+        .expect("the lock's transaction is open");
     let in_lock = Storage::in_transaction(transaction, false);
     let Outcome::Ok(doc) = in_lock.read(None).await else {
         panic!("the holder reads the document inside its transaction");

@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use splitbrain_nemesis::links::{toxiproxy, LinkState, Links, Toxics};
+use splitbrain_nemesis::links::{source_ports, toxiproxy, LinkState, Links, Toxics};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -50,6 +50,32 @@ async fn a_clean_link_forwards_both_ways() {
     let links = links().await;
     round_trip(links.address(0, "n1").unwrap()).await.unwrap();
     assert!(links.toxic().is_empty());
+}
+
+#[tokio::test]
+async fn each_groups_connections_come_from_its_own_source_ports() {
+    // A server that tells each client the port it came from.
+    let listener = TcpListener::bind(("127.0.0.1", 0)).await.unwrap();
+    let server = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((mut s, peer)) = listener.accept().await {
+            let _ = s.write_all(&peer.port().to_be_bytes()).await;
+        }
+    });
+    let links = Links::start(2, &[("n1".into(), server)]).await.unwrap();
+    for group in 0..2 {
+        let ports = source_ports(group).unwrap();
+        for _ in 0..3 {
+            let mut s = TcpStream::connect(links.address(group, "n1").unwrap())
+                .await
+                .unwrap();
+            let mut port = [0u8; 2];
+            s.read_exact(&mut port).await.unwrap();
+            let port = u16::from_be_bytes(port);
+            assert!(ports.contains(&port), "group {group} came from {port}");
+        }
+    }
+    assert_ne!(source_ports(0), source_ports(1));
 }
 
 #[tokio::test]

@@ -308,8 +308,14 @@ pub(crate) fn speaks(config: &ClientConfig, who: &str, program: &str) -> Result<
         .filter(|c| c.speaks == Some(theirs))
         .map(|c| c.name)
         .collect();
+    // The lock services' deployments are named after them.
+    let deployments = match program {
+        "redis" => "single, redlock, sentinel or cluster",
+        service => service,
+    };
     Err(format!(
-        "{who} speaks {program}, and this deployment runs {theirs}; its lock clients are {}",
+        "{who} speaks {program}, and this deployment runs {theirs} (its lock clients: {}); use \
+         --deployment {deployments}",
         clients.join(", ")
     ))
 }
