@@ -6,6 +6,7 @@
 
 mod etcd;
 mod redis;
+mod zookeeper;
 
 use std::net::SocketAddr;
 
@@ -16,10 +17,14 @@ use crate::image::Recipe;
 pub use self::etcd::{Etcd, ETCD, ETCD_CLIENT_PORT, ETCD_PEER_PORT};
 pub(crate) use self::redis::ask as ask_redis;
 pub use self::redis::{Redis, REDIS, REDIS_8_0, REDIS_PORT, VALKEY_8_1};
+pub use self::zookeeper::{
+    ZooKeeper, ZOOKEEPER, ZOOKEEPER_CLIENT_PORT, ZOOKEEPER_ELECTION_PORT, ZOOKEEPER_QUORUM_PORT,
+};
 
 /// A server program under test.
 pub trait System: Sync {
-    /// The name users pass to `--server`: `redis-7.0`, `valkey-8.1`, `etcd-3.4`.
+    /// The name users pass to `--server`: `redis-7.0`, `valkey-8.1`, `etcd-3.4`,
+    /// `zookeeper-3.8`.
     fn name(&self) -> &'static str;
     /// The program it is a version of (`redis`, `etcd`): a deployment runs any version of its
     /// topology's program, and clients speak to the program.
@@ -62,7 +67,7 @@ impl std::fmt::Debug for dyn System {
 }
 
 /// Every server program and version, for `--server` and `images build`.
-pub static SYSTEMS: &[&dyn System] = &[&REDIS, &REDIS_8_0, &VALKEY_8_1, &ETCD];
+pub static SYSTEMS: &[&dyn System] = &[&REDIS, &REDIS_8_0, &VALKEY_8_1, &ETCD, &ZOOKEEPER];
 
 /// Looks a server up by its `--server` name.
 pub fn find(name: &str) -> Option<&'static dyn System> {

@@ -7,6 +7,7 @@ mod etcd;
 mod redlock;
 mod sentinel;
 mod single;
+mod zookeeper;
 
 pub use cluster::ClusterOptions;
 pub use sentinel::{SentinelOptions, MASTER_NAME, SENTINEL_PORT};
@@ -113,8 +114,8 @@ pub enum Replication {
     Sentinel,
     /// A Redis Cluster: each slot has a master with replicas.
     Cluster,
-    /// Members that elect a leader and commit each write on a majority (etcd's Raft): the
-    /// leader is the master, and a new one is elected when it is cut off.
+    /// Members that elect a leader and commit each write on a majority (etcd's Raft,
+    /// ZooKeeper's Zab): the leader is the master, and a new one is elected when it is cut off.
     Consensus,
 }
 
@@ -193,6 +194,7 @@ pub static TOPOLOGIES: &[&dyn Topology] = &[
     &sentinel::Sentinel,
     &cluster::Cluster,
     &etcd::Etcd,
+    &zookeeper::ZooKeeper,
 ];
 
 /// Looks a topology up by name.
