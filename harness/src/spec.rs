@@ -244,9 +244,11 @@ impl TestSpec {
             .map_err(|e| bad(format!("--deployment {}: {e}", topology.name())))?;
         let replication = topology.replication();
         let is_cluster = replication == Replication::Cluster;
-        // Each program's own lock by default: Redlock on Redis, the lease lock on etcd.
+        // Each program's own lock by default: Redlock on Redis, the lease lock on etcd, the
+        // lock recipe on ZooKeeper.
         let client_arg = args.client.as_deref().unwrap_or(match server.family() {
             "etcd" => "etcd-lease",
+            "zookeeper" => "zk-recipe",
             _ => "redlock",
         });
         let client = find_client(client_arg).ok_or_else(|| {

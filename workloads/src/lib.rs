@@ -10,6 +10,7 @@ mod pauses;
 mod recorder;
 pub mod storage;
 pub mod workload;
+mod zookeeper;
 
 pub use clients::{
     find_client, ClientConfig, ClientKind, ClientOptions, Fences, Grant, LockClient, Outcome,

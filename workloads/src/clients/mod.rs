@@ -13,6 +13,7 @@ mod set_nx_px;
 mod setnx_expire;
 mod wait;
 mod watchdog;
+mod zk_recipe;
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -274,6 +275,7 @@ pub static CLIENTS: &[ClientKind] = &[
     redlock::KIND,
     etcd_lease::KIND,
     etcd_lock::KIND,
+    zk_recipe::KIND,
     exec::KIND,
 ];
 
