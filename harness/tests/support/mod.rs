@@ -56,6 +56,11 @@ pub fn etcd_image() -> String {
     image_of(&splitbrain_compose::system::ETCD)
 }
 
+/// The ZooKeeper member image.
+pub fn zookeeper_image() -> String {
+    image_of(&splitbrain_compose::system::ZOOKEEPER)
+}
+
 /// The storage image (and the node image before it, since both share one base build).
 pub fn storage_image() -> String {
     static IMAGE: OnceLock<String> = OnceLock::new();
