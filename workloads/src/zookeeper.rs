@@ -33,6 +33,9 @@ pub enum ZkError {
     /// It may have been carried out: a timeout, a lost connection.
     #[error("{0}")]
     Indeterminate(String),
+    /// The node it names does not exist (a definite answer).
+    #[error("no such node")]
+    NoNode,
 }
 
 impl ZkError {
@@ -41,6 +44,7 @@ impl ZkError {
             zk::Error::ConnectionLoss | zk::Error::Timeout => {
                 ZkError::Indeterminate(error.to_string())
             }
+            zk::Error::NoNode => ZkError::NoNode,
             _ => ZkError::Definite(error.to_string()),
         }
     }
@@ -235,10 +239,10 @@ mod tests {
         for unknown in [zk::Error::ConnectionLoss, zk::Error::Timeout] {
             assert!(matches!(ZkError::of(unknown), ZkError::Indeterminate(_)));
         }
+        assert_eq!(ZkError::of(zk::Error::NoNode), ZkError::NoNode);
         for definite in [
             zk::Error::SessionExpired,
             zk::Error::NodeExists,
-            zk::Error::NoNode,
             zk::Error::NoHosts,
         ] {
             assert!(matches!(ZkError::of(definite), ZkError::Definite(_)));
