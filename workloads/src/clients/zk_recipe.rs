@@ -247,6 +247,9 @@ impl LockClient for ZkRecipe {
             // The session may expire a session timeout after the server last heard from it,
             // which was after `started`.
             validity: ttl,
+            // The ensemble's leader committed the node, whichever member served the session
+            // (the library does not say which): naming none lets coverage count a fault on
+            // any member as one on the grant.
             nodes: Vec::new(),
             fence: Some(fence),
         })
