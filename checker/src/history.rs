@@ -96,6 +96,11 @@ pub struct Op {
     /// (a watchdog thread), and whether it records those renewals.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub renewal: Option<Renewal>,
+    /// On an `acquire` `ok`: the lock lives in the holder's transaction on the storage
+    /// (PostgreSQL's `pg_advisory_xact_lock`), so the holder's write, which commits that
+    /// transaction, releases it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub ends_with_write: bool,
 }
 
 /// How a client library that renews its own lease in the background tells of its renewals.
@@ -130,6 +135,7 @@ impl Op {
             error: None,
             measured: None,
             renewal: None,
+            ends_with_write: false,
         }
     }
 
@@ -165,6 +171,11 @@ impl Op {
 
     pub fn renewal(mut self, renewal: Renewal) -> Op {
         self.renewal = Some(renewal);
+        self
+    }
+
+    pub fn ends_with_write(mut self, ends: bool) -> Op {
+        self.ends_with_write = ends;
         self
     }
 

@@ -17,6 +17,8 @@
 //! 2. A release that fails or times out ends the hold at its invoke all the same: the client
 //!    stopped acting under the lock when it began to release, and a lost release never extends
 //!    a hold.
+//!    A grant marked `ends_with_write` is a lock in the holder's storage transaction, which its
+//!    write (`add`) commits: that write's invoke ends the hold, as a release's would.
 //! 3. A `fail` acquire holds nothing.
 //! 4. An `info` acquire (or one never completed) may or may not have been granted. Its process
 //!    retired without acting, but the lock service may have handed it the lock, from its invoke
@@ -385,6 +387,8 @@ pub(crate) struct Candidate {
     fence: Option<u64>,
     /// Granted with `renewal: silent`: no recorded renewal extends its lease (rule 1).
     renews_silently: bool,
+    /// Granted with `ends_with_write`: the holder's write releases it (rule 2).
+    ends_with_write: bool,
 }
 
 impl Candidate {
@@ -440,6 +444,7 @@ pub(crate) fn derive_holds(history: &[Op], end_of_history: u64) -> (Vec<Candidat
             certain: false,
             fence: None,
             renews_silently: false,
+            ends_with_write: false,
         }
     };
 
@@ -461,6 +466,17 @@ pub(crate) fn derive_holds(history: &[Op], end_of_history: u64) -> (Vec<Candidat
                 if let Some(i) = open.remove(&(op.process, key)) {
                     holds[i].end = op.time.max(holds[i].start);
                     holds[i].ended_by = "release";
+                }
+            }
+            if op.f == "add" {
+                let committing = open
+                    .iter()
+                    .find(|(&(process, _), &i)| process == op.process && holds[i].ends_with_write)
+                    .map(|(&held, &i)| (held, i));
+                if let Some((held, i)) = committing {
+                    open.remove(&held);
+                    holds[i].end = op.time.max(holds[i].start);
+                    holds[i].ended_by = "write";
                 }
             }
             continue;
@@ -503,6 +519,7 @@ pub(crate) fn derive_holds(history: &[Op], end_of_history: u64) -> (Vec<Candidat
                     certain: true,
                     fence: op.fence.or(invoke.fence),
                     renews_silently: op.renewal == Some(Renewal::Silent),
+                    ends_with_write: op.ends_with_write,
                     key,
                 });
                 let key = invoke.key.as_deref().unwrap_or_default();
@@ -928,6 +945,37 @@ mod tests {
                 .hold(200, 300, 2);
             let r = s.check();
             assert_eq!(r.valid, Valid::True, "release {outcome:?}");
+        }
+    }
+
+    #[test]
+    fn rule_2_a_lock_in_the_writes_transaction_ends_at_the_write() {
+        // Process 1's lock is its transaction's: its write (invoked at 100, committed at 150)
+        // releases it, and process 2, waiting on the server, is granted at 150, before 1
+        // records its release. Marked `ends_with_write`, that is no double grant; unmarked,
+        // the hold runs to the release and it is one.
+        for marked in [true, false] {
+            let mut s = Script::default();
+            s.invoke(0, 1, "acquire").push(
+                1,
+                Op::new(Process::Client(1), OpType::Ok, "acquire")
+                    .key("lock")
+                    .ends_with_write(marked),
+            );
+            s.push(
+                100,
+                Op::new(Process::Client(1), OpType::Invoke, "add").key("doc"),
+            )
+            .push(
+                160,
+                Op::new(Process::Client(1), OpType::Ok, "add").key("doc"),
+            )
+            .hold(150, 300, 2)
+            .invoke(170, 1, "release")
+            .complete(171, 1, OpType::Ok, "release");
+            let r = s.check();
+            let expected = if marked { Valid::True } else { Valid::False };
+            assert_eq!(r.valid, expected, "marked: {marked}");
         }
     }
 

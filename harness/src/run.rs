@@ -148,7 +148,7 @@ async fn run_core(
     let mut show = |line: &str| progress::detail(line);
     let images = async {
         let node = image::ensure(&docker, spec.server().image(), &mut show).await?;
-        let storage = if spec.needs_storage() {
+        let storage = if spec.needs_storage() && !spec.server().serves_storage() {
             Some(image::ensure(&docker, &image::STORAGE, &mut show).await?)
         } else {
             None
@@ -171,6 +171,9 @@ async fn run_core(
             s = deployment.start_storage(storage_image) => s?.addr,
             () = interrupt.cancelled() => anyhow::bail!("interrupted during bring-up"),
         }),
+        // The server is the database itself: the document lives beside the locks, reached
+        // directly, not through the client groups' links.
+        None if spec.needs_storage() => deployment.nodes().first().map(|node| node.addr),
         None => None,
     };
     progress::step(&format!(

@@ -7,6 +7,7 @@ mod etcd;
 mod master;
 mod node;
 mod pauses;
+mod postgres;
 mod recorder;
 pub mod storage;
 pub mod workload;

@@ -7,6 +7,7 @@
 //! overwritten by a document read before it (a token check on writes alone lets that through).
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio_postgres::{Client, NoTls};
@@ -30,29 +31,35 @@ pub struct StorageConfig {
 
 /// One client's connection to the storage.
 pub struct Storage {
-    client: Client,
+    session: Session,
     fencing: bool,
+}
+
+/// Where a storage's statements go.
+enum Session {
+    /// A connection of its own, made again once the server has closed it (the storage is the
+    /// deployment's own server, and a kill restarted it).
+    Own {
+        config: StorageConfig,
+        client: tokio::sync::Mutex<Arc<Client>>,
+    },
+    /// The lock holder's open transaction (PostgreSQL's transaction-level advisory lock):
+    /// the write commits it, and the lock goes with the commit.
+    Transaction(Arc<Client>),
 }
 
 impl Storage {
     /// Connects, retrying while the server is still starting up.
     pub async fn connect(config: StorageConfig) -> Result<Storage, String> {
-        let params = format!(
-            "host={} port={} user=postgres dbname=postgres connect_timeout=5",
-            config.addr.ip(),
-            config.addr.port()
-        );
         let started = tokio::time::Instant::now();
         loop {
-            match tokio_postgres::connect(&params, NoTls).await {
-                Ok((client, connection)) => {
-                    tokio::spawn(async move {
-                        if let Err(e) = connection.await {
-                            tracing::warn!("storage connection ended: {e}");
-                        }
-                    });
+            match open(config.addr).await {
+                Ok(client) => {
                     return Ok(Storage {
-                        client,
+                        session: Session::Own {
+                            config,
+                            client: tokio::sync::Mutex::new(Arc::new(client)),
+                        },
                         fencing: config.fencing,
                     });
                 }
@@ -71,9 +78,35 @@ impl Storage {
         }
     }
 
+    /// The storage as seen from inside a lock holder's transaction on it: reads and writes
+    /// join the transaction, and the write commits it.
+    pub fn in_transaction(client: Arc<Client>, fencing: bool) -> Storage {
+        Storage {
+            session: Session::Transaction(client),
+            fencing,
+        }
+    }
+
+    /// The connection to use now: for an own connection the server closed, a new one.
+    async fn client(&self) -> Result<Arc<Client>, String> {
+        match &self.session {
+            Session::Transaction(client) => Ok(client.clone()),
+            Session::Own { config, client } => {
+                let mut client = client.lock().await;
+                if client.is_closed() {
+                    *client = Arc::new(open(config.addr).await.map_err(|e| {
+                        format!("the storage closed the connection, and reconnecting: {e}")
+                    })?);
+                }
+                Ok(client.clone())
+            }
+        }
+    }
+
     /// Creates the document, empty, with no token seen.
     pub async fn create_document(&self) -> Result<(), String> {
-        self.client
+        self.client()
+            .await?
             .batch_execute(&format!(
                 "CREATE TABLE IF NOT EXISTS documents (
                      id text PRIMARY KEY,
@@ -88,71 +121,64 @@ impl Storage {
 
     /// Reads the document; with fencing, under `fence`, which the storage then remembers.
     pub async fn read(&self, fence: Option<u64>) -> Outcome<Vec<i64>> {
+        let client = match self.client().await {
+            Ok(client) => client,
+            Err(e) => return Outcome::Fail(e),
+        };
         let rows = if self.fencing {
             let fence = fence.unwrap_or_default() as i64;
-            self.timed(self.client.query(
+            self.timed(client.query(
                 "UPDATE documents SET last_token = $2 WHERE id = $1 AND last_token <= $2 \
                  RETURNING doc",
                 &[&DOCUMENT, &fence],
             ))
             .await
         } else {
-            self.timed(
-                self.client
-                    .query("SELECT doc FROM documents WHERE id = $1", &[&DOCUMENT]),
-            )
-            .await
+            self.timed(client.query("SELECT doc FROM documents WHERE id = $1", &[&DOCUMENT]))
+                .await
         };
         match rows {
             Ok(rows) => match rows.first() {
                 Some(row) => Outcome::Ok(row.get(0)),
-                None => self.refused(fence).await,
+                None => refused(&client, fence).await,
             },
             Err(outcome) => outcome,
         }
     }
 
-    /// Replaces the document; with fencing, only if no newer token has been seen.
+    /// Replaces the document; with fencing, only if no newer token has been seen. Inside a
+    /// lock holder's transaction, the write is done when the transaction commits.
     pub async fn write(&self, doc: &[i64], fence: Option<u64>) -> Outcome<()> {
+        let client = match self.client().await {
+            Ok(client) => client,
+            Err(e) => return Outcome::Fail(e),
+        };
         let changed = if self.fencing {
             let fence = fence.unwrap_or_default() as i64;
-            self.timed(self.client.execute(
+            self.timed(client.execute(
                 "UPDATE documents SET doc = $2, last_token = $3 \
                  WHERE id = $1 AND last_token <= $3",
                 &[&DOCUMENT, &doc, &fence],
             ))
             .await
         } else {
-            self.timed(self.client.execute(
+            self.timed(client.execute(
                 "UPDATE documents SET doc = $2 WHERE id = $1",
                 &[&DOCUMENT, &doc],
             ))
             .await
         };
+        if let (Ok(_), Session::Transaction(_)) = (&changed, &self.session) {
+            // The write ends the lock's transaction, refused or not: the lock goes with it.
+            if let Err(outcome) = self.timed(client.batch_execute("COMMIT")).await {
+                return outcome;
+            }
+        }
         match changed {
-            Ok(0) => self.refused(fence).await,
+            Ok(0) => refused(&client, fence).await,
             Ok(_) => Outcome::Ok(()),
             Err(outcome) => outcome,
         }
-    }
-
-    /// The outcome of an access the fencing check refused, naming the newer token.
-    async fn refused<T>(&self, fence: Option<u64>) -> Outcome<T> {
-        let newer: Option<i64> = self
-            .client
-            .query_opt(
-                "SELECT last_token FROM documents WHERE id = $1",
-                &[&DOCUMENT],
-            )
-            .await
-            .ok()
-            .flatten()
-            .map(|row| row.get(0));
-        Outcome::Fail(format!(
-            "rejected: fencing token {} is below {} that the storage has seen",
-            fence.map_or("(none)".to_string(), |f| f.to_string()),
-            newer.map_or("a newer one".to_string(), |n| n.to_string())
-        ))
     }
 
     /// Bounds a statement by the timeout; a timeout or a broken connection is unknown.
@@ -170,4 +196,38 @@ impl Storage {
             ))),
         }
     }
+}
+
+/// A connection of its own to the storage's server.
+async fn open(addr: SocketAddr) -> Result<Client, tokio_postgres::Error> {
+    let params = format!(
+        "host={} port={} user=postgres dbname=postgres connect_timeout=5",
+        addr.ip(),
+        addr.port()
+    );
+    let (client, connection) = tokio_postgres::connect(&params, NoTls).await?;
+    tokio::spawn(async move {
+        if let Err(e) = connection.await {
+            tracing::warn!("storage connection ended: {e}");
+        }
+    });
+    Ok(client)
+}
+
+/// The outcome of an access the fencing check refused, naming the newer token.
+async fn refused<T>(client: &Client, fence: Option<u64>) -> Outcome<T> {
+    let newer: Option<i64> = client
+        .query_opt(
+            "SELECT last_token FROM documents WHERE id = $1",
+            &[&DOCUMENT],
+        )
+        .await
+        .ok()
+        .flatten()
+        .map(|row| row.get(0));
+    Outcome::Fail(format!(
+        "rejected: fencing token {} is below {} that the storage has seen",
+        fence.map_or("(none)".to_string(), |f| f.to_string()),
+        newer.map_or("a newer one".to_string(), |n| n.to_string())
+    ))
 }

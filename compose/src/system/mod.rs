@@ -5,6 +5,7 @@
 //! in [`SYSTEMS`].
 
 mod etcd;
+mod postgres;
 mod redis;
 mod zookeeper;
 
@@ -15,6 +16,7 @@ use futures_util::future::BoxFuture;
 use crate::image::Recipe;
 
 pub use self::etcd::{Etcd, ETCD, ETCD_CLIENT_PORT, ETCD_PEER_PORT};
+pub use self::postgres::{Postgres, POSTGRES, POSTGRES_PORT};
 pub(crate) use self::redis::ask as ask_redis;
 pub use self::redis::{Redis, REDIS, REDIS_8_0, REDIS_PORT, VALKEY_8_1};
 pub use self::zookeeper::{
@@ -58,6 +60,12 @@ pub trait System: Sync {
     /// Whether the clock faults reach the server: the node image preloads a shim under libc's
     /// clock calls, which a program that reads the clock through the vDSO (Go) never makes.
     fn clock_faults_reach(&self) -> bool;
+    /// Whether the server is also the database that `lock-set`'s document lives in (an
+    /// application that locks with PostgreSQL keeps its data there too), so that no storage
+    /// service is started beside it.
+    fn serves_storage(&self) -> bool {
+        false
+    }
 }
 
 impl std::fmt::Debug for dyn System {
@@ -67,7 +75,14 @@ impl std::fmt::Debug for dyn System {
 }
 
 /// Every server program and version, for `--server` and `images build`.
-pub static SYSTEMS: &[&dyn System] = &[&REDIS, &REDIS_8_0, &VALKEY_8_1, &ETCD, &ZOOKEEPER];
+pub static SYSTEMS: &[&dyn System] = &[
+    &REDIS,
+    &REDIS_8_0,
+    &VALKEY_8_1,
+    &ETCD,
+    &ZOOKEEPER,
+    &POSTGRES,
+];
 
 /// Looks a server up by its `--server` name.
 pub fn find(name: &str) -> Option<&'static dyn System> {

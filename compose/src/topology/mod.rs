@@ -4,6 +4,7 @@
 
 mod cluster;
 mod etcd;
+mod postgres;
 mod redlock;
 mod sentinel;
 mod single;
@@ -195,6 +196,7 @@ pub static TOPOLOGIES: &[&dyn Topology] = &[
     &cluster::Cluster,
     &etcd::Etcd,
     &zookeeper::ZooKeeper,
+    &postgres::Postgres,
 ];
 
 /// Looks a topology up by name.

@@ -8,6 +8,8 @@ mod etcd_lease;
 mod etcd_lock;
 mod exec;
 mod fenced;
+mod pg_advisory;
+mod pg_advisory_xact;
 mod redlock;
 mod set_nx_px;
 mod setnx_expire;
@@ -16,6 +18,7 @@ mod watchdog;
 mod zk_recipe;
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -83,6 +86,12 @@ pub trait LockClient: Send {
     }
     /// The next renewal the client made by itself; `None` when it reports none.
     async fn next_renewal(&mut self) -> Option<RenewalReport> {
+        None
+    }
+    /// For a lock that lives in a transaction on the storage's own server (PostgreSQL's
+    /// `pg_advisory_xact_lock`): the connection with that transaction open. The critical
+    /// section reads and writes inside it, and the write's commit releases the lock.
+    fn transaction(&self) -> Option<Arc<tokio_postgres::Client>> {
         None
     }
     /// Freezes (or thaws) whatever runs the client outside the harness (an external program
@@ -276,6 +285,8 @@ pub static CLIENTS: &[ClientKind] = &[
     etcd_lease::KIND,
     etcd_lock::KIND,
     zk_recipe::KIND,
+    pg_advisory::KIND,
+    pg_advisory_xact::KIND,
     exec::KIND,
 ];
 

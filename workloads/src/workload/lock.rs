@@ -69,6 +69,11 @@ impl LockWorkload {
             format!("{tag}lock-{}", worker % self.resources)
         }
     }
+
+    /// Whether the storage checks fencing tokens.
+    fn fencing(&self) -> bool {
+        self.storage.is_some_and(|storage| storage.fencing)
+    }
 }
 
 #[async_trait]
@@ -244,7 +249,12 @@ impl Worker {
                 (None, None) => grant.validity.mul_f64(0.9),
                 _ => self.workload.hold.unwrap_or(ttl * 2),
             };
-            let read = self.read(process, &grant).await;
+            // A lock in a transaction on the storage is used through that transaction.
+            let in_transaction = client
+                .transaction()
+                .map(|transaction| Storage::in_transaction(transaction, self.workload.fencing()));
+            let storage = in_transaction.as_ref().or(self.storage.as_ref());
+            let read = self.read(storage, process, &grant).await;
             let left = budget.saturating_sub(started.elapsed());
             let hold = match self.workload.hold {
                 Some(hold) => hold.min(left),
@@ -274,8 +284,8 @@ impl Worker {
                         .await;
                 }
             }
-            if let Some(doc) = read {
-                self.append(process, &grant, doc).await;
+            if let (Some(storage), Some(doc)) = (storage, read) {
+                self.append(storage, process, &grant, doc).await;
             }
 
             let released = self
@@ -360,6 +370,7 @@ impl Worker {
                     .nodes(grant.nodes.clone());
                 ok.validity_ms = Some(grant.validity.as_millis() as u64);
                 ok.renewal = client.renewal();
+                ok.ends_with_write = client.transaction().is_some() && self.storage.is_some();
                 recorder.record(ok);
                 Attempt::Granted(grant)
             }
@@ -398,8 +409,13 @@ impl Worker {
 
     /// `lock-set`: reads the document under the grant; `None` when there is no storage or
     /// the read did not succeed (then nothing is written).
-    async fn read(&self, process: u64, grant: &Grant) -> Option<Vec<i64>> {
-        let storage = self.storage.as_ref()?;
+    async fn read(
+        &self,
+        storage: Option<&Storage>,
+        process: u64,
+        grant: &Grant,
+    ) -> Option<Vec<i64>> {
+        let storage = storage?;
         let op = |kind| {
             Op::new(Process::Client(process), kind, "read")
                 .key(DOCUMENT)
@@ -425,10 +441,7 @@ impl Worker {
     }
 
     /// `lock-set`: appends a fresh id to the document read earlier and writes it back.
-    async fn append(&self, process: u64, grant: &Grant, mut doc: Vec<i64>) {
-        let Some(storage) = &self.storage else {
-            return;
-        };
+    async fn append(&self, storage: &Storage, process: u64, grant: &Grant, mut doc: Vec<i64>) {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed) as i64;
         let op = |kind| {
             Op::new(Process::Client(process), kind, "add")

@@ -1,0 +1,92 @@
+//! PostgreSQL's session-level advisory lock, as the article recommends it: `pg_advisory_lock`
+//! on the resource's hash, held by the connection's session until `pg_advisory_unlock` or the
+//! session's end, with no lease at all. The server waits up to half the TTL for the lock
+//! (`lock_timeout`). A sequence drawn once the lock is granted numbers the grants: the fencing
+//! token PostgreSQL does not give.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+
+use super::{held_by_another, ClientConfig, ClientKind, Fences, Grant, LockClient, Outcome};
+use crate::postgres::{lock, token, PgError, PgSession};
+use crate::CrashPoint;
+
+pub(super) const KIND: ClientKind = ClientKind {
+    name: "pg-advisory",
+    summary: "PostgreSQL: pg_advisory_lock, held by the session until unlocked or it ends; a \
+              sequence fences",
+    speaks: Some("postgres"),
+    fences: Fences::Always,
+    build,
+};
+
+fn build(config: &ClientConfig) -> Result<Box<dyn LockClient>, String> {
+    Ok(Box::new(PgAdvisory {
+        session: PgSession::new(config, KIND.name)?,
+        crash: config.crash.clone(),
+    }))
+}
+
+struct PgAdvisory {
+    session: PgSession,
+    crash: CrashPoint,
+}
+
+#[async_trait]
+impl LockClient for PgAdvisory {
+    async fn prepare(&mut self) -> Result<(), String> {
+        // Connecting is no part of an acquire; a server that is down now is the acquire's
+        // to find.
+        let _ = self.session.connected().await;
+        Ok(())
+    }
+
+    async fn acquire(&mut self, resource: &str, ttl: Duration) -> Outcome<Grant> {
+        match lock(&mut self.session, "pg_advisory_lock", resource).await {
+            Ok((fence, pid)) => {
+                if self.crash.crash_now() {
+                    self.session.close();
+                    return Outcome::Info("crashed: the client died holding the lock".into());
+                }
+                Outcome::Ok(Grant {
+                    token: token(fence, pid),
+                    // No lease: the lock is the session's until it ends. The client counts
+                    // on it for the TTL it was asked for, as every client here does.
+                    validity: ttl,
+                    nodes: vec![self.session.node()],
+                    fence: Some(fence as u64),
+                })
+            }
+            Err(PgError::Busy(_)) => Outcome::Fail(held_by_another()),
+            Err(PgError::Definite(e)) => Outcome::Fail(e),
+            Err(PgError::Indeterminate(e)) => Outcome::Info(e),
+        }
+    }
+
+    async fn release(&mut self, resource: &str, _grant: &Grant) -> Outcome<()> {
+        let resource = resource.to_string();
+        let unlocked = self
+            .session
+            .call(|client| async move {
+                let row = client
+                    .query_one("SELECT pg_advisory_unlock(hashtext($1))", &[&resource])
+                    .await?;
+                Ok(row.get::<_, bool>(0))
+            })
+            .await;
+        match unlocked {
+            Ok(true) => Outcome::Ok(()),
+            Ok(false) => Outcome::Fail(
+                "the lock was no longer ours: the session that held it had ended".into(),
+            ),
+            Err(PgError::Busy(e) | PgError::Definite(e)) => Outcome::Fail(e),
+            Err(PgError::Indeterminate(e)) => Outcome::Info(e),
+        }
+    }
+
+    fn retry_delay(&mut self, _failures: u32) -> Duration {
+        // The server already made the acquire wait for the lock.
+        Duration::from_millis(rand::random_range(5..=25))
+    }
+}

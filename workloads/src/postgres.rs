@@ -1,0 +1,181 @@
+//! A lock client's session on the PostgreSQL server: one connection, made when needed, whose
+//! server-side session is what holds the advisory locks. Each call is bounded in time and its
+//! error sorted into "certainly not done" and "may have been done"; after the latter the
+//! connection is dropped, so that whatever the session may hold goes with it once the server
+//! hears of the close.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio_postgres::error::SqlState;
+use tokio_postgres::{Client, NoTls};
+
+use crate::clients::{speaks, ClientConfig};
+
+/// How long a call may take beyond the server-side lock wait before its outcome is unknown.
+pub const OP_TIMEOUT: Duration = Duration::from_secs(2);
+/// The sequence that numbers grants: a holder draws from it once its lock is granted, so each
+/// grant's number is above every earlier holder's, a fencing token.
+const FENCE_SEQUENCE: &str = "splitbrain_fence";
+
+/// What went wrong with one call.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PgError {
+    /// The lock wait ran out (`lock_timeout`): another session holds the lock.
+    #[error("{0}")]
+    Busy(String),
+    /// The server refused the statement, or it was never sent: it took no effect.
+    #[error("{0}")]
+    Definite(String),
+    /// It may have taken effect: a timeout, a connection lost mid-statement.
+    #[error("{0}")]
+    Indeterminate(String),
+}
+
+/// One client process's session.
+pub struct PgSession {
+    node: String,
+    addr: SocketAddr,
+    /// How long the server may make an acquire wait for the lock.
+    pub wait: Duration,
+    client: Option<Arc<Client>>,
+}
+
+impl PgSession {
+    /// A session for `who` on the deployment's server, or why the deployment does not fit.
+    pub fn new(config: &ClientConfig, who: &str) -> Result<PgSession, String> {
+        speaks(config, who, "postgres")?;
+        let [(node, addr)] = config.nodes.as_slice() else {
+            return Err(format!("{who} takes one PostgreSQL server"));
+        };
+        Ok(PgSession {
+            node: node.clone(),
+            addr: *addr,
+            // As etcd's lock waits: half the lease, then try again.
+            wait: config.ttl / 2,
+            client: None,
+        })
+    }
+
+    /// The node every grant comes from.
+    pub fn node(&self) -> String {
+        self.node.clone()
+    }
+
+    /// The session's connection, connecting first if there is none or the server closed it.
+    pub async fn connected(&mut self) -> Result<Arc<Client>, String> {
+        if let Some(client) = self.client.as_ref().filter(|c| !c.is_closed()) {
+            return Ok(client.clone());
+        }
+        self.client = None;
+        let client = Arc::new(self.connect().await?);
+        self.client = Some(client.clone());
+        Ok(client)
+    }
+
+    async fn connect(&self) -> Result<Client, String> {
+        let params = format!(
+            "host={} port={} user=postgres dbname=postgres connect_timeout=1 \
+             keepalives_idle=1 application_name=splitbrain",
+            self.addr.ip(),
+            self.addr.port()
+        );
+        let attempt = async {
+            let (client, connection) = tokio_postgres::connect(&params, NoTls).await?;
+            tokio::spawn(async move {
+                if let Err(e) = connection.await {
+                    tracing::debug!("lock session ended: {e}");
+                }
+            });
+            client
+                .batch_execute(&format!(
+                    "SET lock_timeout = {}",
+                    self.wait.as_millis().max(1)
+                ))
+                .await?;
+            // Every session makes sure the sequence exists; two making it at once collide
+            // on the catalog, and the loser finds it made.
+            let create = format!("CREATE SEQUENCE IF NOT EXISTS {FENCE_SEQUENCE}");
+            match client.batch_execute(&create).await {
+                Err(e)
+                    if e.code() == Some(&SqlState::UNIQUE_VIOLATION)
+                        || e.code() == Some(&SqlState::DUPLICATE_TABLE) => {}
+                other => other?,
+            }
+            Ok::<_, tokio_postgres::Error>(client)
+        };
+        match tokio::time::timeout(OP_TIMEOUT, attempt).await {
+            Ok(Ok(client)) => Ok(client),
+            Ok(Err(e)) => Err(format!("connecting to {}: {e}", self.node)),
+            Err(_) => Err(format!("connecting to {}: timed out", self.node)),
+        }
+    }
+
+    /// Drops the connection: the server ends the session, and frees its locks, when the close
+    /// reaches it (or when its keepalive finds the client gone).
+    pub fn close(&mut self) {
+        self.client = None;
+    }
+
+    /// The open connection, for a transaction the lock lives in.
+    pub fn client(&self) -> Option<Arc<Client>> {
+        self.client.clone()
+    }
+
+    /// Runs one call on the session, bounded by the lock wait and [`OP_TIMEOUT`]; the session
+    /// is closed after an unknown outcome.
+    pub async fn call<T, F, Fut>(&mut self, call: F) -> Result<T, PgError>
+    where
+        F: FnOnce(Arc<Client>) -> Fut,
+        Fut: Future<Output = Result<T, tokio_postgres::Error>>,
+    {
+        let client = self.connected().await.map_err(PgError::Definite)?;
+        let outcome = match tokio::time::timeout(self.wait + OP_TIMEOUT, call(client)).await {
+            Ok(Ok(value)) => Ok(value),
+            Ok(Err(e)) if e.code() == Some(&SqlState::LOCK_NOT_AVAILABLE) => {
+                Err(PgError::Busy(e.to_string()))
+            }
+            // The server refused the statement (a terminated session says so too, and its
+            // transaction is gone with it).
+            Ok(Err(e)) if e.as_db_error().is_some() => Err(PgError::Definite(e.to_string())),
+            Ok(Err(e)) => Err(PgError::Indeterminate(e.to_string())),
+            Err(_) => Err(PgError::Indeterminate(format!(
+                "no reply within {} ms",
+                (self.wait + OP_TIMEOUT).as_millis()
+            ))),
+        };
+        if matches!(outcome, Err(PgError::Indeterminate(_))) {
+            self.close();
+        }
+        outcome
+    }
+}
+
+/// Takes the advisory lock on `resource` with `lock` (`pg_advisory_lock` or
+/// `pg_advisory_xact_lock`), waiting on the server up to the session's lock wait, then draws
+/// the grant's fencing token; returns the token and the session's backend pid.
+pub async fn lock(
+    session: &mut PgSession,
+    lock: &'static str,
+    resource: &str,
+) -> Result<(i64, i32), PgError> {
+    let resource = resource.to_string();
+    // The sequence is drawn in the outer query, so only once the lock is granted.
+    let sql = format!(
+        "SELECT nextval('{FENCE_SEQUENCE}'), pg_backend_pid() \
+         FROM (SELECT {lock}(hashtext($1))) AS granted"
+    );
+    session
+        .call(|client| async move {
+            let row = client.query_one(&sql, &[&resource]).await?;
+            Ok((row.get(0), row.get(1)))
+        })
+        .await
+}
+
+/// A grant's token: the session's backend pid and the grant's number.
+pub fn token(fence: i64, pid: i32) -> String {
+    format!("{pid}-{fence}")
+}
