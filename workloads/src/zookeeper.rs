@@ -39,6 +39,8 @@ pub enum ZkError {
 }
 
 impl ZkError {
+    /// Sorts a library error: only a lost connection or a timeout leaves a request's fate
+    /// open.
     pub fn of(error: zk::Error) -> ZkError {
         match error {
             zk::Error::ConnectionLoss | zk::Error::Timeout => {
@@ -83,10 +85,10 @@ impl ZkConn {
 
     /// The session, made if there is none or it has ended (expired, closed): its ephemeral
     /// nodes, and the locks they are, went with it.
-    pub async fn client(&mut self) -> Result<zk::Client, ZkError> {
+    pub async fn session(&mut self) -> Result<(), ZkError> {
         if let Some(session) = &self.session {
             if !session.client.state().is_terminated() {
-                return Ok(session.client.clone());
+                return Ok(());
             }
         }
         self.session = None;
@@ -112,12 +114,12 @@ impl ZkConn {
             )));
         }
         self.session = Some(Session {
-            client: client.clone(),
+            client,
             runtime,
             thaw: None,
             _stop: stop,
         });
-        Ok(client)
+        Ok(())
     }
 
     /// Runs one call on the session's runtime, bounded by [`OP_TIMEOUT`]. A session that
@@ -128,11 +130,9 @@ impl ZkConn {
         F: FnOnce(zk::Client) -> Fut,
         Fut: Future<Output = Result<T, zk::Error>> + Send + 'static,
     {
-        let client = self.client().await?;
-        let Some(session) = &self.session else {
-            return Err(ZkError::Definite("no session".into()));
-        };
-        let task = session.runtime.spawn(call(client));
+        self.session().await?;
+        let session = self.session.as_ref().expect("a session was just made");
+        let task = session.runtime.spawn(call(session.client.clone()));
         let abort = task.abort_handle();
         let outcome = match tokio::time::timeout(OP_TIMEOUT, task).await {
             Ok(Ok(Ok(reply))) => Ok(reply),

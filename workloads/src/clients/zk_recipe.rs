@@ -199,7 +199,7 @@ impl LockClient for ZkRecipe {
     async fn prepare(&mut self) -> Result<(), String> {
         // A session made now is not timed as part of an acquire; one that cannot be made now
         // is the next acquire's failure.
-        let _ = self.zk.client().await;
+        let _ = self.zk.session().await;
         Ok(())
     }
 
