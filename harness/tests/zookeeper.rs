@@ -7,6 +7,7 @@ mod support;
 
 use std::time::{Duration, Instant};
 
+use splitbrain_workloads::Outcome;
 use support::{docker_skipped, printed, Fixture, StoredRun};
 
 /// The one leader of the ensemble, waiting up to `patience` for exactly one.
@@ -81,6 +82,55 @@ async fn a_zookeeper_ensemble_elects_again_when_its_leader_dies_and_takes_it_bac
         rejoined.elapsed().as_millis()
     );
     assert_eq!(one_leader(&fixture, Duration::from_secs(5)).await, [new]);
+}
+
+/// The recipe step by step, on one ensemble: a second client waits its turn and gives up
+/// with a definite failure; a holder frozen past its session (its pings frozen with it) loses
+/// the lock to the next client, with a higher fence, and learns so only when it releases.
+#[tokio::test]
+async fn a_frozen_holder_loses_its_session_and_the_next_grant_fences_higher() {
+    if docker_skipped() {
+        return;
+    }
+    let fixture = Fixture::up("zookeeper", None).await;
+    let ttl = Duration::from_secs(2);
+    let mut holder = fixture.client("zk-recipe", ttl);
+    let mut other = fixture.client("zk-recipe", ttl);
+    for client in [&mut holder, &mut other] {
+        client.prepare().await.expect("a session");
+    }
+    let Outcome::Ok(first) = holder.acquire("lock", ttl).await else {
+        panic!("the first acquire of a free lock was refused");
+    };
+    // Queued behind a live holder: after half the lease it deletes its node and fails.
+    let waited = Instant::now();
+    match other.acquire("lock", ttl).await {
+        Outcome::Fail(e) => assert!(e.starts_with("held"), "{e}"),
+        outcome => panic!("a held lock was not refused: {outcome:?}"),
+    }
+    assert!(waited.elapsed() >= ttl / 2, "{:?}", waited.elapsed());
+
+    // Frozen longer than the session (plus a tick of the server's expiry rounding).
+    holder.suspend(true);
+    tokio::time::sleep(ttl + Duration::from_secs(2)).await;
+    let second = match other.acquire("lock", ttl).await {
+        Outcome::Ok(grant) => grant,
+        outcome => panic!("the frozen holder's session still held the lock: {outcome:?}"),
+    };
+    holder.suspend(false);
+    assert!(
+        second.fence > first.fence,
+        "{:?} after {:?}",
+        second.fence,
+        first.fence
+    );
+    match holder.release("lock", &first).await {
+        Outcome::Fail(e) => assert!(e.contains("no longer ours"), "{e}"),
+        outcome => panic!("the zombie released a lock it had lost: {outcome:?}"),
+    }
+    assert_eq!(other.release("lock", &second).await, Outcome::Ok(()));
+    // The zombie's next acquire runs on a new session.
+    assert!(matches!(holder.acquire("lock", ttl).await, Outcome::Ok(_)));
 }
 
 #[test]
