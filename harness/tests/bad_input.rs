@@ -329,7 +329,10 @@ fn redis_and_etcd_clients_refuse_each_others_deployments() {
         "{line}"
     );
     let line = refused(&["run", "--deployment", "single", "--client", "etcd-lease"]);
-    assert!(line.contains("--deployment etcd"), "{line}");
+    assert!(
+        line.contains("etcd-lease speaks etcd") && line.contains("runs redis"),
+        "{line}"
+    );
 }
 
 #[test]
