@@ -222,7 +222,14 @@ impl LockClient for ZkRecipe {
             .await;
         let (stat, sequence) = match created {
             Ok(created) => created,
-            Err(ZkError::Indeterminate(e)) => return self.withdraw(&dir, &token, e).await,
+            Err(ZkError::Indeterminate(e)) => {
+                let outcome = self.withdraw(&dir, &token, e).await;
+                // A create whose answer was lost may still wait in a member's pipeline and
+                // commit after the look that found no node of ours: only the end of this
+                // session bounds such a node's life, so the session goes too.
+                self.zk.abandon();
+                return outcome;
+            }
             Err(e) => return Outcome::Fail(e.to_string()),
         };
         let name = format!("n-{token}-{sequence}");
