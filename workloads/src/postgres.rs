@@ -13,6 +13,7 @@ use tokio_postgres::error::SqlState;
 use tokio_postgres::{Client, NoTls};
 
 use crate::clients::{speaks, ClientConfig};
+use crate::Outcome;
 
 /// How long a call may take beyond the server-side lock wait before its outcome is unknown.
 pub const OP_TIMEOUT: Duration = Duration::from_secs(2);
@@ -38,8 +39,11 @@ pub enum PgError {
 pub struct PgSession {
     node: String,
     addr: SocketAddr,
+    /// The lease: how long the server lets the session's client stay silent before it ends
+    /// the session, and with it the session's locks.
+    ttl: Duration,
     /// How long the server may make an acquire wait for the lock.
-    pub wait: Duration,
+    wait: Duration,
     client: Option<Arc<Client>>,
 }
 
@@ -50,9 +54,16 @@ impl PgSession {
         let [(node, addr)] = config.nodes.as_slice() else {
             return Err(format!("{who} takes one PostgreSQL server"));
         };
+        if config.ttl < Duration::from_secs(2) {
+            return Err(format!(
+                "{who} makes the server's TCP keepalive its lease, which counts whole seconds; \
+                 use --ttl 2s or more"
+            ));
+        }
         Ok(PgSession {
             node: node.clone(),
             addr: *addr,
+            ttl: config.ttl,
             // As etcd's lock waits: half the lease, then try again.
             wait: config.ttl / 2,
             client: None,
@@ -89,12 +100,7 @@ impl PgSession {
                     tracing::debug!("lock session ended: {e}");
                 }
             });
-            client
-                .batch_execute(&format!(
-                    "SET lock_timeout = {}",
-                    self.wait.as_millis().max(1)
-                ))
-                .await?;
+            client.batch_execute(&self.settings()).await?;
             // Every session makes sure the sequence exists; two making it at once collide
             // on the catalog, and the loser finds it made.
             let create = format!("CREATE SEQUENCE IF NOT EXISTS {FENCE_SEQUENCE}");
@@ -110,6 +116,44 @@ impl PgSession {
             Ok(Ok(client)) => Ok(client),
             Ok(Err(e)) => Err(format!("connecting to {}: {e}", self.node)),
             Err(_) => Err(format!("connecting to {}: timed out", self.node)),
+        }
+    }
+
+    /// The session's own settings: how long an acquire may wait, and the lease. By default
+    /// the server asks after a silent client only after two hours, and a cut-off holder keeps
+    /// its lock that long; these end its session once it has been silent for the TTL
+    /// (keepalive probes, and a limit on unacknowledged data, which stops probes while it
+    /// lasts).
+    fn settings(&self) -> String {
+        let seconds = |d: Duration| d.as_secs_f64().ceil().max(1.0) as u64;
+        format!(
+            "SET lock_timeout = {wait}; SET tcp_keepalives_idle = {idle}; \
+             SET tcp_keepalives_interval = {interval}; SET tcp_keepalives_count = 2; \
+             SET tcp_user_timeout = {ttl}",
+            wait = self.wait.as_millis().max(1),
+            idle = seconds(self.ttl / 2),
+            interval = seconds(self.ttl / 4),
+            ttl = self.ttl.as_millis(),
+        )
+    }
+
+    /// Whether the session still answers, within `patience`: a live session still holds
+    /// its locks. The connection is kept either way, and never made again: a new one would be
+    /// another session, holding nothing.
+    pub async fn ping(&self, patience: Duration) -> Result<(), PgError> {
+        let Some(client) = self.client.as_ref().filter(|c| !c.is_closed()) else {
+            return Err(PgError::Definite(
+                "the session is gone: its connection closed".into(),
+            ));
+        };
+        match tokio::time::timeout(patience, client.simple_query("SELECT 1")).await {
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(e)) if e.as_db_error().is_some() => Err(PgError::Definite(e.to_string())),
+            Ok(Err(e)) => Err(PgError::Indeterminate(e.to_string())),
+            Err(_) => Err(PgError::Indeterminate(format!(
+                "no reply within {} ms",
+                patience.as_millis()
+            ))),
         }
     }
 
@@ -154,19 +198,24 @@ impl PgSession {
 }
 
 /// Takes the advisory lock on `resource` with `lock` (`pg_advisory_lock` or
-/// `pg_advisory_xact_lock`), waiting on the server up to the session's lock wait, then draws
-/// the grant's fencing token; returns the token and the session's backend pid.
+/// `pg_advisory_xact_lock`), waiting on the server up to the session's lock wait; returns the
+/// session's backend pid and, with `fence`, the grant's fencing token, drawn once the lock is
+/// granted (in the outer query). A token drawn inside a transaction that never commits is
+/// drawn again after a crash, so only an autocommitted draw is one.
 pub async fn lock(
     session: &mut PgSession,
     lock: &'static str,
     resource: &str,
-) -> Result<(i64, i32), PgError> {
+    fence: bool,
+) -> Result<(i32, Option<i64>), PgError> {
     let resource = resource.to_string();
-    // The sequence is drawn in the outer query, so only once the lock is granted.
-    let sql = format!(
-        "SELECT nextval('{FENCE_SEQUENCE}'), pg_backend_pid() \
-         FROM (SELECT {lock}(hashtext($1))) AS granted"
-    );
+    let token = if fence {
+        format!("nextval('{FENCE_SEQUENCE}')")
+    } else {
+        "NULL::bigint".to_string()
+    };
+    let sql =
+        format!("SELECT pg_backend_pid(), {token} FROM (SELECT {lock}(hashtext($1))) AS granted");
     session
         .call(|client| async move {
             let row = client.query_one(&sql, &[&resource]).await?;
@@ -175,7 +224,12 @@ pub async fn lock(
         .await
 }
 
-/// A grant's token: the session's backend pid and the grant's number.
-pub fn token(fence: i64, pid: i32) -> String {
-    format!("{pid}-{fence}")
+/// A held lock's lease, renewed: the session answered, so the server has just heard from its
+/// client and will not end it for another TTL.
+pub async fn keep_alive(session: &PgSession, ttl: Duration) -> Outcome<()> {
+    match session.ping(ttl / 3).await {
+        Ok(()) => Outcome::Ok(()),
+        Err(PgError::Busy(e) | PgError::Definite(e)) => Outcome::Fail(e),
+        Err(PgError::Indeterminate(e)) => Outcome::Info(e),
+    }
 }

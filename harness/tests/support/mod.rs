@@ -61,6 +61,10 @@ pub fn zookeeper_image() -> String {
     image_of(&splitbrain_compose::system::ZOOKEEPER)
 }
 
+pub fn postgres_image() -> String {
+    image_of(&splitbrain_compose::system::POSTGRES)
+}
+
 /// The storage image (and the node image before it, since both share one base build).
 pub fn storage_image() -> String {
     static IMAGE: OnceLock<String> = OnceLock::new();

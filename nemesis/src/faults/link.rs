@@ -1,5 +1,6 @@
 //! Faults on client-to-node links, through the link proxy: one client group's links to some
-//! nodes go slow, silent, reset, thin or slow to close, while other groups' links stay clean.
+//! nodes go slow, silent, reset, thin or slow to close, while other groups' links stay clean;
+//! or are cut at the nodes' firewalls (`link-drop`), where no kernel answers for the group.
 //! Targets are link names, `g<group>-><node>`.
 
 use std::time::Duration;
@@ -10,7 +11,9 @@ use rand::Rng;
 use splitbrain_compose::{ComposeError, Replication};
 
 use super::{jepsen_targets, Action, Fault, Layout, Started, Target};
-use crate::links::{link_name, LinkState, Toxics};
+use crate::links::{
+    link_name, parse_link_name, source_ports, LinkState, Toxics, GROUPS_WITH_SOURCE_PORTS,
+};
 use crate::NemesisOptions;
 
 /// The link toxics, after toxiproxy's.
@@ -21,6 +24,11 @@ pub enum LinkKind {
     Reset,
     Bandwidth,
     SlowClose,
+    /// Drop the group's packets at the nodes' firewalls, by the group's source ports. The
+    /// proxy's blackhole leaves the proxy's kernel answering the server's TCP keepalives for
+    /// the group, as a paused client's kernel would; a machine cut off answers nothing, and
+    /// only this lets a server's keepalive find the client gone.
+    Drop,
 }
 
 /// A toxic on one client group's links to one node, a minority, a majority or all nodes.
@@ -53,6 +61,7 @@ impl Link {
                 slow_close: ms("delay_ms"),
                 ..Toxics::default()
             },
+            LinkKind::Drop => return LinkState::default(),
             LinkKind::Reset => {
                 return LinkState {
                     reset: true,
@@ -86,6 +95,7 @@ impl Fault for Link {
             LinkKind::Reset => "link-reset",
             LinkKind::Bandwidth => "link-bandwidth",
             LinkKind::SlowClose => "link-slow-close",
+            LinkKind::Drop => "link-drop",
         }
     }
 
@@ -105,6 +115,10 @@ impl Fault for Link {
             LinkKind::Bandwidth => "throttle one client group's links to some nodes to 1-10 KB/s",
             LinkKind::SlowClose => {
                 "delay the close of one client group's connections to some nodes"
+            }
+            LinkKind::Drop => {
+                "drop one client group's packets at some nodes' firewalls (a cut-off machine: \
+                 no keepalive is answered)"
             }
         }
     }
@@ -128,6 +142,13 @@ impl Fault for Link {
                 self.name()
             ));
         }
+        if self.0 == LinkKind::Drop && layout.groups > GROUPS_WITH_SOURCE_PORTS {
+            return Err(format!(
+                "link-drop tells client groups apart by source port ranges, of which there are \
+                 {GROUPS_WITH_SOURCE_PORTS}; use --client-groups {GROUPS_WITH_SOURCE_PORTS} or \
+                 fewer"
+            ));
+        }
         Ok(())
     }
 
@@ -147,7 +168,7 @@ impl Fault for Link {
                 })
             }
             LinkKind::Blackhole => serde_json::json!({ "direction": direction(rng) }),
-            LinkKind::Reset => serde_json::Value::Null,
+            LinkKind::Reset | LinkKind::Drop => serde_json::Value::Null,
             LinkKind::Bandwidth => serde_json::json!({
                 "direction": direction(rng),
                 "bytes_per_second": rng.random_range(1_000..=10_000u64),
@@ -161,6 +182,12 @@ impl Fault for Link {
     }
 
     async fn start(&self, target: &Target, action: &Action) -> Result<Started, ComposeError> {
+        if self.0 == LinkKind::Drop {
+            for link in &action.targets {
+                firewall(target, link, "-I").await?;
+            }
+            return Ok(Started::default());
+        }
         let state = self.state(&action.params);
         for link in &action.targets {
             target.links.set(link, state.clone());
@@ -169,6 +196,12 @@ impl Fault for Link {
     }
 
     async fn stop(&self, target: &Target, action: &Action) -> Result<(), ComposeError> {
+        if self.0 == LinkKind::Drop {
+            for link in &action.targets {
+                firewall(target, link, "-D").await?;
+            }
+            return Ok(());
+        }
         for link in &action.targets {
             target.links.set(link, LinkState::default());
         }
@@ -176,11 +209,24 @@ impl Fault for Link {
     }
 
     async fn heal_all(&self, target: &Target) -> Result<(), ComposeError> {
+        if self.0 == LinkKind::Drop {
+            for link in dropped(target).await? {
+                firewall(target, &link, "-D").await?;
+            }
+            return Ok(());
+        }
         target.links.heal();
         Ok(())
     }
 
     async fn leftovers(&self, target: &Target) -> Result<Vec<String>, ComposeError> {
+        if self.0 == LinkKind::Drop {
+            let dropped = dropped(target).await?;
+            return Ok(dropped
+                .into_iter()
+                .map(|link| format!("link {link} is still dropped at its node's firewall"))
+                .collect());
+        }
         Ok(target
             .links
             .toxic()
@@ -188,4 +234,63 @@ impl Fault for Link {
             .map(|link| format!("link {link} still has a toxic"))
             .collect())
     }
+}
+
+/// The firewall rules that drop a group's packets at a node, by the group's source ports:
+/// both ways, so that neither the server's replies nor its keepalive probes get through.
+fn drop_rules(ports: &std::ops::RangeInclusive<u16>) -> [[String; 4]; 2] {
+    let range = format!("{}:{}", ports.start(), ports.end());
+    [
+        [
+            "INPUT".into(),
+            "--sport".into(),
+            range.clone(),
+            "-j DROP".into(),
+        ],
+        ["OUTPUT".into(), "--dport".into(), range, "-j DROP".into()],
+    ]
+}
+
+/// Adds (`-I`) or deletes (`-D`) the rules that cut `link` at its node.
+async fn firewall(target: &Target, link: &str, how: &str) -> Result<(), ComposeError> {
+    let (group, node) = parse_link_name(link).ok_or_else(|| {
+        ComposeError::BadOptions(format!("`{link}` names no client group's link"))
+    })?;
+    let ports = source_ports(group).ok_or_else(|| {
+        ComposeError::BadOptions(format!(
+            "client group {group} has no source ports of its own"
+        ))
+    })?;
+    let rules: Vec<String> = drop_rules(&ports)
+        .iter()
+        .map(|[chain, port, range, jump]| {
+            format!("iptables {how} {chain} -p tcp {port} {range} {jump}")
+        })
+        .collect();
+    target
+        .deployment
+        .exec_ok(node, &["sh", "-c", &rules.join(" && ")])
+        .await
+        .map(drop)
+}
+
+/// Every link whose drop rules are on its node's firewall.
+async fn dropped(target: &Target) -> Result<Vec<String>, ComposeError> {
+    let deployment = &target.deployment;
+    let mut dropped = Vec::new();
+    for node in deployment.nodes() {
+        let rules = deployment
+            .exec_ok(&node.name, &["iptables", "-S", "INPUT"])
+            .await?;
+        for group in 0..target.links.groups() {
+            let Some(ports) = source_ports(group) else {
+                continue;
+            };
+            let range = format!("--sport {}:{}", ports.start(), ports.end());
+            if rules.lines().any(|rule| rule.contains(&range)) {
+                dropped.push(link_name(group, &node.name));
+            }
+        }
+    }
+    Ok(dropped)
 }

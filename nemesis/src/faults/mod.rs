@@ -167,6 +167,7 @@ pub static FAULTS: &[&dyn Fault] = &[
     &link::Link(link::LinkKind::Reset),
     &link::Link(link::LinkKind::Bandwidth),
     &link::Link(link::LinkKind::SlowClose),
+    &link::Link(link::LinkKind::Drop),
     &packet::Packet::Loss,
     &packet::Packet::Netem,
 ];

@@ -5,13 +5,14 @@
 //! Each applies to one direction: `upstream` (client to node) or `downstream`.
 
 use std::collections::BTreeMap;
-use std::net::SocketAddr;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::ops::RangeInclusive;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rand::Rng;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::{TcpListener, TcpSocket, TcpStream};
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
 
@@ -114,6 +115,30 @@ pub fn link_name(group: usize, node: &str) -> String {
     format!("g{group}->{node}")
 }
 
+/// The client group and node a link's name names.
+pub fn parse_link_name(name: &str) -> Option<(usize, &str)> {
+    let (group, node) = name.strip_prefix('g')?.split_once("->")?;
+    Some((group.parse().ok()?, node))
+}
+
+/// The lowest source port of the client groups' connections to the nodes.
+const FIRST_SOURCE_PORT: u16 = 20_000;
+const SOURCE_PORTS_PER_GROUP: u16 = 500;
+/// How many groups get a range of their own, all below Linux's ephemeral ports (32768 up).
+pub const GROUPS_WITH_SOURCE_PORTS: usize = 25;
+
+/// The source ports a client group's links connect to the nodes from: a range of its own,
+/// so that a node's firewall can drop one group's packets (the `link-drop` fault) without the
+/// proxy, whose kernel would otherwise answer for the group. Below the kernel's ephemeral
+/// ports, so that no other connection takes them.
+pub fn source_ports(group: usize) -> Option<RangeInclusive<u16>> {
+    if group >= GROUPS_WITH_SOURCE_PORTS {
+        return None;
+    }
+    let first = FIRST_SOURCE_PORT + group as u16 * SOURCE_PORTS_PER_GROUP;
+    Some(first..=first + SOURCE_PORTS_PER_GROUP - 1)
+}
+
 impl Links {
     /// Starts a proxy for every group and node, each on its own loopback port.
     pub async fn start(groups: usize, nodes: &[(String, SocketAddr)]) -> std::io::Result<Links> {
@@ -124,26 +149,29 @@ impl Links {
         for group in 0..groups {
             for (node, upstream) in nodes {
                 let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
-                links.add(link_name(group, node), listener, upstream.to_string(), true)?;
+                let name = link_name(group, node);
+                links.add(name, listener, upstream.to_string(), source_ports(group))?;
             }
         }
         Ok(links)
     }
 
-    /// Starts proxying `listener` to `upstream` under `name`.
+    /// Starts proxying `listener` to `upstream` under `name`; a client group's link connects
+    /// from its group's `source` ports, and one made through the API from any.
     fn add(
         &self,
         name: String,
         listener: TcpListener,
         upstream: String,
-        builtin: bool,
+        source: Option<RangeInclusive<u16>>,
     ) -> std::io::Result<Arc<Link>> {
+        let builtin = source.is_some();
         let state = watch::Sender::new(LinkState::default());
         let resets = watch::Sender::new(0);
         let listen = listener.local_addr()?;
         let task = tokio::spawn(serve(
             listener,
-            upstream.clone(),
+            (upstream.clone(), source),
             state.subscribe(),
             resets.clone(),
         ))
@@ -240,7 +268,7 @@ impl Links {
 
 async fn serve(
     listener: TcpListener,
-    upstream: String,
+    (upstream, source): (String, Option<RangeInclusive<u16>>),
     state: watch::Receiver<LinkState>,
     resets: watch::Sender<u64>,
 ) {
@@ -250,20 +278,65 @@ async fn serve(
             continue;
         };
         let (state, resets) = (state.clone(), resets.subscribe());
-        let upstream = upstream.clone();
+        let (upstream, source) = (upstream.clone(), source.clone());
         connections.spawn(async move {
             let refused = state.borrow().reset;
             if refused {
                 reset(&client);
                 return;
             }
-            if let Ok(server) = TcpStream::connect(upstream.as_str()).await {
+            if let Ok(server) = connect(&upstream, source).await {
                 proxy(client, server, state, resets).await;
             }
         });
         // Reap finished connections so the set does not grow without bound.
         while connections.try_join_next().is_some() {}
     }
+}
+
+/// Connects to `upstream`, from a port in `source` where given (trying them from a random one
+/// on: a port still in TIME_WAIT towards the same node refuses).
+async fn connect(
+    upstream: &str,
+    source: Option<RangeInclusive<u16>>,
+) -> std::io::Result<TcpStream> {
+    let Some(source) = source else {
+        return TcpStream::connect(upstream).await;
+    };
+    let addr = tokio::net::lookup_host(upstream)
+        .await?
+        .next()
+        .ok_or_else(|| std::io::Error::other(format!("{upstream} has no address")))?;
+    let ports: Vec<u16> = source.collect();
+    let offset = rand::rng().random_range(0..ports.len());
+    for port in ports.iter().cycle().skip(offset).take(ports.len()) {
+        let socket = if addr.is_ipv4() {
+            TcpSocket::new_v4()?
+        } else {
+            TcpSocket::new_v6()?
+        };
+        socket.set_reuseaddr(true)?;
+        let any: IpAddr = if addr.is_ipv4() {
+            Ipv4Addr::UNSPECIFIED.into()
+        } else {
+            Ipv6Addr::UNSPECIFIED.into()
+        };
+        let local = SocketAddr::new(any, *port);
+        if socket.bind(local).is_err() {
+            continue;
+        }
+        match socket.connect(addr).await {
+            Ok(stream) => return Ok(stream),
+            Err(e) if e.kind() == std::io::ErrorKind::AddrNotAvailable => continue,
+            Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(std::io::Error::other(format!(
+        "no free source port among {}..={} towards {upstream}",
+        ports[0],
+        ports[ports.len() - 1]
+    )))
 }
 
 /// Makes the socket's close a TCP RST instead of a FIN. With a zero linger the close does not

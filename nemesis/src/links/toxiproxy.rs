@@ -183,7 +183,7 @@ async fn create(State(links): State<Links>, Json(new): Json<NewProxy>) -> Respon
             )
         }
     };
-    match links.add(new.name.clone(), listener, new.upstream, false) {
+    match links.add(new.name.clone(), listener, new.upstream, None) {
         Ok(link) => {
             link.update(|layers| layers.disabled = !new.enabled);
             let body = proxy_json(&links, &new.name).unwrap_or_default();

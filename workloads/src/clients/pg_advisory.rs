@@ -1,15 +1,17 @@
 //! PostgreSQL's session-level advisory lock, as the article recommends it: `pg_advisory_lock`
 //! on the resource's hash, held by the connection's session until `pg_advisory_unlock` or the
-//! session's end, with no lease at all. The server waits up to half the TTL for the lock
-//! (`lock_timeout`). A sequence drawn once the lock is granted numbers the grants: the fencing
-//! token PostgreSQL does not give.
+//! session's end. The server waits up to half the TTL for the lock (`lock_timeout`). Its lease
+//! is the session's: the session sets its TCP keepalive so that the server ends it (and frees
+//! its locks) once its client has been silent for the TTL, and the holder pings it every third
+//! of the TTL to know it still lives. A sequence drawn once the lock is granted numbers the
+//! grants: the fencing token PostgreSQL does not give.
 
 use std::time::Duration;
 
 use async_trait::async_trait;
 
 use super::{held_by_another, ClientConfig, ClientKind, Fences, Grant, LockClient, Outcome};
-use crate::postgres::{lock, token, PgError, PgSession};
+use crate::postgres::{keep_alive, lock, PgError, PgSession};
 use crate::CrashPoint;
 
 pub(super) const KIND: ClientKind = ClientKind {
@@ -43,16 +45,17 @@ impl LockClient for PgAdvisory {
     }
 
     async fn acquire(&mut self, resource: &str, ttl: Duration) -> Outcome<Grant> {
-        match lock(&mut self.session, "pg_advisory_lock", resource).await {
-            Ok((fence, pid)) => {
+        match lock(&mut self.session, "pg_advisory_lock", resource, true).await {
+            Ok((pid, fence)) => {
+                let fence = fence.unwrap_or_default();
                 if self.crash.crash_now() {
                     self.session.close();
                     return Outcome::Info("crashed: the client died holding the lock".into());
                 }
                 Outcome::Ok(Grant {
-                    token: token(fence, pid),
-                    // No lease: the lock is the session's until it ends. The client counts
-                    // on it for the TTL it was asked for, as every client here does.
+                    token: format!("{pid}-{fence}"),
+                    // The server ends the session no sooner than a TTL after it last heard
+                    // from the client, which was just now.
                     validity: ttl,
                     nodes: vec![self.session.node()],
                     fence: Some(fence as u64),
@@ -83,6 +86,14 @@ impl LockClient for PgAdvisory {
             Err(PgError::Busy(e) | PgError::Definite(e)) => Outcome::Fail(e),
             Err(PgError::Indeterminate(e)) => Outcome::Info(e),
         }
+    }
+
+    fn renewal_interval(&self, ttl: Duration) -> Option<Duration> {
+        Some(ttl / 3)
+    }
+
+    async fn renew(&mut self, _resource: &str, _grant: &Grant, ttl: Duration) -> Outcome<()> {
+        keep_alive(&self.session, ttl).await
     }
 
     fn retry_delay(&mut self, _failures: u32) -> Duration {

@@ -2,24 +2,26 @@
 //! resource's hash, held until the transaction ends and impossible to release otherwise. In
 //! `lock-set` the critical section reads and writes the document inside that transaction, and
 //! its write commits it: the lock cannot outlive the write, and a write whose session the
-//! server ended never commits. A sequence drawn once the lock is granted fences, as for
-//! `pg-advisory`.
+//! server ended never commits. It needs no fencing token, and has none: a number drawn inside
+//! the transaction is drawn again after a crash that rolled it back.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
 
-use super::{held_by_another, ClientConfig, ClientKind, Fences, Grant, LockClient, Outcome};
-use crate::postgres::{lock, token, PgError, PgSession};
+use super::{
+    held_by_another, new_token, ClientConfig, ClientKind, Fences, Grant, LockClient, Outcome,
+};
+use crate::postgres::{keep_alive, lock, PgError, PgSession};
 use crate::CrashPoint;
 
 pub(super) const KIND: ClientKind = ClientKind {
     name: "pg-advisory-xact",
     summary: "PostgreSQL: pg_advisory_xact_lock in the transaction that makes lock-set's \
-              write, which releases it on commit; a sequence fences",
+              write, which releases it on commit",
     speaks: Some("postgres"),
-    fences: Fences::Always,
+    fences: Fences::Never,
     build,
 };
 
@@ -66,18 +68,18 @@ impl LockClient for PgAdvisoryXact {
             // Nothing is locked before the lock statement.
             Err(PgError::Indeterminate(e)) => return Outcome::Fail(e),
         }
-        match lock(&mut self.session, "pg_advisory_xact_lock", resource).await {
-            Ok((fence, pid)) => {
+        match lock(&mut self.session, "pg_advisory_xact_lock", resource, false).await {
+            Ok((pid, _)) => {
                 self.in_transaction = true;
                 if self.crash.crash_now() {
                     self.session.close();
                     return Outcome::Info("crashed: the client died holding the lock".into());
                 }
                 Outcome::Ok(Grant {
-                    token: token(fence, pid),
+                    token: format!("{pid}-{}", new_token()),
                     validity: ttl,
                     nodes: vec![self.session.node()],
-                    fence: Some(fence as u64),
+                    fence: None,
                 })
             }
             Err(refused @ (PgError::Busy(_) | PgError::Definite(_))) => {
@@ -100,6 +102,14 @@ impl LockClient for PgAdvisoryXact {
             Err(PgError::Busy(e) | PgError::Definite(e)) => Outcome::Fail(e),
             Err(PgError::Indeterminate(e)) => Outcome::Info(e),
         }
+    }
+
+    fn renewal_interval(&self, ttl: Duration) -> Option<Duration> {
+        Some(ttl / 3)
+    }
+
+    async fn renew(&mut self, _resource: &str, _grant: &Grant, ttl: Duration) -> Outcome<()> {
+        keep_alive(&self.session, ttl).await
     }
 
     fn retry_delay(&mut self, _failures: u32) -> Duration {

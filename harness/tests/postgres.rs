@@ -1,0 +1,201 @@
+//! PostgreSQL, the article's third alternative: its server comes up and back after a crash,
+//! its advisory locks are valid without faults, a holder cut off at the network is a zombie
+//! once the server's keepalive ends its session, and a transaction-level lock's write cannot
+//! land after its session ended.
+
+mod support;
+
+use std::time::Duration;
+
+use splitbrain_nemesis::links::Links;
+use splitbrain_nemesis::{find_fault, Action, Target};
+use splitbrain_workloads::storage::{Storage, StorageConfig};
+use splitbrain_workloads::{ClientConfig, Grant, LockClient, Outcome, Shape};
+use support::{docker_skipped, printed, Fixture, StoredRun};
+
+const TTL: Duration = Duration::from_secs(2);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_postgres_server_comes_back_after_a_crash_even_when_restarted_at_once() {
+    if docker_skipped() {
+        return;
+    }
+    let fixture = Fixture::up("postgres", None).await;
+    let deployment = &fixture.deployment;
+    assert_eq!(deployment.node_names(), ["n1"]);
+    let version = deployment.server_version().await.expect("a version");
+    assert!(version.starts_with("postgres 15."), "{version}");
+    // A restart asked for while the crash is still under way (a short kill fault) is kept,
+    // and the postmaster's backends die with it, so the new one can start.
+    for _ in 0..3 {
+        deployment.kill("n1").await.expect("crashing the server");
+        deployment.restart("n1").await.expect("the server restarts");
+    }
+    let mut client = fixture.client("pg-advisory", TTL);
+    client.prepare().await.unwrap();
+    assert!(matches!(client.acquire("lock", TTL).await, Outcome::Ok(_)));
+}
+
+#[test]
+fn postgres_advisory_locks_are_valid_without_faults() {
+    if docker_skipped() {
+        return;
+    }
+    support::postgres_image();
+    for (client, fencing) in [("pg-advisory", true), ("pg-advisory-xact", false)] {
+        let mut args = vec![
+            "--deployment",
+            "postgres",
+            "--client",
+            client,
+            "--workload",
+            "lock-set",
+            "--nemesis",
+            "none",
+            "--time-limit",
+            "8s",
+        ];
+        if fencing {
+            args.push("--fencing");
+        }
+        let run = StoredRun::new(&args);
+        run.assert_exit(0);
+        let results = run.results();
+        let acknowledged = results["lost-writes"]["acknowledged"].as_u64().unwrap_or(0);
+        assert!(acknowledged >= 2, "{client}: {}", printed(&run.out));
+        assert!(run.dir.join("nodes/n1/postgres.log").is_file());
+    }
+}
+
+/// Two client groups on the one server, each through its own link, and the `link-drop`
+/// fault that cuts a group off at the server's firewall.
+struct Cut {
+    fixture: Fixture,
+    links: Links,
+    target: Target,
+}
+
+impl Cut {
+    async fn up() -> Cut {
+        let fixture = Fixture::up("postgres", None).await;
+        let node = fixture.deployment.node("n1").unwrap().clone();
+        let links = Links::start(2, &[(node.name.clone(), node.addr)])
+            .await
+            .unwrap();
+        let target = Target {
+            links: links.clone(),
+            ..fixture.target()
+        };
+        Cut {
+            fixture,
+            links,
+            target,
+        }
+    }
+
+    fn client(&self, name: &str, group: usize) -> Box<dyn LockClient> {
+        let config = ClientConfig::new(
+            vec![("n1".into(), self.links.address(group, "n1").unwrap())],
+            TTL,
+        )
+        .serving(Shape::Postgres);
+        self.fixture.client_with(name, config)
+    }
+
+    fn storage(&self) -> StorageConfig {
+        StorageConfig {
+            addr: self.fixture.deployment.node("n1").unwrap().addr,
+            fencing: false,
+        }
+    }
+
+    /// Cuts group 0 off until the server's keepalive has ended its sessions (the TTL, and
+    /// some to spare on a busy machine), then runs `while_cut`, then heals.
+    async fn while_group_0_is_cut<T>(&self, while_cut: impl std::future::Future<Output = T>) -> T {
+        let drop = find_fault("link-drop").unwrap();
+        let action = Action {
+            targets: vec!["g0->n1".into()],
+            params: serde_json::Value::Null,
+        };
+        drop.start(&self.target, &action).await.unwrap();
+        assert_eq!(drop.leftovers(&self.target).await.unwrap().len(), 1);
+        tokio::time::sleep(TTL * 3).await;
+        let result = while_cut.await;
+        drop.stop(&self.target, &action).await.unwrap();
+        assert!(drop.leftovers(&self.target).await.unwrap().is_empty());
+        result
+    }
+}
+
+async fn granted(client: &mut Box<dyn LockClient>) -> Grant {
+    client.prepare().await.unwrap();
+    match client.acquire("lock", TTL).await {
+        Outcome::Ok(grant) => grant,
+        other => panic!("not granted: {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pg_advisory_holder_cut_off_past_its_keepalive_loses_its_lock_without_knowing() {
+    if docker_skipped() {
+        return;
+    }
+    let cut = Cut::up().await;
+    let mut holder = cut.client("pg-advisory", 0);
+    let mut other = cut.client("pg-advisory", 1);
+    let held = granted(&mut holder).await;
+    // Held: the other group waits out the lock wait and is refused.
+    other.prepare().await.unwrap();
+    assert!(matches!(other.acquire("lock", TTL).await, Outcome::Fail(_)));
+
+    let taken = cut
+        .while_group_0_is_cut(async { other.acquire("lock", TTL).await })
+        .await;
+    let Outcome::Ok(taken) = taken else {
+        panic!("the server should have ended the cut-off session and freed its lock: {taken:?}");
+    };
+    // The fencing token of the new grant is above the zombie's.
+    assert!(taken.fence > held.fence, "{taken:?} after {held:?}");
+    // The zombie learns only when it tries to give the lock back.
+    assert!(
+        !matches!(holder.release("lock", &held).await, Outcome::Ok(())),
+        "the cut-off holder's lock was no longer its own"
+    );
+    let _ = other.release("lock", &taken).await;
+    cut.links.shutdown();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pg_advisory_xact_holder_cut_off_cannot_commit_its_write() {
+    if docker_skipped() {
+        return;
+    }
+    let cut = Cut::up().await;
+    let storage = Storage::connect(cut.storage()).await.unwrap();
+    storage.create_document().await.unwrap();
+    let mut holder = cut.client("pg-advisory-xact", 0);
+    let mut other = cut.client("pg-advisory-xact", 1);
+    granted(&mut holder).await;
+    let transaction = holder
+        .transaction()
+        .expect("the lock's transaction is open");
+    let in_lock = Storage::in_transaction(transaction, false);
+    let Outcome::Ok(doc) = in_lock.read(None).await else {
+        panic!("the holder reads the document inside its transaction");
+    };
+
+    let taken = cut
+        .while_group_0_is_cut(async { other.acquire("lock", TTL).await })
+        .await;
+    assert!(matches!(taken, Outcome::Ok(_)), "{taken:?}");
+    // The zombie's write goes into a transaction the server has rolled back.
+    let mut written = doc.clone();
+    written.push(1);
+    let write = in_lock.write(&written, None).await;
+    assert!(!matches!(write, Outcome::Ok(())), "{write:?}");
+    let Outcome::Ok(after) = storage.read(None).await else {
+        panic!("the document reads");
+    };
+    assert_eq!(after, doc, "the cut-off holder's write never landed");
+    cut.links.shutdown();
+}
