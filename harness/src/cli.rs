@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 
-/// A Jepsen-style chaos harness for distributed locks: Redis, and etcd beside it.
+/// A Jepsen-style chaos harness for distributed locks: Redis, and etcd and ZooKeeper beside it.
 #[derive(Debug, Parser)]
 #[command(
     name = "splitbrain",
@@ -27,8 +27,8 @@ pub enum Command {
     Check(CheckArgs),
     /// Run every cell of a matrix file, each against the verdict it should get.
     Matrix(MatrixArgs),
-    /// Build every server's image (Redis versions, etcd), the storage image and their Debian
-    /// base, locally.
+    /// Build every server's image (Redis versions, etcd, ZooKeeper), the storage image and
+    /// their Debian base, locally.
     Images {
         #[command(subcommand)]
         command: ImagesCommand,
@@ -64,11 +64,11 @@ pub enum ImagesCommand {
 
 #[derive(Debug, Clone, Args)]
 pub struct RunArgs {
-    /// Deployment: single | redlock | sentinel | cluster | etcd.
+    /// Deployment: single | redlock | sentinel | cluster | etcd | zookeeper | postgres.
     #[arg(long, default_value = "redlock")]
     pub deployment: String,
     /// The server version the deployment runs: redis-7.0 (the default on Redis deployments) |
-    /// redis-8.0 | valkey-8.1; etcd-3.4 on etcd.
+    /// redis-8.0 | valkey-8.1; etcd-3.4 on etcd; zookeeper-3.8 on zookeeper.
     #[arg(long)]
     pub server: Option<String>,
     /// Number of Redis nodes, for deployments where it can vary (redlock: 5).
@@ -93,9 +93,9 @@ pub struct RunArgs {
     #[arg(long, default_value = "2s", value_parser = duration, allow_hyphen_values = true)]
     pub cluster_node_timeout: Duration,
     /// Lock algorithm: setnx-expire | del-release | set-nx-px | watchdog | wait | fenced |
-    /// redlock | etcd-lease | etcd-lock | pg-advisory | pg-advisory-xact | exec:<command>
-    /// (your own client, over the JSON-lines protocol). Default: redlock, etcd-lease on etcd,
-    /// pg-advisory on postgres.
+    /// redlock | etcd-lease | etcd-lock | zk-recipe | pg-advisory | pg-advisory-xact |
+    /// exec:<command> (your own client, over the JSON-lines protocol). Default: redlock,
+    /// etcd-lease on etcd, zk-recipe on zookeeper, pg-advisory on postgres.
     #[arg(long)]
     pub client: Option<String>,
     /// Redlock: retry after a fixed backoff, with no random jitter (the split-vote livelock).

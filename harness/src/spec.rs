@@ -245,9 +245,10 @@ impl TestSpec {
         let replication = topology.replication();
         let is_cluster = replication == Replication::Cluster;
         // Each program's own lock by default: Redlock on Redis, the lease lock on etcd, the
-        // session's advisory lock on PostgreSQL.
+        // session's advisory lock on PostgreSQL, the lock recipe on ZooKeeper.
         let client_arg = args.client.as_deref().unwrap_or(match server.family() {
             "etcd" => "etcd-lease",
+            "zookeeper" => "zk-recipe",
             "postgres" => "pg-advisory",
             _ => "redlock",
         });

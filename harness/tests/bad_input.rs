@@ -329,7 +329,10 @@ fn redis_and_etcd_clients_refuse_each_others_deployments() {
         "{line}"
     );
     let line = refused(&["run", "--deployment", "single", "--client", "etcd-lease"]);
-    assert!(line.contains("--deployment etcd"), "{line}");
+    assert!(
+        line.contains("etcd-lease speaks etcd") && line.contains("runs redis"),
+        "{line}"
+    );
 }
 
 #[test]
@@ -356,6 +359,39 @@ fn etcd_refuses_what_it_cannot_honour() {
         "clock-bump",
     ]);
     assert!(line.contains("vDSO"), "{line}");
+}
+
+#[test]
+fn redis_and_zookeeper_clients_refuse_each_others_deployments() {
+    let line = refused(&["run", "--deployment", "zookeeper", "--client", "redlock"]);
+    assert!(
+        line.contains("runs zookeeper") && line.contains("zk-recipe"),
+        "{line}"
+    );
+    let line = refused(&["run", "--deployment", "single", "--client", "zk-recipe"]);
+    assert!(
+        line.contains("zk-recipe speaks zookeeper") && line.contains("runs redis"),
+        "{line}"
+    );
+}
+
+#[test]
+fn zookeeper_refuses_what_it_cannot_honour() {
+    // The lease is the session timeout, which the servers keep between 2 and 20 ticks.
+    let line = refused(&["run", "--deployment", "zookeeper", "--ttl", "30s"]);
+    assert!(line.contains("--ttl between 1s and 10s"), "{line}");
+    // The clock shim is not in the ZooKeeper image, and its sessions run on nanoTime.
+    let line = refused(&[
+        "run",
+        "--deployment",
+        "zookeeper",
+        "--nemesis",
+        "clock-drift",
+    ]);
+    assert!(line.contains("ZooKeeper's JVM"), "{line}");
+    // A consensus group elects its own leader.
+    let line = refused(&["run", "--deployment", "zookeeper", "--nemesis", "failover"]);
+    assert!(line.contains("elects its leader itself"), "{line}");
 }
 
 #[test]

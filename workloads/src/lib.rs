@@ -11,6 +11,7 @@ mod postgres;
 mod recorder;
 pub mod storage;
 pub mod workload;
+mod zookeeper;
 
 pub use clients::{
     find_client, ClientConfig, ClientKind, ClientOptions, Fences, Grant, LockClient, Outcome,

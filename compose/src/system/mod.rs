@@ -7,6 +7,7 @@
 mod etcd;
 mod postgres;
 mod redis;
+mod zookeeper;
 
 use std::net::SocketAddr;
 
@@ -18,10 +19,14 @@ pub use self::etcd::{Etcd, ETCD, ETCD_CLIENT_PORT, ETCD_PEER_PORT};
 pub use self::postgres::{Postgres, POSTGRES, POSTGRES_PORT};
 pub(crate) use self::redis::ask as ask_redis;
 pub use self::redis::{Redis, REDIS, REDIS_8_0, REDIS_PORT, VALKEY_8_1};
+pub use self::zookeeper::{
+    ZooKeeper, ZOOKEEPER, ZOOKEEPER_CLIENT_PORT, ZOOKEEPER_ELECTION_PORT, ZOOKEEPER_QUORUM_PORT,
+};
 
 /// A server program under test.
 pub trait System: Sync {
-    /// The name users pass to `--server`: `redis-7.0`, `valkey-8.1`, `etcd-3.4`.
+    /// The name users pass to `--server`: `redis-7.0`, `valkey-8.1`, `etcd-3.4`,
+    /// `zookeeper-3.8`.
     fn name(&self) -> &'static str;
     /// The program it is a version of (`redis`, `etcd`): a deployment runs any version of its
     /// topology's program, and clients speak to the program.
@@ -70,7 +75,14 @@ impl std::fmt::Debug for dyn System {
 }
 
 /// Every server program and version, for `--server` and `images build`.
-pub static SYSTEMS: &[&dyn System] = &[&REDIS, &REDIS_8_0, &VALKEY_8_1, &ETCD, &POSTGRES];
+pub static SYSTEMS: &[&dyn System] = &[
+    &REDIS,
+    &REDIS_8_0,
+    &VALKEY_8_1,
+    &ETCD,
+    &ZOOKEEPER,
+    &POSTGRES,
+];
 
 /// Looks a server up by its `--server` name.
 pub fn find(name: &str) -> Option<&'static dyn System> {

@@ -8,6 +8,7 @@ mod postgres;
 mod redlock;
 mod sentinel;
 mod single;
+mod zookeeper;
 
 pub use cluster::ClusterOptions;
 pub use sentinel::{SentinelOptions, MASTER_NAME, SENTINEL_PORT};
@@ -114,8 +115,8 @@ pub enum Replication {
     Sentinel,
     /// A Redis Cluster: each slot has a master with replicas.
     Cluster,
-    /// Members that elect a leader and commit each write on a majority (etcd's Raft): the
-    /// leader is the master, and a new one is elected when it is cut off.
+    /// Members that elect a leader and commit each write on a majority (etcd's Raft,
+    /// ZooKeeper's Zab): the leader is the master, and a new one is elected when it is cut off.
     Consensus,
 }
 
@@ -194,6 +195,7 @@ pub static TOPOLOGIES: &[&dyn Topology] = &[
     &sentinel::Sentinel,
     &cluster::Cluster,
     &etcd::Etcd,
+    &zookeeper::ZooKeeper,
     &postgres::Postgres,
 ];
 

@@ -56,6 +56,11 @@ pub fn etcd_image() -> String {
     image_of(&splitbrain_compose::system::ETCD)
 }
 
+/// The ZooKeeper member image.
+pub fn zookeeper_image() -> String {
+    image_of(&splitbrain_compose::system::ZOOKEEPER)
+}
+
 pub fn postgres_image() -> String {
     image_of(&splitbrain_compose::system::POSTGRES)
 }

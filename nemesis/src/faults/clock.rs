@@ -74,9 +74,11 @@ pub(super) fn reaches(layout: &Layout) -> Result<(), String> {
         return Ok(());
     }
     Err(
-        "the clock faults move the clock that programs read through libc, and this \
-         deployment's server reads it through the vDSO (Go) and times its leases on the \
-         monotonic clock, which no container can move; leave clock faults out here"
+        "the clock faults move the clock that programs read through libc, by a shim that only \
+         the Redis nodes preload; this deployment's server never reads the clock through it \
+         (etcd's Go reads it through the vDSO, ZooKeeper's JVM runs without the shim), and \
+         times its leases and sessions on the monotonic clock, which no container can move; \
+         leave clock faults out here"
             .into(),
     )
 }

@@ -15,6 +15,7 @@ mod set_nx_px;
 mod setnx_expire;
 mod wait;
 mod watchdog;
+mod zk_recipe;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -283,6 +284,7 @@ pub static CLIENTS: &[ClientKind] = &[
     redlock::KIND,
     etcd_lease::KIND,
     etcd_lock::KIND,
+    zk_recipe::KIND,
     pg_advisory::KIND,
     pg_advisory_xact::KIND,
     exec::KIND,
