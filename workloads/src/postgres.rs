@@ -224,12 +224,17 @@ pub async fn lock(
         .await
 }
 
-/// A held lock's lease, renewed: the session answered, so the server has just heard from its
-/// client and will not end it for another TTL.
-pub async fn keep_alive(session: &PgSession, ttl: Duration) -> Outcome<()> {
-    match session.ping(ttl / 3).await {
-        Ok(()) => Outcome::Ok(()),
+/// A call's result as an operation's outcome.
+pub fn outcome<T>(result: Result<T, PgError>) -> Outcome<T> {
+    match result {
+        Ok(value) => Outcome::Ok(value),
         Err(PgError::Busy(e) | PgError::Definite(e)) => Outcome::Fail(e),
         Err(PgError::Indeterminate(e)) => Outcome::Info(e),
     }
+}
+
+/// A held lock's lease, renewed: the session answered, so the server has just heard from its
+/// client and will not end it for another TTL.
+pub async fn keep_alive(session: &PgSession, ttl: Duration) -> Outcome<()> {
+    outcome(session.ping(ttl / 3).await)
 }

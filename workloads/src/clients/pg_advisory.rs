@@ -11,7 +11,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use super::{held_by_another, ClientConfig, ClientKind, Fences, Grant, LockClient, Outcome};
-use crate::postgres::{keep_alive, lock, PgError, PgSession};
+use crate::postgres::{keep_alive, lock, outcome, PgError, PgSession};
 use crate::CrashPoint;
 
 pub(super) const KIND: ClientKind = ClientKind {
@@ -78,13 +78,13 @@ impl LockClient for PgAdvisory {
                 Ok(row.get::<_, bool>(0))
             })
             .await;
-        match unlocked {
-            Ok(true) => Outcome::Ok(()),
-            Ok(false) => Outcome::Fail(
+        match outcome(unlocked) {
+            Outcome::Ok(false) => Outcome::Fail(
                 "the lock was no longer ours: the session that held it had ended".into(),
             ),
-            Err(PgError::Busy(e) | PgError::Definite(e)) => Outcome::Fail(e),
-            Err(PgError::Indeterminate(e)) => Outcome::Info(e),
+            Outcome::Ok(true) => Outcome::Ok(()),
+            Outcome::Fail(e) => Outcome::Fail(e),
+            Outcome::Info(e) => Outcome::Info(e),
         }
     }
 

@@ -13,7 +13,7 @@ use async_trait::async_trait;
 use super::{
     held_by_another, new_token, ClientConfig, ClientKind, Fences, Grant, LockClient, Outcome,
 };
-use crate::postgres::{keep_alive, lock, PgError, PgSession};
+use crate::postgres::{keep_alive, lock, outcome, PgError, PgSession};
 use crate::CrashPoint;
 
 pub(super) const KIND: ClientKind = ClientKind {
@@ -97,11 +97,7 @@ impl LockClient for PgAdvisoryXact {
     async fn release(&mut self, _resource: &str, _grant: &Grant) -> Outcome<()> {
         // After lock-set's write has committed, this commits nothing and says so in a
         // warning; the lock went with the write.
-        match self.end("COMMIT").await {
-            Ok(()) => Outcome::Ok(()),
-            Err(PgError::Busy(e) | PgError::Definite(e)) => Outcome::Fail(e),
-            Err(PgError::Indeterminate(e)) => Outcome::Info(e),
-        }
+        outcome(self.end("COMMIT").await)
     }
 
     fn renewal_interval(&self, ttl: Duration) -> Option<Duration> {
