@@ -45,6 +45,18 @@ pub struct PgSession {
     /// How long the server may make an acquire wait for the lock.
     wait: Duration,
     client: Option<Arc<Client>>,
+    /// The server's name for the open session: its backend pid and start time.
+    backend: Option<Backend>,
+    /// A session dropped after an unknown outcome, which may hold a lock until the server
+    /// ends it.
+    abandoned: Option<Backend>,
+}
+
+/// A session as the server knows it: a backend pid, unique with its start time.
+#[derive(Debug, Clone)]
+struct Backend {
+    pid: i32,
+    started: String,
 }
 
 impl PgSession {
@@ -67,6 +79,8 @@ impl PgSession {
             // As etcd's lock waits: half the lease, then try again.
             wait: config.ttl / 2,
             client: None,
+            backend: None,
+            abandoned: None,
         })
     }
 
@@ -81,12 +95,14 @@ impl PgSession {
             return Ok(client.clone());
         }
         self.client = None;
-        let client = Arc::new(self.connect().await?);
+        let (client, backend) = self.connect().await?;
+        let client = Arc::new(client);
         self.client = Some(client.clone());
+        self.backend = Some(backend);
         Ok(client)
     }
 
-    async fn connect(&self) -> Result<Client, String> {
+    async fn connect(&self) -> Result<(Client, Backend), String> {
         let params = format!(
             "host={} port={} user=postgres dbname=postgres connect_timeout=1 \
              keepalives_idle=1 application_name=splitbrain",
@@ -110,7 +126,18 @@ impl PgSession {
                         || e.code() == Some(&SqlState::DUPLICATE_TABLE) => {}
                 other => other?,
             }
-            Ok::<_, tokio_postgres::Error>(client)
+            let row = client
+                .query_one(
+                    "SELECT pid, backend_start::text FROM pg_stat_activity \
+                     WHERE pid = pg_backend_pid()",
+                    &[],
+                )
+                .await?;
+            let backend = Backend {
+                pid: row.get(0),
+                started: row.get(1),
+            };
+            Ok::<_, tokio_postgres::Error>((client, backend))
         };
         match tokio::time::timeout(OP_TIMEOUT, attempt).await {
             Ok(Ok(client)) => Ok(client),
@@ -161,6 +188,67 @@ impl PgSession {
     /// reaches it (or when its keepalive finds the client gone).
     pub fn close(&mut self) {
         self.client = None;
+        self.backend = None;
+    }
+
+    /// Ends, from a new session, the session dropped after an unknown outcome, trying for up
+    /// to `patience` (its link may be cut): once it is gone, so is any lock it was granted,
+    /// which its client never learnt of and never acted under. `Err` says why it may live on.
+    pub async fn end_abandoned(&mut self, patience: Duration) -> Result<(), String> {
+        let Some(abandoned) = self.abandoned.clone() else {
+            return Ok(());
+        };
+        let deadline = tokio::time::Instant::now() + patience;
+        let mut last = String::new();
+        while tokio::time::Instant::now() < deadline {
+            match self.terminate(&abandoned).await {
+                Ok(()) => {
+                    self.abandoned = None;
+                    return Ok(());
+                }
+                Err(e) => last = e,
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        Err(format!(
+            "the session that may hold it (pid {}) could not be ended within {} s: {last}",
+            abandoned.pid,
+            patience.as_secs()
+        ))
+    }
+
+    /// Terminates `backend` (waiting up to a second for it to exit) and checks it is gone.
+    async fn terminate(&mut self, backend: &Backend) -> Result<(), String> {
+        let client = self.connected().await?;
+        let (pid, started) = (backend.pid, backend.started.clone());
+        let ended = async {
+            client
+                .query(
+                    "SELECT pg_terminate_backend(pid, 1000) FROM pg_stat_activity \
+                     WHERE pid = $1 AND backend_start::text = $2",
+                    &[&pid, &started],
+                )
+                .await?;
+            let left = client
+                .query(
+                    "SELECT 1 FROM pg_stat_activity WHERE pid = $1 AND backend_start::text = $2",
+                    &[&pid, &started],
+                )
+                .await?;
+            Ok::<_, tokio_postgres::Error>(left.is_empty())
+        };
+        match tokio::time::timeout(OP_TIMEOUT, ended).await {
+            Ok(Ok(true)) => Ok(()),
+            Ok(Ok(false)) => Err("it is still there".into()),
+            Ok(Err(e)) => {
+                self.close();
+                Err(e.to_string())
+            }
+            Err(_) => {
+                self.close();
+                Err("no reply".into())
+            }
+        }
     }
 
     /// The open connection, for a transaction the lock lives in.
@@ -191,6 +279,7 @@ impl PgSession {
             ))),
         };
         if matches!(outcome, Err(PgError::Indeterminate(_))) {
+            self.abandoned = self.backend.take();
             self.close();
         }
         outcome
@@ -237,4 +326,21 @@ pub fn outcome<T>(result: Result<T, PgError>) -> Outcome<T> {
 /// client and will not end it for another TTL.
 pub async fn keep_alive(session: &PgSession, ttl: Duration) -> Outcome<()> {
     outcome(session.ping(ttl / 3).await)
+}
+
+/// How long an acquire whose answer was lost keeps trying to end the session that may hold
+/// the lock: as long as a cut link may last, and etcd's clients try to revoke their lease.
+const GIVE_BACK_PATIENCE: Duration = Duration::from_secs(10);
+
+/// After an acquire whose answer was lost: ends the session it ran on, from a new one, as
+/// etcd's clients revoke the lease of such an attempt. Once that session is gone, the attempt
+/// certainly holds nothing (a lock it may have been granted went with the session, and its
+/// client never acted under it); only when it could not be ended is the attempt unknown.
+pub async fn give_back<T>(session: &mut PgSession, error: String) -> Outcome<T> {
+    match session.end_abandoned(GIVE_BACK_PATIENCE).await {
+        Ok(()) => Outcome::Fail(format!(
+            "{error}; ended the session that may have been granted it, so nothing is held"
+        )),
+        Err(e) => Outcome::Info(format!("{error}; {e}")),
+    }
 }

@@ -11,7 +11,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use super::{held_by_another, ClientConfig, ClientKind, Fences, Grant, LockClient, Outcome};
-use crate::postgres::{keep_alive, lock, outcome, PgError, PgSession};
+use crate::postgres::{give_back, keep_alive, lock, outcome, PgError, PgSession};
 use crate::CrashPoint;
 
 pub(super) const KIND: ClientKind = ClientKind {
@@ -63,7 +63,7 @@ impl LockClient for PgAdvisory {
             }
             Err(PgError::Busy(_)) => Outcome::Fail(held_by_another()),
             Err(PgError::Definite(e)) => Outcome::Fail(e),
-            Err(PgError::Indeterminate(e)) => Outcome::Info(e),
+            Err(PgError::Indeterminate(e)) => give_back(&mut self.session, e).await,
         }
     }
 

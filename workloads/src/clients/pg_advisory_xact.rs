@@ -13,7 +13,7 @@ use async_trait::async_trait;
 use super::{
     held_by_another, new_token, ClientConfig, ClientKind, Fences, Grant, LockClient, Outcome,
 };
-use crate::postgres::{keep_alive, lock, outcome, PgError, PgSession};
+use crate::postgres::{give_back, keep_alive, lock, outcome, PgError, PgSession};
 use crate::CrashPoint;
 
 pub(super) const KIND: ClientKind = ClientKind {
@@ -90,7 +90,7 @@ impl LockClient for PgAdvisoryXact {
                     other => Outcome::Fail(other.to_string()),
                 }
             }
-            Err(PgError::Indeterminate(e)) => Outcome::Info(e),
+            Err(PgError::Indeterminate(e)) => give_back(&mut self.session, e).await,
         }
     }
 
