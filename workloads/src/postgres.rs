@@ -1,8 +1,8 @@
 //! A lock client's session on the PostgreSQL server: one connection, made when needed, whose
 //! server-side session is what holds the advisory locks. Each call is bounded in time and its
 //! error sorted into "certainly not done" and "may have been done"; after the latter the
-//! connection is dropped, so that whatever the session may hold goes with it once the server
-//! hears of the close.
+//! connection is dropped, and an acquire ends that session from a new one ([`give_back`]), so
+//! that whatever it may hold is gone.
 
 use std::future::Future;
 use std::net::SocketAddr;
