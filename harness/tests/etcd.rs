@@ -99,29 +99,7 @@ fn etcd_locks_are_valid_without_faults() {
 /// etcd grants the lock again, as the article says it would not need fencing for.
 fn lock_set_with_zombies(fencing: bool) -> StoredRun {
     support::etcd_image();
-    support::storage_image();
-    let mut args = vec![
-        "--deployment",
-        "etcd",
-        "--client",
-        "etcd-lease",
-        "--workload",
-        "lock-set",
-        "--nemesis",
-        "client-pause",
-        "--concurrency",
-        "2",
-        "--nemesis-interval",
-        "300ms",
-        "--time-limit",
-        "20s",
-        "--seed",
-        "1",
-    ];
-    if fencing {
-        args.push("--fencing");
-    }
-    StoredRun::new(&args)
+    support::lock_set_with_zombies("etcd", "etcd-lease", fencing)
 }
 
 #[test]

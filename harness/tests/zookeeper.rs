@@ -180,29 +180,7 @@ fn zookeeper_locks_are_valid_without_faults() {
 /// holder still thinks it holds it.
 fn lock_set_with_zombies(fencing: bool) -> StoredRun {
     support::zookeeper_image();
-    support::storage_image();
-    let mut args = vec![
-        "--deployment",
-        "zookeeper",
-        "--client",
-        "zk-recipe",
-        "--workload",
-        "lock-set",
-        "--nemesis",
-        "client-pause",
-        "--concurrency",
-        "2",
-        "--nemesis-interval",
-        "300ms",
-        "--time-limit",
-        "20s",
-        "--seed",
-        "1",
-    ];
-    if fencing {
-        args.push("--fencing");
-    }
-    StoredRun::new(&args)
+    support::lock_set_with_zombies("zookeeper", "zk-recipe", fencing)
 }
 
 #[test]

@@ -442,3 +442,31 @@ pub fn a_fault_on_the_holder_finds_double_grants(fault: &str) {
         results["coverage"]
     );
 }
+
+/// A `lock-set` run of two clients of `client` on `deployment` under client pauses longer than
+/// their lease (seed 1, 20 s), with or without `--fencing`: the zombie scenario.
+pub fn lock_set_with_zombies(deployment: &str, client: &str, fencing: bool) -> StoredRun {
+    storage_image();
+    let mut args = vec![
+        "--deployment",
+        deployment,
+        "--client",
+        client,
+        "--workload",
+        "lock-set",
+        "--nemesis",
+        "client-pause",
+        "--concurrency",
+        "2",
+        "--nemesis-interval",
+        "300ms",
+        "--time-limit",
+        "20s",
+        "--seed",
+        "1",
+    ];
+    if fencing {
+        args.push("--fencing");
+    }
+    StoredRun::new(&args)
+}
