@@ -17,9 +17,10 @@
 //!   workers start as processes `0..concurrency`, and a worker's process is replaced only
 //!   after an `info`, so the workers are taken to be the processes up to the largest one that
 //!   invoked before the first client `info` (every process, if none has one);
-//! - a link fault (`link-*`, targets `g<group>-><node>`) targets a link to one of the grant's
-//!   nodes (to any node, for a grant without a `node` list). The history does not say which
-//!   client group a worker is in, so a link of any group counts.
+//! - a link fault (`link-*`, targets `g<group>-><node>`) targets a link of the holder's client
+//!   group to one of the grant's nodes (to any node, for a grant without a `node` list). Worker
+//!   `w` is in group `w % groups`; the history does not say how many groups there were, so
+//!   where the caller does not either ([`RunFacts::client_groups`]), a link of any group counts.
 //!
 //! Faults of other names (from another tool's history) are counted in [`Coverage::faults`] but
 //! reach no holder: coverage never claims what it cannot see.
@@ -85,6 +86,9 @@ pub struct Coverage {
 pub struct RunFacts {
     /// The number of client workers.
     pub concurrency: Option<usize>,
+    /// The number of client groups with links of their own (worker `w` is in group
+    /// `w % groups`); `None` or 0 where unknown or where clients reach the nodes directly.
+    pub client_groups: Option<usize>,
     /// How long a node must look gone before the deployment promotes another.
     pub detector_ms: Option<u64>,
     /// Whether the deployment acknowledges a write only once a majority holds it (a consensus
@@ -137,10 +141,11 @@ impl Coverage {
         self.grants_faulted > 0
     }
 
-    /// Whether the history names masters and the master never changed: no fault made the
-    /// deployment fail over.
+    /// Whether the history names masters, some fault cut off, stopped or crashed a node, and
+    /// the master never changed: no fault made the deployment fail over. (A run of client
+    /// faults alone never asked it to.)
     pub fn no_failover(&self) -> bool {
-        self.master_changes == Some(0)
+        self.node_outages > 0 && self.master_changes == Some(0)
     }
 
     /// One line for a user, such as `53 grants, 12 with a fault on the holder during its
@@ -283,10 +288,11 @@ pub fn check(ops: &[Op], facts: RunFacts) -> Coverage {
     let workers = concurrency
         .filter(|&c| c > 0)
         .unwrap_or_else(|| inferred_concurrency(ops)) as u64;
+    let groups = facts.client_groups.filter(|&g| g > 0).map(|g| g as u64);
     let reaches = |window: &Window, grant: &Candidate| {
         window.start < grant.end
             && window.stop > grant.start
-            && reaches_holder(window, grant, workers)
+            && reaches_holder(window, grant, workers, groups)
     };
 
     let largest_ttl = ops.iter().filter_map(|op| op.ttl_ms).max();
@@ -445,7 +451,7 @@ fn at_risk(records: &[&Op], windows: &[Window], end: u64) -> Vec<AtRisk> {
 }
 
 /// Whether `window`'s fault acts on `grant`'s holder, its worker or its nodes (module doc).
-fn reaches_holder(window: &Window, grant: &Candidate, workers: u64) -> bool {
+fn reaches_holder(window: &Window, grant: &Candidate, workers: u64, groups: Option<u64>) -> bool {
     let on_grant_node = |node: &str| {
         grant
             .nodes
@@ -453,23 +459,28 @@ fn reaches_holder(window: &Window, grant: &Candidate, workers: u64) -> bool {
             .filter(|nodes| !nodes.is_empty())
             .is_none_or(|nodes| nodes.iter().any(|n| n == node))
     };
+    let worker = match grant.process {
+        Process::Client(p) => Some(p % workers),
+        Process::Nemesis(_) => None,
+    };
+    let in_holders_group = |group: &str| match groups {
+        Some(groups) => group
+            .strip_prefix('g')
+            .and_then(|g| g.parse::<u64>().ok())
+            .is_some_and(|g| worker.is_some_and(|w| w % groups == g)),
+        None => true,
+    };
     match Reach::of(&window.fault) {
         Reach::Node => window.nodes.is_empty() || window.nodes.iter().any(|n| on_grant_node(n)),
-        Reach::Client => {
-            let worker = match grant.process {
-                Process::Client(p) => Some(p % workers),
-                Process::Nemesis(_) => None,
-            };
-            window.nodes.iter().any(|target| {
-                target
-                    .strip_prefix("client-")
-                    .and_then(|w| w.parse::<u64>().ok())
-                    .is_some_and(|w| Some(w) == worker)
-            })
-        }
+        Reach::Client => window.nodes.iter().any(|target| {
+            target
+                .strip_prefix("client-")
+                .and_then(|w| w.parse::<u64>().ok())
+                .is_some_and(|w| Some(w) == worker)
+        }),
         Reach::Link => window.nodes.iter().any(|link| {
             link.split_once("->")
-                .is_some_and(|(_group, node)| on_grant_node(node))
+                .is_some_and(|(group, node)| in_holders_group(group) && on_grant_node(node))
         }),
         Reach::Unknown => false,
     }
@@ -543,8 +554,7 @@ mod tests {
         fn check(&mut self, concurrency: Option<usize>) -> Coverage {
             self.check_with(RunFacts {
                 concurrency,
-                detector_ms: None,
-                majority_commits: false,
+                ..RunFacts::default()
             })
         }
         fn check_with(&mut self, facts: RunFacts) -> Coverage {
@@ -575,7 +585,7 @@ mod tests {
         let facts = RunFacts {
             concurrency: Some(5),
             detector_ms: Some(300),
-            majority_commits: false,
+            ..RunFacts::default()
         };
         // Where a majority commits each write, a cut-off master acknowledged none of these.
         let consensus = s.check_with(RunFacts {
@@ -628,7 +638,13 @@ mod tests {
             .contains("2 master changes, two masters at once for 0.5 s"));
 
         let mut s = Script::default();
-        s.master(0, &["n1"]).fault((100, 200), "partition", &["n2"]);
+        s.master(0, &["n1"])
+            .fault((50, 90), "client-pause", &["client-0"]);
+        assert!(
+            !s.check(None).no_failover(),
+            "no node fault, no failover asked"
+        );
+        s.fault((100, 200), "partition", &["n2"]);
         s.hold((300, 400), 0, &["n1"]);
         let r = s.check(None);
         assert!(r.no_failover());
@@ -750,6 +766,31 @@ mod tests {
         assert_eq!(s.check(Some(1)).grants_faulted, 0);
         s.fault((300, 400), "link-latency", &["g0->n2"]);
         assert_eq!(s.check(Some(1)).grants_faulted, 1);
+    }
+
+    #[test]
+    fn with_client_groups_known_a_link_fault_reaches_only_its_groups_holders() {
+        // Workers 0 and 2 are in group 0, worker 1 in group 1 (of two); process 4 is worker 1.
+        let mut s = Script::default();
+        s.hold((0, 500), 0, &["n1"])
+            .hold((0, 500), 4, &["n1"])
+            .hold((0, 500), 2, &["n2"])
+            .fault((100, 200), "link-drop", &["g1->n1"]);
+        let groups = |client_groups| RunFacts {
+            concurrency: Some(3),
+            client_groups,
+            ..RunFacts::default()
+        };
+        assert_eq!(
+            s.check_with(groups(Some(2))).grants_faulted,
+            1,
+            "only worker 1's"
+        );
+        assert_eq!(
+            s.check_with(groups(None)).grants_faulted,
+            2,
+            "groups unknown: any link to the grant's node"
+        );
     }
 
     #[test]

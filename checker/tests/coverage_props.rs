@@ -23,8 +23,7 @@ fn check(history: &[Op], concurrency: Option<usize>) -> coverage::Coverage {
         history,
         RunFacts {
             concurrency,
-            detector_ms: None,
-            majority_commits: false,
+            ..RunFacts::default()
         },
     )
 }

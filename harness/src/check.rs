@@ -17,7 +17,7 @@ use splitbrain_checker::coverage::RunFacts;
 use splitbrain_checker::linearizability::{self, find_model, Limits, Linearizability, MODELS};
 use splitbrain_checker::{
     acquisition_stats, coverage, fencing, lock_safety, lost_writes, read_edn_history, read_history,
-    stats, stuck_lock, EdnOptions, HistoryError, Op, OpType, Valid,
+    stats, stuck_lock, EdnOptions, HistoryError, Op, Valid,
 };
 
 use crate::cli::CheckArgs;
@@ -115,8 +115,7 @@ pub fn check(args: &CheckArgs) -> Result<Exit, HarnessError> {
     let ops = read.ops;
     let linearizability = model_for(&ops, &lin)
         .map(|(model, counts)| {
-            linearizability::check(&releases_by_write(&ops), model, lin.limits)
-                .map(|result| (result, counts))
+            linearizability::check(&ops, model, lin.limits).map(|result| (result, counts))
         })
         .transpose()
         .map_err(|e| HarnessError::BadInput(format!("{}: {e}", path.display())))?;
@@ -257,9 +256,8 @@ fn model_for(
 /// operations do not pair up is `unknown`, with why, rather than a failed run.
 fn linearizable(ops: &[Op], lin: &LinearizabilityCheck) -> Option<(Linearizability, bool)> {
     let (model, counts) = model_for(ops, lin)?;
-    let ops = releases_by_write(ops);
     let result =
-        linearizability::check(&ops, model, lin.limits).unwrap_or_else(|e| Linearizability {
+        linearizability::check(ops, model, lin.limits).unwrap_or_else(|e| Linearizability {
             valid: Valid::Unknown,
             model: model.name.to_string(),
             keys: 0,
@@ -273,44 +271,6 @@ fn linearizable(ops: &[Op], lin: &LinearizabilityCheck) -> Option<(Linearizabili
             failures: Vec::new(),
         });
     Some((result, counts))
-}
-
-/// The history as a mutex sees it: a grant marked `ends_with_write` is released by its
-/// holder's write, which commits the lock's transaction, so that write is its release, and
-/// the holder's `release` afterwards (a commit of nothing) is no part of it.
-fn releases_by_write(ops: &[Op]) -> std::borrow::Cow<'_, [Op]> {
-    if !ops.iter().any(|op| op.ends_with_write) {
-        return std::borrow::Cow::Borrowed(ops);
-    }
-    // Processes holding such a grant (with its lock key), writing under it, and whose write
-    // released it.
-    let mut holding = std::collections::HashMap::new();
-    let mut writing = std::collections::HashMap::new();
-    let mut released = std::collections::HashSet::new();
-    let mut view = Vec::with_capacity(ops.len());
-    for op in ops {
-        let mut op = op.clone();
-        match (op.f.as_str(), op.kind) {
-            ("acquire", OpType::Ok) if op.ends_with_write => {
-                holding.insert(op.process, op.key.clone());
-            }
-            ("add", OpType::Invoke) if holding.contains_key(&op.process) => {
-                let key = holding.remove(&op.process).flatten();
-                writing.insert(op.process, key.clone());
-                (op.f, op.key) = ("release".into(), key);
-            }
-            ("add", _) if writing.contains_key(&op.process) => {
-                let key = writing.remove(&op.process).flatten();
-                released.insert(op.process);
-                (op.f, op.key) = ("release".into(), key);
-            }
-            ("release", OpType::Invoke) if released.contains(&op.process) => continue,
-            ("release", _) if released.remove(&op.process) => continue,
-            _ => {}
-        }
-        view.push(op);
-    }
-    std::borrow::Cow::Owned(view)
 }
 
 /// How long a lock key may refuse everyone past its last lease before it counts as stuck:

@@ -17,7 +17,8 @@ use splitbrain_workloads::workload::{
     find_workload, DataOptions, Workload, WorkloadKind, WORKLOADS,
 };
 use splitbrain_workloads::{
-    find_client, ClientConfig, ClientOptions, Fences, Sentinels, Shape, CLIENTS, EXEC_PREFIX,
+    find_client, ClientConfig, ClientKind, ClientOptions, Fences, Sentinels, Shape, CLIENTS,
+    EXEC_PREFIX,
 };
 
 use crate::cli::RunArgs;
@@ -36,8 +37,8 @@ pub struct TestSpec {
     pub server: Option<&'static dyn System>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nodes: Option<usize>,
-    /// The client's name, or `exec:<command>` for an external one.
-    pub client: String,
+    /// The lock client (for a lock workload).
+    pub client: ChosenClient,
     /// Redlock's retry jitter (off with `--no-jitter`).
     #[serde(default = "yes")]
     pub jitter: bool,
@@ -268,14 +269,14 @@ impl TestSpec {
                 )))
             }
         };
-        let client_name = if client_arg.starts_with(EXEC_PREFIX) {
-            client_arg.to_string()
-        } else {
-            client.name.to_string()
+        let client = ChosenClient {
+            kind: client,
+            command: client_arg.strip_prefix(EXEC_PREFIX).map(str::to_string),
         };
+        let client_name = client.to_string();
         // Building a client connects to nothing, so it can say now whether it suits the nodes.
         let placeholder = ClientConfig {
-            options: client_options(&client_name, !args.no_jitter, sequential, Duration::ZERO),
+            options: client_options(&client, !args.no_jitter, sequential, Duration::ZERO),
             ..ClientConfig::new(
                 nodes
                     .iter()
@@ -295,7 +296,7 @@ impl TestSpec {
         };
         // A data workload talks to the deployment itself; it takes no lock client.
         if workload.data.is_none() {
-            (client.build)(&placeholder).map_err(|e| {
+            (client.kind.build)(&placeholder).map_err(|e| {
                 bad(format!(
                     "--client {client_name} does not fit --deployment {}: {e}",
                     topology.name()
@@ -314,7 +315,7 @@ impl TestSpec {
                 "--fencing is checked by the storage of --workload lock-set; add that".into(),
             ));
         }
-        if args.fencing && client.fences == Fences::Never {
+        if args.fencing && client.kind.fences == Fences::Never {
             let fencing: Vec<&str> = CLIENTS
                 .iter()
                 .filter(|c| c.fences == Fences::Always && c.speaks == Some(server.family()))
@@ -405,7 +406,7 @@ impl TestSpec {
                 1
             }
             * if client_groups > 0 { 2 } else { 1 };
-        let (most, why) = limits::most_workers(connections, client_name.starts_with(EXEC_PREFIX));
+        let (most, why) = limits::most_workers(connections, client.command.is_some());
         if args.concurrency as u64 > most {
             return Err(bad(format!(
                 "--concurrency {} is more than this machine can run: at most {most}, as {why}",
@@ -428,10 +429,7 @@ impl TestSpec {
                 format!("-{}", server.name())
             },
             // A command line makes a poor folder name; its program's file name will do.
-            match (
-                workload.data.is_none(),
-                client_name.strip_prefix(EXEC_PREFIX)
-            ) {
+            match (workload.data.is_none(), &client.command) {
                 (false, _) => String::new(),
                 (true, Some(command)) => format!("exec-{}-", program_name(command)),
                 (true, None) => format!("{client_name}-"),
@@ -450,7 +448,7 @@ impl TestSpec {
             deployment: topology,
             server: Some(server),
             nodes: args.nodes,
-            client: client_name,
+            client,
             jitter: !args.no_jitter,
             sequential,
             workload,
@@ -502,16 +500,17 @@ impl TestSpec {
         (!names.is_empty()).then(|| names.join(","))
     }
 
-    /// What the run's history does not say about it, for the checkers.
     /// The server the nodes run.
     pub fn server(&self) -> &'static dyn System {
         self.server.unwrap_or(self.deployment.system())
     }
 
+    /// What the run's history does not say about it, for the checkers.
     pub fn run_facts(&self) -> RunFacts {
         let detector = self.deployment.failure_detector(&self.topology_options());
         RunFacts {
             concurrency: Some(self.concurrency),
+            client_groups: Some(self.client_groups),
             detector_ms: detector.map(|d| d.after.as_millis() as u64),
             majority_commits: self.deployment.replication() == Replication::Consensus,
         }
@@ -565,11 +564,8 @@ impl TestSpec {
                 keys: self.resources,
             }));
         }
-        let client = find_client(&self.client).ok_or_else(|| {
-            HarnessError::BadInput(format!("unknown client `{}` in --client", self.client))
-        })?;
         Ok(Box::new(LockWorkload {
-            client,
+            client: self.client.kind,
             concurrency: self.concurrency,
             ttl: self.ttl,
             hold: self.hold,
@@ -603,7 +599,7 @@ impl TestSpec {
              --time-limit {} --concurrency {} --ttl {} --persistence {} --clock-bump {} \
              --clock-drift {} --client-pause {} --seed {}",
             self.deployment.name(),
-            shell_quoted(&self.client),
+            shell_quoted(&self.client.to_string()),
             self.workload.name,
             if self.skip_unsupported {
                 "all".to_string()
@@ -637,7 +633,7 @@ impl TestSpec {
                 humantime::format_duration(interval)
             );
         }
-        if self.client.starts_with(EXEC_PREFIX) {
+        if self.client.command.is_some() {
             line += &format!(
                 " --exec-start-timeout {}",
                 humantime::format_duration(self.exec_start_timeout)
@@ -739,7 +735,7 @@ pub fn catalog() -> String {
 }
 
 fn client_options(
-    client: &str,
+    client: &ChosenClient,
     jitter: bool,
     sequential: bool,
     start_timeout: Duration,
@@ -747,8 +743,49 @@ fn client_options(
     ClientOptions {
         jitter,
         sequential,
-        command: client.strip_prefix(EXEC_PREFIX).map(str::to_string),
+        command: client.command.clone(),
         start_timeout,
+    }
+}
+
+/// A run's lock client: its kind and, for an `exec:` client, the command it runs. `test.json`
+/// stores it as `--client` took it.
+#[derive(Clone)]
+pub struct ChosenClient {
+    pub kind: &'static ClientKind,
+    pub command: Option<String>,
+}
+
+impl std::fmt::Display for ChosenClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.command {
+            Some(command) => write!(f, "{EXEC_PREFIX}{command}"),
+            None => f.write_str(self.kind.name),
+        }
+    }
+}
+
+impl std::fmt::Debug for ChosenClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{self}")
+    }
+}
+
+impl Serialize for ChosenClient {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for ChosenClient {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<ChosenClient, D::Error> {
+        let arg = String::deserialize(d)?;
+        let kind = find_client(&arg)
+            .ok_or_else(|| serde::de::Error::custom(format!("unknown client `{arg}`")))?;
+        Ok(ChosenClient {
+            kind,
+            command: arg.strip_prefix(EXEC_PREFIX).map(str::to_string),
+        })
     }
 }
 
@@ -1057,7 +1094,7 @@ mod tests {
             "lock-set",
         ])
         .unwrap();
-        assert_eq!(s.client, "exec:sh -c 'exit 0'");
+        assert_eq!(s.client.to_string(), "exec:sh -c 'exit 0'");
         assert_eq!(
             s.client_options().command.as_deref(),
             Some("sh -c 'exit 0'")

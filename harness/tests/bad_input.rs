@@ -321,113 +321,89 @@ fn histories_the_checker_cannot_take_name_where() {
     );
 }
 
-#[test]
-fn redis_and_etcd_clients_refuse_each_others_deployments() {
-    let line = refused(&["run", "--deployment", "etcd", "--client", "set-nx-px"]);
-    assert!(
-        line.contains("runs etcd") && line.contains("etcd-lease"),
-        "{line}"
-    );
-    let line = refused(&["run", "--deployment", "single", "--client", "etcd-lease"]);
-    assert!(
-        line.contains("etcd-lease speaks etcd") && line.contains("runs redis"),
-        "{line}"
-    );
+/// Each command line (split at spaces) is refused with a line holding every fragment.
+fn refused_with(cases: &[(&str, &[&str])]) {
+    for (command, fragments) in cases {
+        let args: Vec<&str> = command.split_whitespace().collect();
+        let line = refused(&args);
+        assert!(
+            fragments.iter().all(|fragment| line.contains(fragment)),
+            "`{command}` should say {fragments:?}: {line}"
+        );
+    }
 }
 
 #[test]
-fn etcd_refuses_what_it_cannot_honour() {
-    // Leases are whole seconds, of at least 2 s.
-    let line = refused(&[
-        "run",
-        "--deployment",
-        "etcd",
-        "--client",
-        "etcd-lease",
-        "--ttl",
-        "1500ms",
+fn redis_and_the_lock_services_clients_refuse_each_others_deployments() {
+    refused_with(&[
+        (
+            "run --deployment etcd --client set-nx-px",
+            &["runs etcd", "etcd-lease"],
+        ),
+        (
+            "run --deployment single --client etcd-lease",
+            &["etcd-lease speaks etcd", "runs redis"],
+        ),
+        (
+            "run --deployment zookeeper --client redlock",
+            &["runs zookeeper", "zk-recipe"],
+        ),
+        (
+            "run --deployment single --client zk-recipe",
+            &["zk-recipe speaks zookeeper", "runs redis"],
+        ),
+        (
+            "run --deployment postgres --client set-nx-px",
+            &["runs postgres", "pg-advisory"],
+        ),
+        (
+            "run --deployment single --client pg-advisory",
+            &["--deployment postgres"],
+        ),
     ]);
-    assert!(line.contains("--ttl 2s or more"), "{line}");
-    // The clock shim cannot reach a Go server.
-    let line = refused(&[
-        "run",
-        "--deployment",
-        "etcd",
-        "--client",
-        "etcd-lease",
-        "--nemesis",
-        "clock-bump",
-    ]);
-    assert!(line.contains("vDSO"), "{line}");
 }
 
 #[test]
-fn redis_and_zookeeper_clients_refuse_each_others_deployments() {
-    let line = refused(&["run", "--deployment", "zookeeper", "--client", "redlock"]);
-    assert!(
-        line.contains("runs zookeeper") && line.contains("zk-recipe"),
-        "{line}"
-    );
-    let line = refused(&["run", "--deployment", "single", "--client", "zk-recipe"]);
-    assert!(
-        line.contains("zk-recipe speaks zookeeper") && line.contains("runs redis"),
-        "{line}"
-    );
-}
-
-#[test]
-fn zookeeper_refuses_what_it_cannot_honour() {
-    // The lease is the session timeout, which the servers keep between 2 and 20 ticks.
-    let line = refused(&["run", "--deployment", "zookeeper", "--ttl", "30s"]);
-    assert!(line.contains("--ttl between 1s and 10s"), "{line}");
-    // The clock shim is not in the ZooKeeper image, and its sessions run on nanoTime.
-    let line = refused(&[
-        "run",
-        "--deployment",
-        "zookeeper",
-        "--nemesis",
-        "clock-drift",
+fn each_lock_service_refuses_what_it_cannot_honour() {
+    refused_with(&[
+        // etcd's leases are whole seconds, of at least 2 s.
+        (
+            "run --deployment etcd --client etcd-lease --ttl 1500ms",
+            &["--ttl 2s or more"],
+        ),
+        // The clock shim cannot reach a Go server.
+        (
+            "run --deployment etcd --client etcd-lease --nemesis clock-bump",
+            &["vDSO"],
+        ),
+        // ZooKeeper's lease is the session timeout, which the servers keep between 2 and 20
+        // ticks.
+        (
+            "run --deployment zookeeper --ttl 30s",
+            &["--ttl between 1s and 10s"],
+        ),
+        // The clock shim is not in the ZooKeeper image, and its sessions run on nanoTime.
+        (
+            "run --deployment zookeeper --nemesis clock-drift",
+            &["ZooKeeper's JVM"],
+        ),
+        // A consensus group elects its own leader.
+        (
+            "run --deployment zookeeper --nemesis failover",
+            &["elects its leader itself"],
+        ),
+        ("run --deployment postgres --nodes 2", &["exactly 1 server"]),
+        // PostgreSQL's lease is the server's TCP keepalive, in whole seconds.
+        (
+            "run --deployment postgres --client pg-advisory --ttl 1500ms",
+            &["--ttl 2s or more"],
+        ),
+        // A lock that cannot outlive its write has no token to fence with.
+        (
+            "run --deployment postgres --client pg-advisory-xact --workload lock-set --fencing",
+            &["pg-advisory-xact"],
+        ),
     ]);
-    assert!(line.contains("ZooKeeper's JVM"), "{line}");
-    // A consensus group elects its own leader.
-    let line = refused(&["run", "--deployment", "zookeeper", "--nemesis", "failover"]);
-    assert!(line.contains("elects its leader itself"), "{line}");
-}
-
-#[test]
-fn postgres_refuses_what_it_cannot_honour() {
-    let line = refused(&["run", "--deployment", "postgres", "--client", "set-nx-px"]);
-    assert!(
-        line.contains("runs postgres") && line.contains("pg-advisory"),
-        "{line}"
-    );
-    let line = refused(&["run", "--deployment", "single", "--client", "pg-advisory"]);
-    assert!(line.contains("--deployment postgres"), "{line}");
-    let line = refused(&["run", "--deployment", "postgres", "--nodes", "2"]);
-    assert!(line.contains("exactly 1 server"), "{line}");
-    // The lease is the server's TCP keepalive, in whole seconds.
-    let line = refused(&[
-        "run",
-        "--deployment",
-        "postgres",
-        "--client",
-        "pg-advisory",
-        "--ttl",
-        "1500ms",
-    ]);
-    assert!(line.contains("--ttl 2s or more"), "{line}");
-    // A lock that cannot outlive its write has no token to fence with.
-    let line = refused(&[
-        "run",
-        "--deployment",
-        "postgres",
-        "--client",
-        "pg-advisory-xact",
-        "--workload",
-        "lock-set",
-        "--fencing",
-    ]);
-    assert!(line.contains("pg-advisory-xact"), "{line}");
 }
 
 #[test]

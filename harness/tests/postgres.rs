@@ -199,3 +199,62 @@ async fn a_pg_advisory_xact_holder_cut_off_cannot_commit_its_write() {
     assert_eq!(after, doc, "the cut-off holder's write never landed");
     cut.links.shutdown();
 }
+
+/// `link-drop-holder` cuts the group of the holder it found, each time: the cut-off holder's
+/// session ends, the other group takes the lock, and the zombie writes (a `stale` double
+/// grant); coverage counts the grants the cuts reached.
+#[test]
+fn link_drop_holder_cuts_the_holders_own_group_and_makes_a_zombie() {
+    if docker_skipped() {
+        return;
+    }
+    support::postgres_image();
+    let (workers, groups) = (4, 2);
+    let run = StoredRun::new(&[
+        "--deployment",
+        "postgres",
+        "--client",
+        "pg-advisory",
+        "--workload",
+        "lock-set",
+        "--ttl",
+        "2s",
+        "--hold",
+        "6s",
+        "--nemesis",
+        "link-drop-holder",
+        "--nemesis-interval",
+        "5s",
+        "--concurrency",
+        &workers.to_string(),
+        "--client-groups",
+        &groups.to_string(),
+        "--time-limit",
+        "25s",
+        "--seed",
+        "1",
+    ]);
+    run.assert_exit(1);
+    let cuts: Vec<_> = run
+        .ops()
+        .into_iter()
+        .filter(|op| op.f == "start" && op.fault.as_deref() == Some("link-drop-holder"))
+        .filter_map(|op| {
+            let holder = op.measured.as_ref()?["holder"].as_u64()?;
+            Some((holder, op.node.unwrap_or_default()))
+        })
+        .collect();
+    assert!(
+        !cuts.is_empty(),
+        "no cut found a holder: {}",
+        printed(&run.out)
+    );
+    for (holder, links) in &cuts {
+        let group = holder % workers % groups;
+        assert_eq!(links, &[format!("g{group}->n1")], "holder {holder}");
+    }
+    let results = run.results();
+    let stale = results["lock-safety"]["stale_double_grant_count"].as_u64();
+    assert!(stale >= Some(1), "{}", printed(&run.out));
+    assert!(results["coverage"]["grants_faulted"].as_u64() >= Some(1));
+}

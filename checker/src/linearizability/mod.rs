@@ -87,7 +87,7 @@ use model::PreparedPart;
 use search::PartOutcome;
 
 use crate::verdict::Checked;
-use crate::{Op, Process, Valid};
+use crate::{Op, OpType, Process, Valid};
 
 /// How long the search may run and how much memory it may hold, over all keys together.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -163,13 +163,52 @@ pub enum CheckError {
     },
 }
 
+/// The history as a lock model sees it: a grant marked `ends_with_write` is released by its
+/// holder's write, which commits the lock's transaction, so that write is its release, and
+/// the holder's `release` afterwards (a commit of nothing) is no part of it.
+fn releases_by_write(ops: &[Op]) -> std::borrow::Cow<'_, [Op]> {
+    if !ops.iter().any(|op| op.ends_with_write) {
+        return std::borrow::Cow::Borrowed(ops);
+    }
+    // Processes holding such a grant (with its lock key), writing under it, and whose write
+    // released it.
+    let mut holding = std::collections::HashMap::new();
+    let mut writing = std::collections::HashMap::new();
+    let mut released = std::collections::HashSet::new();
+    let mut view = Vec::with_capacity(ops.len());
+    for op in ops {
+        let mut op = op.clone();
+        match (op.f.as_str(), op.kind) {
+            ("acquire", OpType::Ok) if op.ends_with_write => {
+                holding.insert(op.process, op.key.clone());
+            }
+            ("add", OpType::Invoke) if holding.contains_key(&op.process) => {
+                let key = holding.remove(&op.process).flatten();
+                writing.insert(op.process, key.clone());
+                (op.f, op.key) = ("release".into(), key);
+            }
+            ("add", _) if writing.contains_key(&op.process) => {
+                let key = writing.remove(&op.process).flatten();
+                released.insert(op.process);
+                (op.f, op.key) = ("release".into(), key);
+            }
+            ("release", OpType::Invoke) if released.contains(&op.process) => continue,
+            ("release", _) if released.remove(&op.process) => continue,
+            _ => {}
+        }
+        view.push(op);
+    }
+    std::borrow::Cow::Owned(view)
+}
+
 /// Checks that `history` is linearizable with respect to `model`, within `limits`.
 pub fn check(
     history: &[Op],
     model: &RegisteredModel,
     limits: Limits,
 ) -> Result<Linearizability, CheckError> {
-    let split = calls::split(history, model.fs())?;
+    let history = releases_by_write(history);
+    let split = calls::split(&history, model.fs())?;
     let keys: Vec<Option<&str>> = split.parts.iter().map(|part| part.key).collect();
     let parts = split
         .parts

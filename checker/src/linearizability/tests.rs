@@ -444,3 +444,29 @@ fn rule_10_a_history_with_nothing_to_check_is_unknown() {
         Some("nothing was checked: the history has no set operation (add, read) that did not fail")
     );
 }
+
+#[test]
+fn a_grant_that_ends_with_its_write_is_released_by_that_write() {
+    // Process 1's lock lives in its write's transaction: the write's commit frees it, so
+    // process 2 is granted before process 1's `release` (a commit of nothing) is invoked.
+    let mut builder = HistoryBuilder::default();
+    builder
+        .on("lock")
+        .call(1, "acquire", None)
+        .on("doc")
+        .invoke(1, "add", json!(7))
+        .on("lock")
+        .invoke(2, "acquire", None)
+        .on("doc")
+        .ok(1, "add", json!(7))
+        .on("lock")
+        .ok(2, "acquire", None)
+        .call(1, "release", None)
+        .call(2, "release", None);
+    let mut history = builder.build();
+    assert_eq!(check_with("owner-mutex", &history).valid, Valid::False);
+    history[1].ends_with_write = true;
+    let result = check_with("owner-mutex", &history);
+    assert_eq!(result.valid, Valid::True, "{result:?}");
+    assert_eq!(result.ops_checked, 4, "two grants, each with its release");
+}

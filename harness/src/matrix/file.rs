@@ -195,7 +195,7 @@ pub fn load(path: &Path) -> Result<Vec<Cell>, HarnessError> {
                             // A data workload takes no lock client.
                             let client = match spec.workload.data {
                                 Some(_) => "-".to_string(),
-                                None => spec.client.clone(),
+                                None => spec.client.to_string(),
                             };
                             let faults = spec.fault_names().unwrap_or_else(|| "none".into());
                             // A server other than the default, and fencing, make cells of their

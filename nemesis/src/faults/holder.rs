@@ -42,6 +42,7 @@ pub(super) async fn aim(target: &Target, action: &Action) -> Result<Aimed, Start
     let (victims, granted) = victims(target, &grant, &action.params);
     Ok(Aimed {
         measured: serde_json::json!({ "holder": grant.process, "granted_by": granted }),
+        holder: grant.process,
         victims,
     })
 }
@@ -50,6 +51,8 @@ pub(super) async fn aim(target: &Target, action: &Action) -> Result<Aimed, Start
 pub(super) struct Aimed {
     pub victims: Vec<String>,
     pub measured: serde_json::Value,
+    /// The holder's process.
+    pub holder: u64,
 }
 
 /// The next grant of the contended key given after this call, if one comes within the

@@ -99,8 +99,12 @@ impl Fault for Link {
         }
     }
 
+    /// The proxy's toxics heal apart from the firewall's drops.
     fn family(&self) -> &'static str {
-        "link"
+        match self.0 {
+            LinkKind::Drop => "link-drop",
+            _ => "link",
+        }
     }
 
     fn summary(&self) -> &'static str {
@@ -128,28 +132,7 @@ impl Fault for Link {
     }
 
     fn fits(&self, layout: &Layout) -> Result<(), String> {
-        if layout.replication == Replication::Cluster {
-            return Err(format!(
-                "{} works on client links, and Redis Cluster clients follow MOVED replies to \
-                 the nodes' own addresses, around the links; use partition or packet faults \
-                 on cluster",
-                self.name()
-            ));
-        }
-        if layout.groups == 0 {
-            return Err(format!(
-                "{} needs client links (--client-groups 1 or more)",
-                self.name()
-            ));
-        }
-        if self.0 == LinkKind::Drop && layout.groups > GROUPS_WITH_SOURCE_PORTS {
-            return Err(format!(
-                "link-drop tells client groups apart by source port ranges, of which there are \
-                 {GROUPS_WITH_SOURCE_PORTS}; use --client-groups {GROUPS_WITH_SOURCE_PORTS} or \
-                 fewer"
-            ));
-        }
-        Ok(())
+        links_fit(self.name(), layout, self.0 == LinkKind::Drop)
     }
 
     fn plan(&self, layout: &Layout, options: &NemesisOptions, rng: &mut StdRng) -> Action {
@@ -236,6 +219,30 @@ impl Fault for Link {
     }
 }
 
+/// Why a fault on the client links named `fault` cannot run on `layout`, if it cannot; `drop`
+/// for one that cuts them at the firewall, by the groups' source ports.
+pub(super) fn links_fit(fault: &str, layout: &Layout, drop: bool) -> Result<(), String> {
+    if layout.replication == Replication::Cluster {
+        return Err(format!(
+            "{fault} works on client links, and Redis Cluster clients follow MOVED replies to \
+             the nodes' own addresses, around the links; use partition or packet faults on \
+             cluster"
+        ));
+    }
+    if layout.groups == 0 {
+        return Err(format!(
+            "{fault} needs client links (--client-groups 1 or more)"
+        ));
+    }
+    if drop && layout.groups > GROUPS_WITH_SOURCE_PORTS {
+        return Err(format!(
+            "{fault} tells client groups apart by source port ranges, of which there are \
+             {GROUPS_WITH_SOURCE_PORTS}; use --client-groups {GROUPS_WITH_SOURCE_PORTS} or fewer"
+        ));
+    }
+    Ok(())
+}
+
 /// The firewall rules that drop a group's packets at a node, by the group's source ports:
 /// both ways, so that neither the server's replies nor its keepalive probes get through.
 fn drop_rules(ports: &std::ops::RangeInclusive<u16>) -> [[String; 4]; 2] {
@@ -252,7 +259,7 @@ fn drop_rules(ports: &std::ops::RangeInclusive<u16>) -> [[String; 4]; 2] {
 }
 
 /// Adds (`-I`) or deletes (`-D`) the rules that cut `link` at its node.
-async fn firewall(target: &Target, link: &str, how: &str) -> Result<(), ComposeError> {
+pub(super) async fn firewall(target: &Target, link: &str, how: &str) -> Result<(), ComposeError> {
     let (group, node) = parse_link_name(link).ok_or_else(|| {
         ComposeError::BadOptions(format!("`{link}` names no client group's link"))
     })?;
@@ -278,6 +285,10 @@ async fn firewall(target: &Target, link: &str, how: &str) -> Result<(), ComposeE
 async fn dropped(target: &Target) -> Result<Vec<String>, ComposeError> {
     let deployment = &target.deployment;
     let mut dropped = Vec::new();
+    if target.links.groups() == 0 {
+        // No client links, so no drop rules: no need to ask the nodes.
+        return Ok(dropped);
+    }
     for node in deployment.nodes() {
         let rules = deployment
             .exec_ok(&node.name, &["iptables", "-S", "INPUT"])

@@ -10,6 +10,7 @@ mod holder;
 mod kill;
 mod kill_holder;
 mod link;
+mod link_drop_holder;
 mod packet;
 mod partition;
 mod pause;
@@ -168,6 +169,7 @@ pub static FAULTS: &[&dyn Fault] = &[
     &link::Link(link::LinkKind::Bandwidth),
     &link::Link(link::LinkKind::SlowClose),
     &link::Link(link::LinkKind::Drop),
+    &link_drop_holder::LinkDropHolder,
     &packet::Packet::Loss,
     &packet::Packet::Netem,
 ];

@@ -11,8 +11,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use super::{held_by_another, ClientConfig, ClientKind, Fences, Grant, LockClient, Outcome};
-use crate::postgres::{give_back, keep_alive, lock, outcome, PgError, PgSession};
-use crate::CrashPoint;
+use crate::postgres::{give_back, lock, outcome, Advisory, AdvisoryClient, PgError, PgSession};
 
 pub(super) const KIND: ClientKind = ClientKind {
     name: "pg-advisory",
@@ -24,53 +23,40 @@ pub(super) const KIND: ClientKind = ClientKind {
 };
 
 fn build(config: &ClientConfig) -> Result<Box<dyn LockClient>, String> {
-    Ok(Box::new(PgAdvisory {
-        session: PgSession::new(config, KIND.name)?,
-        crash: config.crash.clone(),
-    }))
+    AdvisoryClient::build(config, KIND.name, SessionLock)
 }
 
-struct PgAdvisory {
-    session: PgSession,
-    crash: CrashPoint,
-}
+struct SessionLock;
 
 #[async_trait]
-impl LockClient for PgAdvisory {
-    async fn prepare(&mut self) -> Result<(), String> {
-        // Connecting is no part of an acquire; a server that is down now is the acquire's
-        // to find.
-        let _ = self.session.connected().await;
-        Ok(())
-    }
-
-    async fn acquire(&mut self, resource: &str, ttl: Duration) -> Outcome<Grant> {
-        match lock(&mut self.session, "pg_advisory_lock", resource, true).await {
+impl Advisory for SessionLock {
+    async fn acquire(
+        &mut self,
+        session: &mut PgSession,
+        resource: &str,
+        ttl: Duration,
+    ) -> Outcome<Grant> {
+        match lock(session, "pg_advisory_lock", resource, true).await {
             Ok((pid, fence)) => {
                 let fence = fence.unwrap_or_default();
-                if self.crash.crash_now() {
-                    self.session.close();
-                    return Outcome::Info("crashed: the client died holding the lock".into());
-                }
                 Outcome::Ok(Grant {
                     token: format!("{pid}-{fence}"),
                     // The server ends the session no sooner than a TTL after it last heard
                     // from the client, which was just now.
                     validity: ttl,
-                    nodes: vec![self.session.node()],
+                    nodes: vec![session.node()],
                     fence: Some(fence as u64),
                 })
             }
             Err(PgError::Busy(_)) => Outcome::Fail(held_by_another()),
             Err(PgError::Definite(e)) => Outcome::Fail(e),
-            Err(PgError::Indeterminate(e)) => give_back(&mut self.session, e).await,
+            Err(PgError::Indeterminate(e)) => give_back(session, e).await,
         }
     }
 
-    async fn release(&mut self, resource: &str, _grant: &Grant) -> Outcome<()> {
+    async fn release(&mut self, session: &mut PgSession, resource: &str) -> Outcome<()> {
         let resource = resource.to_string();
-        let unlocked = self
-            .session
+        let unlocked = session
             .call(|client| async move {
                 let row = client
                     .query_one("SELECT pg_advisory_unlock(hashtext($1))", &[&resource])
@@ -86,18 +72,5 @@ impl LockClient for PgAdvisory {
             Outcome::Fail(e) => Outcome::Fail(e),
             Outcome::Info(e) => Outcome::Info(e),
         }
-    }
-
-    fn renewal_interval(&self, ttl: Duration) -> Option<Duration> {
-        Some(ttl / 3)
-    }
-
-    async fn renew(&mut self, _resource: &str, _grant: &Grant, ttl: Duration) -> Outcome<()> {
-        keep_alive(&self.session, ttl).await
-    }
-
-    fn retry_delay(&mut self, _failures: u32) -> Duration {
-        // The server already made the acquire wait for the lock.
-        Duration::from_millis(rand::random_range(5..=25))
     }
 }
