@@ -27,6 +27,8 @@ pub enum Command {
     Check(CheckArgs),
     /// Run every cell of a matrix file, each against the verdict it should get.
     Matrix(MatrixArgs),
+    /// The article's claims, each a named scenario: list them, or run one over seeds.
+    Scenario(ScenarioArgs),
     /// Build every server's image (Redis versions, etcd, ZooKeeper), the storage image and
     /// their Debian base, locally.
     Images {
@@ -241,6 +243,34 @@ pub struct MatrixArgs {
     /// Print only the summary table.
     #[arg(long)]
     pub quiet: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ScenarioArgs {
+    #[command(subcommand)]
+    pub command: ScenarioCommand,
+    /// The folder of scenario files (NAME.toml).
+    #[arg(long, global = true, default_value = crate::scenario::DIR)]
+    pub dir: PathBuf,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ScenarioCommand {
+    /// Every scenario: its name, the verdict it should get, its claim and where it comes from.
+    List,
+    /// Run one scenario over seeds 1..=N and say in how many its claim held (a hazard needs
+    /// nine in ten, a cure every one).
+    Run {
+        name: String,
+        #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=1000))]
+        seeds: u64,
+        /// Where runs and the summary (scenario-NAME-<time>/) are stored.
+        #[arg(long, default_value = "results")]
+        results: PathBuf,
+        /// Print only the summary.
+        #[arg(long)]
+        quiet: bool,
+    },
 }
 
 #[derive(Debug, Args)]

@@ -11,6 +11,7 @@ mod reaper;
 mod report;
 mod results;
 mod run;
+mod scenario;
 mod serve;
 mod spec;
 mod summary;
@@ -18,7 +19,7 @@ mod summary;
 use clap::{CommandFactory, FromArgMatches};
 use tokio_util::sync::CancellationToken;
 
-use crate::cli::{Cli, Command, ImagesCommand, ReportCommand};
+use crate::cli::{Cli, Command, ImagesCommand, ReportCommand, ScenarioCommand};
 use crate::error::{Exit, HarnessError};
 
 fn main() {
@@ -40,7 +41,10 @@ fn main() {
             std::process::exit(Exit::BadInput.code());
         }
     };
-    if matches!(cli.command, Command::Run(_) | Command::Matrix(_)) {
+    if matches!(
+        cli.command,
+        Command::Run(_) | Command::Matrix(_) | Command::Scenario(_)
+    ) {
         limits::raise_open_files();
         if let Err(e) = reaper::start() {
             eprintln!("error: {e:#}");
@@ -78,6 +82,18 @@ async fn dispatch(command: Command) -> Exit {
             };
             matrix::run(options, interrupt_on_signals()).await
         }
+        Command::Scenario(args) => match args.command {
+            ScenarioCommand::List => scenario::list(&args.dir),
+            ScenarioCommand::Run {
+                name,
+                seeds,
+                results,
+                quiet,
+            } => {
+                progress::set_quiet(quiet);
+                scenario::run(&args.dir, &name, seeds, results, interrupt_on_signals()).await
+            }
+        },
         Command::Report(args) => {
             logging::to_stderr();
             match &args.command {

@@ -413,3 +413,15 @@ fn a_server_must_exist_and_fit_the_deployment() {
     let line = refused(&["run", "--deployment", "etcd", "--server", "valkey-8.1"]);
     assert!(line.contains("etcd-3.4"), "{line}");
 }
+
+#[test]
+fn an_unknown_scenario_names_the_known_ones() {
+    let scenarios = concat!(env!("CARGO_MANIFEST_DIR"), "/../scenarios");
+    let line = refused(&["scenario", "run", "redis-zombi", "--dir", scenarios]);
+    assert!(
+        line.contains("no scenario `redis-zombi`") && line.contains("redis-zombie-fenced"),
+        "{line}"
+    );
+    let line = refused(&["scenario", "list", "--dir", "/nonexistent"]);
+    assert!(line.contains("pass --dir"), "{line}");
+}

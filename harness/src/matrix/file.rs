@@ -33,6 +33,9 @@ use crate::spec::TestSpec;
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct MatrixFile {
+    /// What a scenario file claims (see [`crate::scenario`]); a matrix has none.
+    #[serde(default)]
+    scenario: Option<Spanned<Claim>>,
     #[serde(default)]
     defaults: BTreeMap<Spanned<String>, Spanned<toml::Value>>,
     #[serde(default)]
@@ -59,6 +62,17 @@ struct Group {
     expect_fault_on_holder: bool,
     #[serde(default)]
     options: BTreeMap<Spanned<String>, Spanned<toml::Value>>,
+}
+
+/// A scenario's claim: what it shows, in one sentence, and where the claim comes from.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Claim {
+    pub claim: String,
+    pub source: String,
+    /// The scenario whose hazard this one cures, where it is a cure.
+    #[serde(default)]
+    pub cures: Option<String>,
 }
 
 /// The verdict a cell should get.
@@ -106,20 +120,67 @@ pub struct Cell {
 /// Reads `path` and expands it into cells, each one checked as `splitbrain run` checks its
 /// arguments; nothing runs.
 pub fn load(path: &Path) -> Result<Vec<Cell>, HarnessError> {
+    let (text, file) = read(path)?;
+    expand(path, &text, &file, None)
+}
+
+/// Reads the scenario file `path`: its claim, and its one group's cells over `seeds`.
+pub fn load_scenario(path: &Path, seeds: &[u64]) -> Result<(Claim, Vec<Cell>), HarnessError> {
+    let (text, file) = read(path)?;
+    let at = located(path, &text);
+    let Some(claim) = &file.scenario else {
+        return Err(at(
+            0..0,
+            "not a scenario: add a [scenario] table with its claim and source",
+        ));
+    };
+    if file.group.len() != 1 {
+        return Err(at(
+            claim.span(),
+            "a scenario is one [[group]]: one deployment, client, workload and faults",
+        ));
+    }
+    let cells = expand(path, &text, &file, Some(seeds))?;
+    if cells.len() != seeds.len() {
+        return Err(at(
+            file.group[0].span(),
+            "a scenario's group lists one deployment, client, workload and faults each",
+        ));
+    }
+    Ok((claim.get_ref().clone(), cells))
+}
+
+/// A file's text and what it says, or why it cannot be read.
+fn read(path: &Path) -> Result<(String, MatrixFile), HarnessError> {
     let text = std::fs::read_to_string(path).map_err(|e| {
         HarnessError::BadInput(format!(
             "cannot read the matrix file {}: {e}",
             path.display()
         ))
     })?;
-    let at = |span: Range<usize>, message: &str| {
-        let line = text[..span.start.min(text.len())].matches('\n').count() + 1;
-        HarnessError::BadInput(format!("{}:{line}: {message}", path.display()))
-    };
     let file: MatrixFile = toml::from_str(&text).map_err(|e| {
         let message = e.message().trim().to_string();
-        at(e.span().unwrap_or(0..0), &message)
+        located(path, &text)(e.span().unwrap_or(0..0), &message)
     })?;
+    Ok((text, file))
+}
+
+/// An error at a place in the file: `path:line: message`.
+fn located<'a>(path: &'a Path, text: &'a str) -> impl Fn(Range<usize>, &str) -> HarnessError + 'a {
+    move |span: Range<usize>, message: &str| {
+        let line = text[..span.start.min(text.len())].matches('\n').count() + 1;
+        HarnessError::BadInput(format!("{}:{line}: {message}", path.display()))
+    }
+}
+
+/// The file's cells, with `seeds` in place of every group's where given.
+fn expand(
+    path: &Path,
+    text: &str,
+    file: &MatrixFile,
+    seeds: Option<&[u64]>,
+) -> Result<Vec<Cell>, HarnessError> {
+    let at = located(path, text);
     let defaults = options(&file.defaults).map_err(|(span, m)| at(span, &m))?;
     if file.group.is_empty() {
         return Err(at(
@@ -145,10 +206,10 @@ pub fn load(path: &Path) -> Result<Vec<Cell>, HarnessError> {
                 list.iter().cloned().map(Some).collect()
             }
         };
-        let seeds: Vec<Option<&Spanned<u64>>> = if group.seeds.is_empty() {
-            vec![None]
-        } else {
-            group.seeds.iter().map(Some).collect()
+        let seeds: Vec<Option<u64>> = match seeds {
+            Some(seeds) => seeds.iter().copied().map(Some).collect(),
+            None if group.seeds.is_empty() => vec![None],
+            None => group.seeds.iter().map(|s| Some(*s.get_ref())).collect(),
         };
         for deployment in or_default(&group.deployments) {
             for client in or_default(&group.clients) {
@@ -168,7 +229,7 @@ pub fn load(path: &Path) -> Result<Vec<Cell>, HarnessError> {
                                 }
                             }
                             if let Some(seed) = seed {
-                                args.extend(["--seed".to_string(), seed.get_ref().to_string()]);
+                                args.extend(["--seed".to_string(), seed.to_string()]);
                             }
                             for (flag, value, _) in &options {
                                 args.push(format!("--{flag}"));

@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 use splitbrain_checker::Valid;
 use tokio_util::sync::CancellationToken;
 
-pub use file::{Cell, Expect};
+pub use file::{load_scenario, Cell, Claim, Expect};
 
 use crate::error::{Exit, HarnessError};
 use crate::progress;
@@ -110,29 +110,47 @@ pub async fn run(
             .collect(),
         None => cells,
     };
-    let started = chrono::Utc::now();
-    let dir = options.results.join(format!(
+    let name = format!(
         "matrix-{}{}",
-        started.format("%Y%m%dT%H%M%S"),
+        chrono::Utc::now().format("%Y%m%dT%H%M%S"),
         options
             .shard
             .map(|s| format!("-shard-{}-of-{}", s.index, s.count))
             .unwrap_or_default()
-    ));
+    );
+    let (record, dir) = run_cells(&options, &name, mine, total, &interrupt).await?;
+    print!("{}", table(&record, &dir));
+    if interrupt.is_cancelled() {
+        return Ok(Exit::Interrupted);
+    }
+    Ok(exit_of(&record))
+}
+
+/// Runs `cells` (of `total` in the file) one after another into `results/<name>/`, and writes
+/// `matrix.json`, `index.html` and the JUnit file there; returns what they got, and where.
+pub async fn run_cells(
+    options: &MatrixOptions,
+    name: &str,
+    cells: Vec<Cell>,
+    total: usize,
+    interrupt: &CancellationToken,
+) -> Result<(MatrixRecord, PathBuf), HarnessError> {
+    let started = chrono::Utc::now();
+    let dir = options.results.join(name);
     std::fs::create_dir_all(dir.join("logs")).map_err(|e| {
         HarnessError::BadInput(format!(
             "creating {}: {e}: choose a results folder this user can write, with --results",
             dir.display()
         ))
     })?;
-    let progress = Progress::new(mine.len(), total);
+    let progress = Progress::new(cells.len(), total);
     let mut outcomes: Vec<CellOutcome> = Vec::new();
-    for (done, cell) in mine.iter().enumerate() {
+    for (done, cell) in cells.iter().enumerate() {
         if interrupt.is_cancelled() {
             break;
         }
-        let ticker = progress.running(done, cell, &outcomes, &mine[done..]);
-        let outcome = run_cell(cell, &dir, &interrupt).await?;
+        let ticker = progress.running(done, cell, &outcomes, &cells[done..]);
+        let outcome = run_cell(cell, &dir, interrupt).await?;
         ticker.abort();
         progress.finished(done, &outcome);
         outcomes.push(outcome);
@@ -144,11 +162,7 @@ pub async fn run(
         cells: outcomes,
     };
     write_outputs(&record, &dir, options.junit.as_deref())?;
-    print!("{}", table(&record, &dir));
-    if interrupt.is_cancelled() {
-        return Ok(Exit::Interrupted);
-    }
-    Ok(exit_of(&record))
+    Ok((record, dir))
 }
 
 /// `splitbrain report merge`: joins shards' `matrix.json` into one summary in `out`.
@@ -333,7 +347,7 @@ fn write_outputs(record: &MatrixRecord, dir: &Path, junit: Option<&Path>) -> any
 }
 
 /// The summary for the terminal: one line per cell, then what did not meet its expectation.
-fn table(record: &MatrixRecord, dir: &Path) -> String {
+pub fn table(record: &MatrixRecord, dir: &Path) -> String {
     use std::fmt::Write;
     let width = record
         .cells

@@ -1,0 +1,258 @@
+//! `splitbrain scenario`: the claims of the article and the literature around it, each a named
+//! scenario that reproduces it, run over seeds and held to the share of seeds its claim needs.
+//!
+//! A scenario is a matrix file of one group with a `[scenario]` table, in `scenarios/NAME.toml`:
+//!
+//! ```toml
+//! [scenario]
+//! claim = "A client paused past its lease wakes up as a zombie and writes."
+//! source = "Kleppmann 2016, 'How to do distributed locking'"
+//! cures = "other-scenario"        # where this one shows the cure of another's hazard
+//!
+//! [[group]]
+//! deployments = ["single"]
+//! clients = ["set-nx-px"]
+//! workloads = ["lock-set"]
+//! faults = ["client-pause"]
+//! expect = "invalid"              # a hazard: invalid; a cure: valid
+//! options = { time-limit = "30s" }
+//! ```
+//!
+//! A hazard is reproduced when at least nine seeds in ten show it (timing decides the rest); a
+//! cure holds only when every seed is valid.
+
+use std::path::{Path, PathBuf};
+
+use tokio_util::sync::CancellationToken;
+
+use crate::error::{Exit, HarnessError};
+use crate::matrix::{self, Claim, Expect, MatrixOptions, Met};
+
+/// The folder scenarios are read from, unless `--dir` says otherwise.
+pub const DIR: &str = "scenarios";
+
+/// One scenario file, by name.
+pub struct Scenario {
+    pub name: String,
+    pub path: PathBuf,
+    pub claim: Claim,
+    pub expect: Expect,
+}
+
+/// Every scenario in `dir`, by name, each read and checked as its runs would be.
+pub fn all(dir: &Path) -> Result<Vec<Scenario>, HarnessError> {
+    let entries = std::fs::read_dir(dir).map_err(|e| {
+        HarnessError::BadInput(format!(
+            "cannot read the scenarios folder {}: {e}; run from the repository's root or \
+             pass --dir",
+            dir.display()
+        ))
+    })?;
+    let mut paths: Vec<PathBuf> = entries
+        .filter_map(|entry| Some(entry.ok()?.path()))
+        .filter(|path| path.extension().is_some_and(|e| e == "toml"))
+        .collect();
+    // By name, so that a hazard comes just before its cure (`x` before `x-fenced`).
+    paths.sort_by_key(|path| name_of(path));
+    let scenarios = paths
+        .into_iter()
+        .map(|path| {
+            let (claim, cells) = matrix::load_scenario(&path, &[1])?;
+            Ok(Scenario {
+                name: name_of(&path),
+                claim,
+                expect: cells[0].expect,
+                path,
+            })
+        })
+        .collect::<Result<Vec<_>, HarnessError>>()?;
+    for scenario in &scenarios {
+        if let Some(cured) = &scenario.claim.cures {
+            if !scenarios.iter().any(|s| &s.name == cured) {
+                return Err(HarnessError::BadInput(format!(
+                    "{}: cures `{cured}`, which is no scenario in {}",
+                    scenario.path.display(),
+                    dir.display()
+                )));
+            }
+        }
+    }
+    Ok(scenarios)
+}
+
+fn name_of(path: &Path) -> String {
+    path.file_stem()
+        .map(|stem| stem.to_string_lossy().to_string())
+        .unwrap_or_default()
+}
+
+/// `scenario list`: a line for each, its name, what it should get, its source and claim.
+pub fn list(dir: &Path) -> Result<Exit, HarnessError> {
+    let scenarios = all(dir)?;
+    let width = scenarios.iter().map(|s| s.name.len()).max().unwrap_or(4);
+    for scenario in &scenarios {
+        let role = match &scenario.claim.cures {
+            Some(cured) => format!("cures {cured}"),
+            None => "hazard".to_string(),
+        };
+        println!(
+            "{:<width$}  {:<7}  {}\n{:<width$}  {:<7}  {} ({})",
+            scenario.name,
+            scenario.expect.label(),
+            scenario.claim.claim,
+            "",
+            "",
+            scenario.claim.source,
+            role,
+        );
+    }
+    Ok(Exit::Success)
+}
+
+/// `scenario run NAME --seeds N`: runs seeds 1..=N and says in how many the claim held.
+pub async fn run(
+    dir: &Path,
+    name: &str,
+    seeds: u64,
+    results: PathBuf,
+    interrupt: CancellationToken,
+) -> Result<Exit, HarnessError> {
+    let path = dir.join(format!("{name}.toml"));
+    if !path.is_file() {
+        let known: Vec<String> = all(dir)?.into_iter().map(|s| s.name).collect();
+        return Err(HarnessError::BadInput(format!(
+            "no scenario `{name}` in {}; choose one of: {} (see `splitbrain scenario list`)",
+            dir.display(),
+            known.join(", ")
+        )));
+    }
+    let seeds: Vec<u64> = (1..=seeds).collect();
+    let (claim, cells) = matrix::load_scenario(&path, &seeds)?;
+    let expect = cells[0].expect;
+    let options = MatrixOptions {
+        file: path,
+        results,
+        junit: None,
+        shard: None,
+    };
+    let folder = format!(
+        "scenario-{name}-{}",
+        chrono::Utc::now().format("%Y%m%dT%H%M%S")
+    );
+    let total = cells.len();
+    let (record, out) = matrix::run_cells(&options, &folder, cells, total, &interrupt).await?;
+    print!("{}", matrix::table(&record, &out));
+    if interrupt.is_cancelled() {
+        return Ok(Exit::Interrupted);
+    }
+    let met = record.cells.iter().filter(|c| c.met == Met::Yes).count();
+    let held = reproduced(expect, met, seeds.len());
+    println!(
+        "\nscenario {name}: {}\n  expected {} in {} of {} seeds; got it in {met}: {}",
+        claim.claim,
+        expect.label(),
+        needed(expect, seeds.len()),
+        seeds.len(),
+        if held {
+            "the claim holds"
+        } else {
+            "NOT REPRODUCED"
+        }
+    );
+    Ok(if held {
+        Exit::Success
+    } else {
+        Exit::Verdict(splitbrain_checker::Valid::False)
+    })
+}
+
+/// How many of `seeds` must meet the expectation: all for a cure (`valid`), nine in ten
+/// (rounded up) for a hazard, whose timing a busy machine may miss now and then.
+fn needed(expect: Expect, seeds: usize) -> usize {
+    match expect {
+        Expect::Invalid => (seeds * 9).div_ceil(10),
+        Expect::Valid | Expect::Any => seeds,
+    }
+}
+
+fn reproduced(expect: Expect, met: usize, seeds: usize) -> bool {
+    met >= needed(expect, seeds)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn repository_scenarios() -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios")
+    }
+
+    #[test]
+    fn every_scenario_in_the_repository_reads_and_names_its_source() {
+        let scenarios = all(&repository_scenarios()).unwrap();
+        assert!(scenarios.len() >= 8, "{}", scenarios.len());
+        for scenario in &scenarios {
+            assert!(!scenario.claim.claim.is_empty(), "{}", scenario.name);
+            assert!(!scenario.claim.source.is_empty(), "{}", scenario.name);
+            // A cure is valid; a hazard is what a run finds invalid.
+            let cure = scenario.claim.cures.is_some();
+            let expected = if cure { Expect::Valid } else { Expect::Invalid };
+            assert_eq!(scenario.expect, expected, "{}", scenario.name);
+        }
+    }
+
+    #[test]
+    fn a_hazard_needs_nine_seeds_in_ten_and_a_cure_every_seed() {
+        assert_eq!(needed(Expect::Invalid, 10), 9);
+        assert_eq!(needed(Expect::Invalid, 1), 1);
+        assert_eq!(needed(Expect::Invalid, 3), 3);
+        assert_eq!(needed(Expect::Invalid, 20), 18);
+        assert_eq!(needed(Expect::Valid, 10), 10);
+        assert!(reproduced(Expect::Invalid, 9, 10));
+        assert!(!reproduced(Expect::Valid, 9, 10));
+    }
+
+    #[test]
+    fn a_scenario_file_is_one_group_with_a_claim() {
+        let dir = tempfile::tempdir().unwrap();
+        let write = |name: &str, text: &str| {
+            let path = dir.path().join(name);
+            std::fs::write(&path, text).unwrap();
+            path
+        };
+        let group = "[[group]]\ndeployments = [\"single\"]\nclients = [\"set-nx-px\"]\n\
+                     faults = [\"none\"]\nexpect = \"valid\"\n";
+        let bare = write("bare.toml", group);
+        let error = matrix::load_scenario(&bare, &[1])
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(error.contains("add a [scenario] table"), "{error}");
+        let two = write(
+            "two.toml",
+            &format!("[scenario]\nclaim = \"c\"\nsource = \"s\"\n\n{group}{group}"),
+        );
+        let error = matrix::load_scenario(&two, &[1]).err().unwrap().to_string();
+        assert!(error.contains("one [[group]]"), "{error}");
+        let wide = write(
+            "wide.toml",
+            &format!(
+                "[scenario]\nclaim = \"c\"\nsource = \"s\"\n\n{}",
+                group.replace("[\"none\"]", "[\"none\", \"kill\"]")
+            ),
+        );
+        let error = matrix::load_scenario(&wide, &[1])
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(error.contains("one deployment, client"), "{error}");
+        let good = write(
+            "good.toml",
+            &format!("[scenario]\nclaim = \"c\"\nsource = \"s\"\n\n{group}"),
+        );
+        let (claim, cells) = matrix::load_scenario(&good, &[1, 2, 3]).unwrap();
+        assert_eq!(claim.claim, "c");
+        let seeds: Vec<u64> = cells.iter().map(|c| c.seed).collect();
+        assert_eq!(seeds, [1, 2, 3]);
+    }
+}
