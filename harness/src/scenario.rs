@@ -246,6 +246,18 @@ mod tests {
             .unwrap()
             .to_string();
         assert!(error.contains("one deployment, client"), "{error}");
+        let seeded = write(
+            "seeded.toml",
+            &format!("[scenario]\nclaim = \"c\"\nsource = \"s\"\n\n{group}seeds = [1]\n"),
+        );
+        let error = matrix::load_scenario(&seeded, &[1])
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            error.contains("seeded.toml:10: a scenario takes its seeds"),
+            "{error}"
+        );
         let good = write(
             "good.toml",
             &format!("[scenario]\nclaim = \"c\"\nsource = \"s\"\n\n{group}"),

@@ -140,6 +140,12 @@ pub fn load_scenario(path: &Path, seeds: &[u64]) -> Result<(Claim, Vec<Cell>), H
             "a scenario is one [[group]]: one deployment, client, workload and faults",
         ));
     }
+    if let Some(listed) = file.group[0].get_ref().seeds.first() {
+        return Err(at(
+            listed.span(),
+            "a scenario takes its seeds from `scenario run --seeds N`; remove `seeds`",
+        ));
+    }
     let cells = expand(path, &text, &file, Some(seeds))?;
     if cells.len() != seeds.len() {
         return Err(at(
