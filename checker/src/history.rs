@@ -103,7 +103,8 @@ pub struct Op {
     pub ends_with_write: bool,
 }
 
-/// How a client library that renews its own lease in the background tells of its renewals.
+/// How a grant's lock is kept alive beyond the lease it promised, where something other than
+/// the recorded `renew`s keeps it: a library renewing in the background, or a connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Renewal {
@@ -113,6 +114,11 @@ pub enum Renewal {
     /// The library renews but records nothing: the history shows only the lease promised at
     /// the grant, while the key may be kept alive until the holder releases it.
     Silent,
+    /// The lock lives as long as the holder's connection (PostgreSQL's session locks): the
+    /// server keeps it while the holder's kernel answers its keepalives, a frozen process's
+    /// too. The holder's recorded `renew`s extend its lease as a watchdog's do, and the key
+    /// may be kept until the holder releases it.
+    Connection,
 }
 
 impl Op {

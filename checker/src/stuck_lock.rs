@@ -17,7 +17,8 @@
 //!    - A grant marked `renewal: silent` comes from a library that keeps renewing it without
 //!      recording it: the key may live until the TTL after the holder's next `release`
 //!      invoke on the key (the last renewal may have come just before it), or, with no
-//!      release, until the history ends.
+//!      release, until the history ends. So may one marked `renewal: connection`, a lock the
+//!      server keeps while the holder's connection lives (a frozen holder's kernel keeps it).
 //!    - An `info` op may be carried out by the server after the client gave up on it (a paused
 //!      node answers when it wakes, a partitioned one when the partition heals): the key may
 //!      live until the TTL after its `info`, or after the stop of every fault active at its
@@ -270,7 +271,7 @@ impl KeyLifetimes {
                 Some(late(completion.time))
             }
             OpType::Fail | OpType::Invoke => None,
-            OpType::Ok if renews_silently(operation) => Some(
+            OpType::Ok if kept_until_release(operation) => Some(
                 self.releases
                     .get(&(invoke.process, operation.key().to_string()))
                     .and_then(|times| times.iter().find(|&&t| t >= completion.time))
@@ -287,6 +288,14 @@ impl KeyLifetimes {
 fn renews_silently(operation: &Operation) -> bool {
     operation.invoke.f == "acquire"
         && operation.completion.and_then(|c| c.renewal) == Some(Renewal::Silent)
+}
+
+/// A grant whose key may be kept until its holder releases it: renewed silently, or kept by
+/// the holder's connection.
+fn kept_until_release(operation: &Operation) -> bool {
+    renews_silently(operation)
+        || operation.invoke.f == "acquire"
+            && operation.completion.and_then(|c| c.renewal) == Some(Renewal::Connection)
 }
 
 /// What happened to one key, in nanoseconds.
@@ -645,6 +654,28 @@ mod tests {
         assert_eq!(s.check().valid, Valid::True);
         s.refused(4_200, 4_201, 3);
         assert_eq!(s.check().stuck_periods[0].free_from_ms, 4_000.0);
+    }
+
+    #[test]
+    fn rule_1_a_lock_kept_by_its_holders_connection_may_keep_the_key_until_its_release() {
+        // PostgreSQL's session lock: a holder frozen past its last ping keeps its connection,
+        // and with it the lock, until it wakes and releases.
+        let grant = |renewal| {
+            let mut s = Script::default();
+            s.op("acquire", (0, 1), 1, None);
+            let mut ok = Op::new(Process::Client(1), OpType::Ok, "acquire").key("lock");
+            ok.renewal = renewal;
+            s.push(1, ok)
+                .op("release", (5_000, 5_001), 1, Some((OpType::Ok, "")))
+                .refused(4_000, 4_001, 2);
+            s.check()
+        };
+        assert_eq!(grant(Some(Renewal::Connection)).valid, Valid::True);
+        assert_eq!(
+            grant(None).valid,
+            Valid::False,
+            "a plain lease ran out at 1001 ms"
+        );
     }
 
     #[test]

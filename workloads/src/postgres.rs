@@ -13,6 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use splitbrain_checker::Renewal;
 use tokio_postgres::error::SqlState;
 use tokio_postgres::{Client, NoTls};
 
@@ -426,5 +427,11 @@ impl<A: Advisory> LockClient for AdvisoryClient<A> {
 
     fn transaction(&self) -> Option<Arc<Client>> {
         self.advisory.transaction(&self.session)
+    }
+
+    /// The server keeps the lock while the session's connection lives, which a frozen
+    /// holder's kernel keeps alive: the others wait, for as long as it is frozen.
+    fn renewal(&self) -> Option<Renewal> {
+        Some(Renewal::Connection)
     }
 }
