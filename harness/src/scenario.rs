@@ -258,6 +258,21 @@ mod tests {
             error.contains("seeded.toml:10: a scenario takes its seeds"),
             "{error}"
         );
+        let vague = write(
+            "vague.toml",
+            &format!(
+                "[scenario]\nclaim = \"c\"\nsource = \"s\"\n\n{}",
+                group.replace("\"valid\"", "\"any\"")
+            ),
+        );
+        let error = matrix::load_scenario(&vague, &[1])
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            error.contains("vague.toml:9: a scenario claims a verdict"),
+            "{error}"
+        );
         let good = write(
             "good.toml",
             &format!("[scenario]\nclaim = \"c\"\nsource = \"s\"\n\n{group}"),

@@ -140,6 +140,13 @@ pub fn load_scenario(path: &Path, seeds: &[u64]) -> Result<(Claim, Vec<Cell>), H
             "a scenario is one [[group]]: one deployment, client, workload and faults",
         ));
     }
+    let expect = &file.group[0].get_ref().expect;
+    if *expect.get_ref() == Expect::Any {
+        return Err(at(
+            expect.span(),
+            "a scenario claims a verdict: expect `invalid` (a hazard) or `valid` (a cure)",
+        ));
+    }
     if let Some(listed) = file.group[0].get_ref().seeds.first() {
         return Err(at(
             listed.span(),
