@@ -185,6 +185,18 @@ pub struct RunArgs {
     /// Seed for the fault schedule (default: random, printed and stored in test.json).
     #[arg(long)]
     pub seed: Option<u64>,
+    /// Faults at fixed times instead of a seeded schedule: a TOML file of `[[fault]]` tables
+    /// (at, fault, targets, for, params), as scenario files and `splitbrain shrink` write them.
+    #[arg(long, value_name = "FILE", conflicts_with = "nemesis")]
+    pub script: Option<PathBuf>,
+    /// Run a stored run again: its options and its exact fault schedule (each fault's
+    /// targets, parameters and times). The clients' timing is not replayed. Takes no other
+    /// run options but --results, --quiet and --replays.
+    #[arg(long, value_name = "RUN_DIR")]
+    pub replay: Option<PathBuf>,
+    /// With --replay: how many times to run it again (the clients' timing differs each time).
+    #[arg(long, default_value_t = 1, requires = "replay", value_parser = count)]
+    pub replays: usize,
     /// Where results go.
     #[arg(long, default_value = "results")]
     pub results: PathBuf,

@@ -8,6 +8,7 @@ mod logging;
 mod matrix;
 mod progress;
 mod reaper;
+mod replay;
 mod report;
 mod results;
 mod run;
@@ -26,9 +27,17 @@ fn main() {
     let command = Cli::command().mut_subcommand("run", |run| run.after_help(spec::catalog()));
     let parsed = command
         .try_get_matches()
-        .and_then(|matches| Cli::from_arg_matches(&matches));
+        .and_then(|matches| Ok((Cli::from_arg_matches(&matches)?, matches)));
     let cli = match parsed {
-        Ok(cli) => cli,
+        Ok((_, matches)) if beside_replay(&matches).is_some() => {
+            let flag = beside_replay(&matches).unwrap_or_default();
+            eprintln!(
+                "error: --replay runs with the stored run's options and faults; leave out \
+                 --{flag} (or run without --replay)"
+            );
+            std::process::exit(Exit::BadInput.code());
+        }
+        Ok((cli, _)) => cli,
         Err(e) if !e.use_stderr() => {
             // --help and --version.
             let _ = e.print();
@@ -59,13 +68,41 @@ fn main() {
     std::process::exit(exit.code());
 }
 
+/// A run option given beside `--replay`, which takes them all from the stored run.
+fn beside_replay(matches: &clap::ArgMatches) -> Option<String> {
+    let given = |run: &clap::ArgMatches, id: &str| {
+        run.value_source(id) == Some(clap::parser::ValueSource::CommandLine)
+    };
+    let ("run", run) = matches.subcommand()? else {
+        return None;
+    };
+    if !given(run, "replay") {
+        return None;
+    }
+    let command = Cli::command();
+    let flag = command
+        .find_subcommand("run")?
+        .get_arguments()
+        .map(|option| option.get_id().as_str())
+        .find(|id| !["replay", "replays", "results", "quiet"].contains(id) && given(run, id))
+        .map(|id| id.replace('_', "-"));
+    flag
+}
+
 async fn dispatch(command: Command) -> Exit {
     let result = match command {
         Command::Run(args) => {
             progress::set_quiet(args.quiet);
-            match spec::TestSpec::from_args(&args) {
-                Ok(spec) => run::run(spec, interrupt_on_signals()).await,
-                Err(e) => Err(e),
+            match &args.replay {
+                Some(dir) => {
+                    replay::replay(dir, args.replays, &args.results, interrupt_on_signals()).await
+                }
+                None => match spec::TestSpec::from_args(&args) {
+                    Ok(spec) => run::run(spec, interrupt_on_signals())
+                        .await
+                        .map(|ran| ran.exit),
+                    Err(e) => Err(e),
+                },
             }
         }
         Command::Check(args) => {

@@ -22,8 +22,14 @@ use crate::results::{RunDir, TestRecord, Versions};
 use crate::spec::TestSpec;
 use crate::summary;
 
+/// A run done: how it ended, and its folder.
+pub struct Ran {
+    pub exit: Exit,
+    pub dir: std::path::PathBuf,
+}
+
 /// Runs one test. `interrupt` is cancelled on Ctrl-C or SIGTERM.
-pub async fn run(spec: TestSpec, interrupt: CancellationToken) -> Result<Exit, HarnessError> {
+pub async fn run(spec: TestSpec, interrupt: CancellationToken) -> Result<Ran, HarnessError> {
     let docker = splitbrain_compose::connect()
         .await
         .map_err(anyhow::Error::from)?;
@@ -121,12 +127,16 @@ pub async fn run(spec: TestSpec, interrupt: CancellationToken) -> Result<Exit, H
             dir.history().display()
         )));
     }
-    Ok(if results.error.is_some() {
+    let exit = if results.error.is_some() {
         Exit::Crash
     } else if interrupted {
         Exit::Interrupted
     } else {
         Exit::Verdict(results.valid)
+    };
+    Ok(Ran {
+        exit,
+        dir: dir.path,
     })
 }
 
@@ -238,6 +248,7 @@ async fn exercise(
         faults,
         options: spec.nemesis_options(),
         seed: spec.seed,
+        script: spec.script.as_ref().map(|script| script.faults.clone()),
     };
     let stop = interrupt.child_token();
     progress::step(&format!(

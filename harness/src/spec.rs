@@ -10,6 +10,7 @@ use splitbrain_compose::topology::{
     self, ClusterOptions, Persistence, Replication, SentinelOptions, Topology, TopologyOptions,
     MASTER_NAME,
 };
+use splitbrain_nemesis::script::ScriptedFault;
 use splitbrain_nemesis::{all_faults, find_fault, Fault, Layout, NemesisOptions, FAULTS};
 use splitbrain_workloads::storage::StorageConfig;
 use splitbrain_workloads::workload::lock::LockWorkload;
@@ -107,6 +108,20 @@ pub struct TestSpec {
     pub link_jitter: Duration,
     pub seed: u64,
     pub results: PathBuf,
+    /// Faults at fixed times (`--script`, `--replay`) instead of the seeded schedule.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub script: Option<Script>,
+}
+
+/// A run's faults written out, and where they were read from.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Script {
+    /// The script file, or the run folder whose faults are replayed.
+    pub from: PathBuf,
+    /// Whether `from` is a stored run this one replays.
+    #[serde(default)]
+    pub replay: bool,
+    pub faults: Vec<ScriptedFault>,
 }
 
 /// The quiet time between faults, and the length of faults without one of their own, where
@@ -327,7 +342,14 @@ impl TestSpec {
                 fencing.join(" or ")
             )));
         }
-        let nemesis = parse_nemesis(&args.nemesis)?;
+        let script = match &args.script {
+            Some(path) => Some(crate::replay::read_script(path)?),
+            None => None,
+        };
+        let nemesis = match &script {
+            Some(script) => script_faults(script)?,
+            None => parse_nemesis(&args.nemesis)?,
+        };
         let links = nemesis.iter().any(|f| f.needs_links());
         let explicit_links = args.toxiproxy_port.is_some() || !args.link_jitter.is_zero();
         if is_cluster && explicit_links {
@@ -359,6 +381,10 @@ impl TestSpec {
                 Err(_) if everything => nemesis.retain(|f| f.name() != fault.name()),
                 Err(e) => return Err(bad(format!("--nemesis {}: {e}", fault.name()))),
             }
+        }
+        if let Some(script) = &script {
+            splitbrain_nemesis::script::check(&script.faults, &layout)
+                .map_err(|why| bad(format!("--script {}: {why}", script.from.display())))?;
         }
         if !(args.clock_drift > 0.0 && args.clock_drift.is_finite()) || args.clock_drift == 1.0 {
             return Err(bad(format!(
@@ -491,6 +517,7 @@ impl TestSpec {
             link_jitter: args.link_jitter,
             seed: args.seed.unwrap_or_else(rand::random),
             results: args.results.clone(),
+            script,
         })
     }
 
@@ -594,18 +621,31 @@ impl TestSpec {
 
     /// The command line that runs this test again, seed included.
     pub fn command_line(&self) -> String {
+        let faults = match &self.script {
+            Some(script) if script.replay => {
+                return format!(
+                    "splitbrain run --replay {}",
+                    shell_quoted(&script.from.display().to_string())
+                )
+            }
+            Some(script) => format!(
+                "--script {}",
+                shell_quoted(&script.from.display().to_string())
+            ),
+            None if self.skip_unsupported => "--nemesis all".to_string(),
+            None => format!(
+                "--nemesis {}",
+                self.fault_names().unwrap_or_else(|| "none".to_string())
+            ),
+        };
         let mut line = format!(
-            "splitbrain run --deployment {} --client {} --workload {} --nemesis {} \
+            "splitbrain run --deployment {} --client {} --workload {} {} \
              --time-limit {} --concurrency {} --ttl {} --persistence {} --clock-bump {} \
              --clock-drift {} --client-pause {} --seed {}",
             self.deployment.name(),
             shell_quoted(&self.client.to_string()),
             self.workload.name,
-            if self.skip_unsupported {
-                "all".to_string()
-            } else {
-                self.fault_names().unwrap_or_else(|| "none".to_string())
-            },
+            faults,
             humantime::format_duration(self.time_limit),
             self.concurrency,
             humantime::format_duration(self.ttl),
@@ -851,6 +891,26 @@ fn shell_quoted(word: &str) -> String {
 
 fn yes() -> bool {
     true
+}
+
+/// The faults a script runs, each once, in the order they first come.
+pub fn script_faults(script: &Script) -> Result<Vec<&'static dyn Fault>, HarnessError> {
+    let mut faults: Vec<&'static dyn Fault> = Vec::new();
+    for (number, step) in script.faults.iter().enumerate() {
+        let Some(fault) = find_fault(&step.fault) else {
+            return Err(HarnessError::BadInput(format!(
+                "--script {}: scripted fault {} names an unknown fault `{}`; choose one of: {}",
+                script.from.display(),
+                number + 1,
+                step.fault,
+                names(FAULTS.iter().map(|f| f.name()))
+            )));
+        };
+        if !faults.iter().any(|f| f.name() == fault.name()) {
+            faults.push(fault);
+        }
+    }
+    Ok(faults)
 }
 
 fn parse_nemesis(text: &str) -> Result<Vec<&'static dyn Fault>, HarnessError> {

@@ -425,3 +425,33 @@ fn an_unknown_scenario_names_the_known_ones() {
     let line = refused(&["scenario", "list", "--dir", "/nonexistent"]);
     assert!(line.contains("pass --dir"), "{line}");
 }
+
+/// A script's mistakes are found before anything starts, named by the fault's place in it.
+#[test]
+fn a_script_that_cannot_run_here_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("faults.toml");
+    std::fs::write(
+        &script,
+        "[[fault]]\nat = \"1s\"\nfault = \"kill\"\ntargets = [\"n9\"]\nfor = \"1s\"\n",
+    )
+    .unwrap();
+    let path = script.to_str().unwrap();
+    let line = refused(&["run", "--script", path]);
+    assert!(
+        line.contains("scripted fault 1 (kill n9 at 1.00 s for 1.00 s)")
+            && line.contains("no target `n9`"),
+        "{line}"
+    );
+    let line = refused(&["run", "--script", path, "--nemesis", "kill"]);
+    assert!(line.contains("--nemesis"), "{line}");
+}
+
+/// A replay takes every option from the run it replays; one given beside it is refused.
+#[test]
+fn a_replay_takes_no_other_run_options() {
+    let line = refused(&["run", "--replay", "results/latest", "--ttl", "3s"]);
+    assert!(line.contains("leave out --ttl"), "{line}");
+    let line = refused(&["run", "--replay", "/nonexistent/run"]);
+    assert!(line.contains("is not a run folder"), "{line}");
+}

@@ -7,6 +7,7 @@ pub mod links;
 pub mod roles;
 mod runner;
 pub mod schedule;
+pub mod script;
 
 pub use faults::{all_faults, find_fault, Action, Fault, Layout, Target, FAULTS};
 pub use runner::{heal, nemesis_op, Nemesis, NemesisError, NemesisOptions};

@@ -6,7 +6,8 @@ use splitbrain_workloads::Recorder;
 use tokio_util::sync::CancellationToken;
 
 use crate::faults::{families, Action, Layout, Target};
-use crate::schedule::{Schedule, Step};
+use crate::schedule::Schedule;
+use crate::script::{self, Planned, ScriptedFault};
 use crate::Fault;
 
 /// When faults happen, and how big they are.
@@ -59,6 +60,8 @@ pub enum NemesisError {
     },
     #[error("the heal did not take: {}", .0.join("; "))]
     NotHealed(Vec<String>),
+    #[error("{0}")]
+    Script(String),
 }
 
 /// The nemesis op that marks a fault's start or stop: process `nemesis`, type `info`, the
@@ -73,22 +76,24 @@ pub fn nemesis_op(f: &str, fault: &str, action: &Action) -> Op {
 }
 
 /// Runs a seeded fault schedule against a deployment, Jepsen-style: a quiet time, a fault,
-/// its heal, again, until stopped; then heals everything and verifies it.
+/// its heal, again, until stopped; or, given a script, its faults at their times. Then heals
+/// everything and verifies it.
 pub struct Nemesis {
     pub faults: Vec<&'static dyn Fault>,
     pub options: NemesisOptions,
     pub seed: u64,
+    pub script: Option<Vec<ScriptedFault>>,
 }
 
 impl Nemesis {
-    /// Injects faults until `stop` is cancelled, then heals every fault it may have left and
-    /// checks that no trace of any fault remains on any node. Returns the steps it ran.
+    /// Injects faults until `stop` is cancelled (or the script has run), then heals every
+    /// fault it may have left and checks that no trace of any fault remains on any node.
     pub async fn run(
         &self,
         target: &Target,
         recorder: &Recorder,
         stop: CancellationToken,
-    ) -> Result<Vec<Step>, NemesisError> {
+    ) -> Result<(), NemesisError> {
         let layout = Layout {
             nodes: target.deployment.node_names(),
             clients: target.clients.workers(),
@@ -96,32 +101,78 @@ impl Nemesis {
             replication: target.deployment.replication(),
             clock_faults: target.deployment.system().clock_faults_reach(),
         };
-        let schedule = Schedule::new(self.seed, self.faults.clone(), layout, self.options.clone());
-        let mut ran = Vec::new();
-        let mut outcome = Ok(());
-        for step in schedule {
-            if !sleep_unless_stopped(step.wait, &stop).await {
-                break;
+        let outcome = match &self.script {
+            Some(script) => match script::plan(script, &layout, &self.options, self.seed) {
+                Ok(steps) => run_script(&steps, target, recorder, &stop).await,
+                Err(why) => Err(NemesisError::Script(why)),
+            },
+            None => {
+                let schedule =
+                    Schedule::new(self.seed, self.faults.clone(), layout, self.options.clone());
+                let mut outcome = Ok(());
+                for step in schedule {
+                    if !sleep_unless_stopped(step.wait, &stop).await {
+                        break;
+                    }
+                    outcome =
+                        run_step(step.fault, &step.action, step.hold, target, recorder, &stop)
+                            .await;
+                    if outcome.is_err() {
+                        break;
+                    }
+                }
+                outcome
             }
-            outcome = run_step(&step, target, recorder, &stop).await;
-            ran.push(step);
-            if outcome.is_err() {
-                break;
-            }
-        }
+        };
         let healed = heal(target).await;
-        outcome.and(healed).map(|()| ran)
+        outcome.and(healed)
     }
 }
 
-/// Starts one fault, holds it, stops it, recording both ends once they have taken effect.
-async fn run_step(
-    step: &Step,
+/// Runs every scripted step at its time from the history's time 0; steps of one family take
+/// turns, in order, so that none heals another's fault. The first error stops the rest.
+async fn run_script(
+    steps: &[Planned],
     target: &Target,
     recorder: &Recorder,
     stop: &CancellationToken,
 ) -> Result<(), NemesisError> {
-    let (fault, action) = (step.fault, &step.action);
+    let turns: std::collections::BTreeMap<&str, tokio::sync::Mutex<()>> = steps
+        .iter()
+        .map(|step| (step.fault.family(), tokio::sync::Mutex::new(())))
+        .collect();
+    let zero = tokio::time::Instant::from_std(recorder.started());
+    let turns = &turns;
+    futures_util::future::try_join_all(steps.iter().map(|step| async move {
+        let at = zero + step.at;
+        let due = tokio::select! {
+            () = tokio::time::sleep_until(at) => true,
+            () = stop.cancelled() => false,
+        };
+        if !due {
+            return Ok(());
+        }
+        let _turn = turns[step.fault.family()].lock().await;
+        if stop.is_cancelled() {
+            return Ok(());
+        }
+        run_step(step.fault, &step.action, step.hold, target, recorder, stop).await
+    }))
+    .await?;
+    // As a seeded schedule runs until the time limit, so does a script's run.
+    stop.cancelled().await;
+    Ok(())
+}
+
+/// Starts one fault, holds it, stops it, recording both ends once they have taken effect.
+async fn run_step(
+    fault: &'static dyn Fault,
+    action: &Action,
+    hold: Duration,
+    target: &Target,
+    recorder: &Recorder,
+    stop: &CancellationToken,
+) -> Result<(), NemesisError> {
     let error = |what, source| NemesisError::Action {
         action: what,
         fault: fault.name(),
@@ -144,7 +195,7 @@ async fn run_step(
     let mut op = nemesis_op("start", fault.name(), action);
     op.measured = started.measured;
     recorder.record(op);
-    sleep_unless_stopped(step.hold, stop).await;
+    sleep_unless_stopped(hold, stop).await;
     if let Some(background) = started.background {
         background.abort();
         let _ = background.await;

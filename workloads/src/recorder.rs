@@ -85,6 +85,11 @@ impl Recorder {
         op
     }
 
+    /// The history's time 0.
+    pub fn started(&self) -> Instant {
+        self.start
+    }
+
     /// Cancelled once an op could not be written (a full disk, say).
     pub fn failed(&self) -> CancellationToken {
         self.failed.clone()

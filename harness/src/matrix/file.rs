@@ -13,6 +13,12 @@
 //! expect = "valid"                # valid | invalid | any
 //! expect-fault-on-holder = true   # and some fault must have reached a lock's holder
 //! options = { ttl = "2s" }        # more run options, over the defaults
+//!
+//! [[fault]]                       # or: faults at fixed times, in every cell (`run --script`)
+//! at = "5s"
+//! fault = "kill"
+//! targets = ["n1"]
+//! for = "1s"
 //! ```
 //!
 //! A list left out is the run's default. Every cell is checked as `splitbrain run` would check
@@ -40,6 +46,9 @@ struct MatrixFile {
     defaults: BTreeMap<Spanned<String>, Spanned<toml::Value>>,
     #[serde(default)]
     group: Vec<Spanned<Group>>,
+    /// Faults at fixed times for every cell, instead of `faults` (read by `run --script`).
+    #[serde(default)]
+    fault: Vec<toml::Value>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -244,6 +253,9 @@ fn expand(
                             if let Some(seed) = seed {
                                 args.extend(["--seed".to_string(), seed.to_string()]);
                             }
+                            if !file.fault.is_empty() {
+                                args.extend(["--script".to_string(), path.display().to_string()]);
+                            }
                             for (flag, value, _) in &options {
                                 args.push(format!("--{flag}"));
                                 args.extend(value.clone());
@@ -271,7 +283,11 @@ fn expand(
                                 Some(_) => "-".to_string(),
                                 None => spec.client.to_string(),
                             };
-                            let faults = spec.fault_names().unwrap_or_else(|| "none".into());
+                            let faults = match (&spec.script, spec.fault_names()) {
+                                (Some(_), Some(names)) => format!("script:{names}"),
+                                (None, Some(names)) => names,
+                                (_, None) => "none".into(),
+                            };
                             // A server other than the default, and fencing, make cells of their
                             // own: `single@valkey-8.1`, `lock-set+fencing`.
                             let server = spec.server();

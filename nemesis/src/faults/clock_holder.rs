@@ -50,6 +50,18 @@ impl Fault for ClockHolder {
         action
     }
 
+    fn repeated(&self, done: &Action, _measured: &serde_json::Value) -> (&'static str, Action) {
+        let bump = Clock(ClockKind::Bump);
+        let params = serde_json::json!({ "offset_ms": done.params["offset_ms"] });
+        (
+            bump.name(),
+            Action {
+                targets: done.targets.clone(),
+                params,
+            },
+        )
+    }
+
     async fn start(&self, target: &Target, action: &Action) -> Result<Started, ComposeError> {
         let aimed = match aim(target, action).await {
             Ok(aimed) => aimed,

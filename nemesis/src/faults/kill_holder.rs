@@ -44,6 +44,10 @@ impl Fault for KillHolder {
         Kill.hold(options, rng)
     }
 
+    fn repeated(&self, done: &Action, _measured: &serde_json::Value) -> (&'static str, Action) {
+        (Kill.name(), Action::on(done.targets.clone()))
+    }
+
     async fn start(&self, target: &Target, action: &Action) -> Result<Started, ComposeError> {
         let aimed = match aim(target, action).await {
             Ok(aimed) => aimed,

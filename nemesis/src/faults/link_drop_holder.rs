@@ -54,6 +54,10 @@ impl Fault for LinkDropHolder {
         action
     }
 
+    fn repeated(&self, done: &Action, _measured: &serde_json::Value) -> (&'static str, Action) {
+        (DROP.name(), Action::on(done.targets.clone()))
+    }
+
     async fn start(&self, target: &Target, action: &Action) -> Result<Started, ComposeError> {
         let aimed = match aim(target, action).await {
             Ok(aimed) => aimed,

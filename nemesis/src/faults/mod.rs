@@ -131,6 +131,18 @@ pub trait Fault: Sync {
     fn plan(&self, layout: &Layout, _options: &NemesisOptions, rng: &mut StdRng) -> Action {
         Action::on(jepsen_targets(&layout.nodes, rng))
     }
+    /// Why a scripted step's parameters cannot work, if they cannot (`Null` where the script
+    /// left them out: the seed's plan then gives them, unless that cannot match the step).
+    fn check_scripted(&self, _params: &serde_json::Value) -> Result<(), String> {
+        Ok(())
+    }
+    /// The fault and action that do again exactly what a recorded start did (`done`, with what
+    /// it `measured`), whatever the deployment's state by then, for a replay: by default this
+    /// fault again; a fault that aimed when it started gives the plain fault it aimed with, on
+    /// the targets it hit.
+    fn repeated(&self, done: &Action, _measured: &serde_json::Value) -> (&'static str, Action) {
+        (self.name(), done.clone())
+    }
     /// How long the fault stays on before it is healed; by default [`fault_length`].
     fn hold(&self, options: &NemesisOptions, rng: &mut StdRng) -> Duration {
         fault_length(options, rng)
@@ -235,7 +247,7 @@ where
 }
 
 /// The target name of client worker `w`: `client-<w>`.
-fn client_target(worker: usize) -> String {
+pub(crate) fn client_target(worker: usize) -> String {
     format!("client-{worker}")
 }
 

@@ -170,9 +170,34 @@ impl Fault for Partition {
         }
     }
 
+    /// A script says who drops whom: a random grudge would not match its targets.
+    fn check_scripted(&self, params: &serde_json::Value) -> Result<(), String> {
+        serde_json::from_value::<Grudge>(params["grudge"].clone())
+            .map(|_| ())
+            .map_err(|_| {
+                "write out who drops whom, as `params = { grudge = { n1 = [\"n2\", \"n3\"], \
+                 n2 = [\"n1\"], n3 = [\"n1\"] } }`"
+                    .to_string()
+            })
+    }
+
+    /// An aimed partition is repeated with the grudge it applied, aimed no more.
+    fn repeated(&self, done: &Action, measured: &serde_json::Value) -> (&'static str, Action) {
+        let grudge = measured
+            .get("grudge")
+            .unwrap_or(&done.params["grudge"])
+            .clone();
+        let params = serde_json::json!({ "shape": done.params["shape"], "grudge": grudge });
+        let targets = match serde_json::from_value::<Grudge>(grudge) {
+            Ok(grudge) => grudge.keys().cloned().collect(),
+            Err(_) => done.targets.clone(),
+        };
+        (self.name(), Action { targets, params })
+    }
+
     async fn start(&self, target: &Target, action: &Action) -> Result<Started, ComposeError> {
         let mut grudge: Grudge = serde_json::from_value(action.params["grudge"].clone())
-            .expect("the plan wrote the grudge");
+            .expect("the plan or the checked script wrote the grudge");
         let mut measured = None;
         if action.params["aim"] == "master" {
             if let Some(master) = target.deployment.master_of(&target.key).await {

@@ -75,6 +75,10 @@ impl Fault for PrimaryNode {
         self.node_fault().hold(options, rng)
     }
 
+    fn repeated(&self, done: &Action, _measured: &serde_json::Value) -> (&'static str, Action) {
+        (self.node_fault().name(), Action::on(done.targets.clone()))
+    }
+
     async fn start(&self, target: &Target, _action: &Action) -> Result<Started, ComposeError> {
         let Some(master) = target.deployment.master_of(&target.key).await else {
             return Ok(Started {
