@@ -29,6 +29,9 @@ pub enum Command {
     Matrix(MatrixArgs),
     /// The article's claims, each a named scenario: list them, or run one over seeds.
     Scenario(ScenarioArgs),
+    /// The smallest fault schedule that still fails a stored failing run, by delta debugging
+    /// over its faults, their targets and lengths; written as a scenario file.
+    Shrink(ShrinkArgs),
     /// Build every server's image (Redis versions, etcd, ZooKeeper), the storage image and
     /// their Debian base, locally.
     Images {
@@ -56,6 +59,24 @@ pub enum Command {
         #[arg(long)]
         owner: String,
     },
+}
+
+#[derive(Debug, Args)]
+pub struct ShrinkArgs {
+    /// The failing run's folder (under results/).
+    pub run_dir: PathBuf,
+    /// Replays of each candidate schedule; a candidate fails when most of them do.
+    #[arg(long, default_value_t = 3, value_parser = count)]
+    pub replays: usize,
+    /// Replays of the result, for its reproduction rate.
+    #[arg(long, default_value_t = 5, value_parser = count)]
+    pub final_replays: usize,
+    /// Where the candidates' runs and the scenario file go.
+    #[arg(long, default_value = "results")]
+    pub results: PathBuf,
+    /// Print only the trials and the result, no progress.
+    #[arg(long)]
+    pub quiet: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -273,7 +294,11 @@ pub enum ScenarioCommand {
     /// Run one scenario over seeds 1..=N and say in how many its claim held (a hazard needs
     /// nine in ten, a cure every one).
     Run {
-        name: String,
+        #[arg(required_unless_present = "all", conflicts_with = "all")]
+        name: Option<String>,
+        /// Every scenario, and the claims page over them (results/claims-<time>/index.html).
+        #[arg(long)]
+        all: bool,
         #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=1000))]
         seeds: u64,
         /// Where runs and the summary (scenario-NAME-<time>/) are stored.

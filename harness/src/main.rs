@@ -1,6 +1,7 @@
 //! The `splitbrain` command.
 
 mod check;
+mod claims;
 mod cli;
 mod error;
 mod limits;
@@ -14,6 +15,7 @@ mod results;
 mod run;
 mod scenario;
 mod serve;
+mod shrink;
 mod spec;
 mod summary;
 
@@ -52,7 +54,7 @@ fn main() {
     };
     if matches!(
         cli.command,
-        Command::Run(_) | Command::Matrix(_) | Command::Scenario(_)
+        Command::Run(_) | Command::Matrix(_) | Command::Scenario(_) | Command::Shrink(_)
     ) {
         limits::raise_open_files();
         if let Err(e) = reaper::start() {
@@ -119,16 +121,33 @@ async fn dispatch(command: Command) -> Exit {
             };
             matrix::run(options, interrupt_on_signals()).await
         }
+        Command::Shrink(args) => {
+            progress::set_quiet(args.quiet);
+            let options = shrink::ShrinkOptions {
+                run_dir: args.run_dir,
+                replays: args.replays,
+                final_replays: args.final_replays,
+                results: args.results,
+            };
+            shrink::shrink(&options, interrupt_on_signals()).await
+        }
         Command::Scenario(args) => match args.command {
             ScenarioCommand::List => scenario::list(&args.dir),
             ScenarioCommand::Run {
                 name,
+                all,
                 seeds,
                 results,
                 quiet,
             } => {
                 progress::set_quiet(quiet);
-                scenario::run(&args.dir, &name, seeds, results, interrupt_on_signals()).await
+                let interrupt = interrupt_on_signals();
+                match name {
+                    Some(name) if !all => {
+                        scenario::run(&args.dir, &name, seeds, results, interrupt).await
+                    }
+                    _ => scenario::run_all(&args.dir, seeds, results, interrupt).await,
+                }
             }
         },
         Command::Report(args) => {

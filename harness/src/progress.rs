@@ -11,6 +11,7 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 static QUIET: AtomicBool = AtomicBool::new(false);
+static SUMMARIES: AtomicBool = AtomicBool::new(true);
 /// Whether a status line is on screen, to be cleared before the next line.
 static STATUS_SHOWN: AtomicBool = AtomicBool::new(false);
 
@@ -27,6 +28,15 @@ fn terminal() -> bool {
 /// Prints nothing but errors and the summary from now on.
 pub fn set_quiet(quiet: bool) {
     QUIET.store(quiet, Ordering::Relaxed);
+}
+
+/// Whether each run prints its summary: `shrink` runs many, and says what they got itself.
+pub fn set_summaries(shown: bool) {
+    SUMMARIES.store(shown, Ordering::Relaxed);
+}
+
+pub fn summaries() -> bool {
+    SUMMARIES.load(Ordering::Relaxed)
 }
 
 fn shown() -> bool {

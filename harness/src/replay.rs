@@ -190,7 +190,8 @@ pub struct Fidelity {
     pub aimed_again: usize,
     /// What differed, fault by fault.
     pub differences: Vec<String>,
-    /// How much later than in the original each same fault took effect, and ended, in ms.
+    /// How much later than in the original each same fault took effect, and ended, in ms
+    /// (the scheduling error).
     pub start_lag_ms: Vec<i64>,
     pub stop_lag_ms: Vec<i64>,
 }
@@ -210,8 +211,10 @@ pub fn fidelity(original: &[ScriptedFault], replayed: &[ScriptedFault]) -> Fidel
         let aims = find_fault(&was.fault).is_some_and(|f| f.aims_when_started());
         match replayed.get(number) {
             Some(now) if now.fault == was.fault && (aims || now.targets == was.targets) => {
+                // When an aimed fault takes effect is the clients' timing too.
                 if aims {
                     fidelity.aimed_again += 1;
+                    continue;
                 } else if now.params == was.params {
                     fidelity.same += 1;
                 } else {

@@ -117,7 +117,9 @@ pub async fn run(spec: TestSpec, interrupt: CancellationToken) -> Result<Ran, Ha
     );
     // The verdict is printed before anything more is written: a full disk loses files, never
     // the verdict.
-    print!("{}", summary::render(&title, &results));
+    if progress::summaries() {
+        print!("{}", summary::render(&title, &results));
+    }
     dir.write_json("results.json", &results)?;
     dir.link_latest(&spec.results)?;
     crate::report::write_after_run(&dir.path, &spec.results);

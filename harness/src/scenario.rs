@@ -25,8 +25,10 @@ use std::path::{Path, PathBuf};
 
 use tokio_util::sync::CancellationToken;
 
+use crate::claims::{self, ClaimOutcome};
 use crate::error::{Exit, HarnessError};
 use crate::matrix::{self, Claim, Expect, MatrixOptions, Met};
+use crate::report::stored::RecordedResults;
 
 /// The folder scenarios are read from, unless `--dir` says otherwise.
 pub const DIR: &str = "scenarios";
@@ -126,43 +128,133 @@ pub async fn run(
             known.join(", ")
         )));
     }
-    let seeds: Vec<u64> = (1..=seeds).collect();
-    let (claim, cells) = matrix::load_scenario(&path, &seeds)?;
-    let expect = cells[0].expect;
-    let options = MatrixOptions {
-        file: path,
-        results,
-        junit: None,
-        shard: None,
-    };
-    let folder = format!(
+    let folder = results.join(format!(
         "scenario-{name}-{}",
         chrono::Utc::now().format("%Y%m%dT%H%M%S")
-    );
-    let total = cells.len();
-    let (record, out) = matrix::run_cells(&options, &folder, cells, total, &interrupt).await?;
-    print!("{}", matrix::table(&record, &out));
+    ));
+    let outcome = run_one(name, &path, seeds, &folder, &interrupt).await?;
     if interrupt.is_cancelled() {
         return Ok(Exit::Interrupted);
     }
-    let met = record.cells.iter().filter(|c| c.met == Met::Yes).count();
-    let held = reproduced(expect, met, seeds.len());
+    Ok(exit_of(&[outcome]))
+}
+
+/// `scenario run --all`: every scenario, one after another, and the claims page
+/// (`results/claims-<time>/index.html`, with `claims.json`) over them.
+pub async fn run_all(
+    dir: &Path,
+    seeds: u64,
+    results: PathBuf,
+    interrupt: CancellationToken,
+) -> Result<Exit, HarnessError> {
+    let scenarios = all(dir)?;
+    let started = chrono::Utc::now();
+    let page = results.join(format!("claims-{}", started.format("%Y%m%dT%H%M%S")));
+    let mut outcomes = Vec::new();
+    for scenario in &scenarios {
+        if interrupt.is_cancelled() {
+            break;
+        }
+        let folder = page.join(format!("scenario-{}", scenario.name));
+        outcomes.push(run_one(&scenario.name, &scenario.path, seeds, &folder, &interrupt).await?);
+    }
+    let html = claims::render(&outcomes, &started.to_rfc3339(), seeds as usize);
+    let json = serde_json::to_string_pretty(&outcomes).map_err(anyhow::Error::from)?;
+    std::fs::write(page.join("index.html"), html).map_err(anyhow::Error::from)?;
+    std::fs::write(page.join("claims.json"), json).map_err(anyhow::Error::from)?;
+    let held = outcomes.iter().filter(|o| o.held).count();
     println!(
-        "\nscenario {name}: {}\n  expected {} in {} of {} seeds; got it in {met}: {}",
+        "\nthe article, checked: {held} of {} claims reproduced -> {}",
+        outcomes.len(),
+        page.join("index.html").display()
+    );
+    for outcome in outcomes.iter().filter(|o| !o.held) {
+        println!(
+            "  NOT REPRODUCED: {} ({} in {} of {} seeds)",
+            outcome.name,
+            outcome.expect.label(),
+            outcome.met,
+            outcome.seeds
+        );
+    }
+    if interrupt.is_cancelled() {
+        return Ok(Exit::Interrupted);
+    }
+    Ok(exit_of(&outcomes))
+}
+
+/// 0 when every claim held, 1 when one did not.
+fn exit_of(outcomes: &[ClaimOutcome]) -> Exit {
+    if outcomes.iter().all(|o| o.held) {
+        Exit::Success
+    } else {
+        Exit::Verdict(splitbrain_checker::Valid::False)
+    }
+}
+
+/// Runs the scenario at `path` over seeds 1..=`seeds` into `folder`, prints its table and
+/// whether its claim held, and returns what the claims page shows of it.
+async fn run_one(
+    name: &str,
+    path: &Path,
+    seeds: u64,
+    folder: &Path,
+    interrupt: &CancellationToken,
+) -> Result<ClaimOutcome, HarnessError> {
+    let seeds: Vec<u64> = (1..=seeds).collect();
+    let (claim, cells) = matrix::load_scenario(path, &seeds)?;
+    let expect = cells[0].expect;
+    let options = MatrixOptions {
+        file: path.to_path_buf(),
+        results: folder.parent().unwrap_or(Path::new(".")).to_path_buf(),
+        junit: None,
+        shard: None,
+    };
+    let folder_name = folder
+        .file_name()
+        .map(|n| n.to_string_lossy().to_string())
+        .unwrap_or_default();
+    let total = cells.len();
+    let started = std::time::Instant::now();
+    let (record, out) = matrix::run_cells(&options, &folder_name, cells, total, interrupt).await?;
+    print!("{}", matrix::table(&record, &out));
+    let met: Vec<&matrix::CellOutcome> =
+        record.cells.iter().filter(|c| c.met == Met::Yes).collect();
+    let held = reproduced(expect, met.len(), seeds.len());
+    println!(
+        "\nscenario {name}: {}\n  expected {} in {} of {} seeds; got it in {}: {}",
         claim.claim,
         expect.label(),
         needed(expect, seeds.len()),
         seeds.len(),
+        met.len(),
         if held {
             "the claim holds"
         } else {
             "NOT REPRODUCED"
         }
     );
-    Ok(if held {
-        Exit::Success
-    } else {
-        Exit::Verdict(splitbrain_checker::Valid::False)
+    let runs: Vec<RecordedResults> = met
+        .iter()
+        .filter_map(|cell| cell.run_dir.as_ref())
+        .filter_map(|run| std::fs::read_to_string(out.join(run).join("results.json")).ok())
+        .filter_map(|text| serde_json::from_str(&text).ok())
+        .map(RecordedResults::from_json)
+        .collect();
+    Ok(ClaimOutcome {
+        name: name.to_string(),
+        expect,
+        met: met.len(),
+        seeds: seeds.len(),
+        held,
+        seconds: started.elapsed().as_secs_f64(),
+        seeds_page: format!("{folder_name}/index.html"),
+        shown_by: met
+            .iter()
+            .find_map(|cell| cell.run_dir.as_ref())
+            .map(|run| format!("{folder_name}/{run}/report.html")),
+        figure: claims::figure(&runs, expect),
+        claim,
     })
 }
 

@@ -621,116 +621,113 @@ impl TestSpec {
 
     /// The command line that runs this test again, seed included.
     pub fn command_line(&self) -> String {
-        let faults = match &self.script {
-            Some(script) if script.replay => {
-                return format!(
-                    "splitbrain run --replay {}",
-                    shell_quoted(&script.from.display().to_string())
-                )
-            }
-            Some(script) => format!(
-                "--script {}",
+        if let Some(script) = self.script.as_ref().filter(|script| script.replay) {
+            return format!(
+                "splitbrain run --replay {}",
                 shell_quoted(&script.from.display().to_string())
+            );
+        }
+        let mut line = "splitbrain run".to_string();
+        for (flag, value) in self.options() {
+            line += &format!(" --{flag}");
+            if let Some(value) = value {
+                line += &format!(" {}", shell_quoted(&value));
+            }
+        }
+        line
+    }
+
+    /// The `splitbrain run` options that make this test again, seed and faults included, as
+    /// `(flag, value)`; no value for a switch.
+    pub fn options(&self) -> Vec<(&'static str, Option<String>)> {
+        let time = |d: Duration| Some(humantime::format_duration(d).to_string());
+        let mut options = vec![
+            ("deployment", Some(self.deployment.name().to_string())),
+            ("client", Some(self.client.to_string())),
+            ("workload", Some(self.workload.name.to_string())),
+        ];
+        options.push(match &self.script {
+            Some(script) => ("script", Some(script.from.display().to_string())),
+            None if self.skip_unsupported => ("nemesis", Some("all".to_string())),
+            None => (
+                "nemesis",
+                Some(self.fault_names().unwrap_or_else(|| "none".to_string())),
             ),
-            None if self.skip_unsupported => "--nemesis all".to_string(),
-            None => format!(
-                "--nemesis {}",
-                self.fault_names().unwrap_or_else(|| "none".to_string())
-            ),
-        };
-        let mut line = format!(
-            "splitbrain run --deployment {} --client {} --workload {} {} \
-             --time-limit {} --concurrency {} --ttl {} --persistence {} --clock-bump {} \
-             --clock-drift {} --client-pause {} --seed {}",
-            self.deployment.name(),
-            shell_quoted(&self.client.to_string()),
-            self.workload.name,
-            faults,
-            humantime::format_duration(self.time_limit),
-            self.concurrency,
-            humantime::format_duration(self.ttl),
-            self.persistence,
-            humantime::format_duration(self.clock_bump),
-            self.clock_drift,
-            humantime::format_duration(self.client_pause),
-            self.seed
-        );
+        });
+        options.extend([
+            ("time-limit", time(self.time_limit)),
+            ("concurrency", Some(self.concurrency.to_string())),
+            ("ttl", time(self.ttl)),
+            ("persistence", Some(self.persistence.clone())),
+            ("clock-bump", time(self.clock_bump)),
+            ("clock-drift", Some(self.clock_drift.to_string())),
+            ("client-pause", time(self.client_pause)),
+            ("seed", Some(self.seed.to_string())),
+        ]);
         if let Some(nodes) = self.nodes {
-            line += &format!(" --nodes {nodes}");
+            options.push(("nodes", Some(nodes.to_string())));
         }
         if let Some(server) = self
             .server
             .filter(|s| s.name() != self.deployment.system().name())
         {
-            line += &format!(" --server {}", server.name());
+            options.push(("server", Some(server.name().to_string())));
         }
         if let Some(delay) = self.restart_delay {
-            line += &format!(" --restart-delay {}", humantime::format_duration(delay));
+            options.push(("restart-delay", time(delay)));
         }
         if let Some(interval) = self.nemesis_interval {
-            line += &format!(
-                " --nemesis-interval {}",
-                humantime::format_duration(interval)
-            );
+            options.push(("nemesis-interval", time(interval)));
         }
         if self.client.command.is_some() {
-            line += &format!(
-                " --exec-start-timeout {}",
-                humantime::format_duration(self.exec_start_timeout)
-            );
+            options.push(("exec-start-timeout", time(self.exec_start_timeout)));
         }
         if let Some(hold) = self.hold {
-            line += &format!(" --hold {}", humantime::format_duration(hold));
+            options.push(("hold", time(hold)));
         }
         if self.client_groups > 0 {
-            line += &format!(
-                " --client-groups {} --link-latency {}",
-                self.client_groups,
-                humantime::format_duration(self.link_latency)
-            );
+            options.push(("client-groups", Some(self.client_groups.to_string())));
+            options.push(("link-latency", time(self.link_latency)));
         }
         if !self.link_jitter.is_zero() {
-            line += &format!(
-                " --link-jitter {}",
-                humantime::format_duration(self.link_jitter)
-            );
+            options.push(("link-jitter", time(self.link_jitter)));
         }
         if let Some(port) = self.toxiproxy_port {
-            line += &format!(" --toxiproxy-port {port}");
+            options.push(("toxiproxy-port", Some(port.to_string())));
         }
         if self.resources != 1 {
-            line += &format!(" --resources {}", self.resources);
+            options.push(("resources", Some(self.resources.to_string())));
         }
         if let Some(tag) = &self.hash_tag {
-            line += &format!(" --hash-tag {tag}");
+            options.push(("hash-tag", Some(tag.clone())));
         }
         if self.deployment.replication() == Replication::Sentinel {
-            line += &format!(
-                " --sentinel-quorum {} --down-after {} --failover-timeout {} \
-                 --min-replicas-to-write {}",
-                self.sentinel_quorum,
-                humantime::format_duration(self.down_after),
-                humantime::format_duration(self.failover_timeout),
-                self.min_replicas_to_write
-            );
+            options.extend([
+                ("sentinel-quorum", Some(self.sentinel_quorum.to_string())),
+                ("down-after", time(self.down_after)),
+                ("failover-timeout", time(self.failover_timeout)),
+                (
+                    "min-replicas-to-write",
+                    Some(self.min_replicas_to_write.to_string()),
+                ),
+            ]);
         }
         if self.deployment.replication() == Replication::Cluster {
-            line += &format!(
-                " --cluster-replicas {} --cluster-node-timeout {}",
-                self.cluster_replicas,
-                humantime::format_duration(self.cluster_node_timeout)
-            );
+            options.extend([
+                ("cluster-replicas", Some(self.cluster_replicas.to_string())),
+                ("cluster-node-timeout", time(self.cluster_node_timeout)),
+            ]);
         }
         if !self.jitter {
-            line += " --no-jitter";
+            options.push(("no-jitter", None));
         }
         if self.sequential {
-            line += " --acquire sequential";
+            options.push(("acquire", Some("sequential".to_string())));
         }
         if self.fencing {
-            line += " --fencing";
+            options.push(("fencing", None));
         }
-        line
+        options
     }
 }
 

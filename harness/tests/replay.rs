@@ -15,7 +15,7 @@ fn script_of(ops: &[Op]) -> Vec<ScriptedFault> {
 }
 
 /// How far a replayed fault may take effect from the original's time: the measured error
-/// (README, "Exact replay") is tens of milliseconds, and a loaded machine adds to it.
+/// (README, "Replay and shrink") is within 0.3 s, and a loaded machine adds to it.
 const SCHEDULING_ERROR: Duration = Duration::from_millis(1500);
 
 #[test]
@@ -74,12 +74,14 @@ fn a_replayed_run_injects_the_same_faults_at_the_same_times() {
     assert!(now.len() + 1 >= was.len(), "{was:?}\n{now:?}");
     for (was, now) in was.iter().zip(&now) {
         assert_eq!(was.fault, now.fault, "{was:?} {now:?}");
-        let aims = splitbrain_nemesis::find_fault(&was.fault)
+        // A fault aimed at the holder waits for the clients, whose timing is not replayed.
+        if splitbrain_nemesis::find_fault(&was.fault)
             .unwrap()
-            .aims_when_started();
-        if !aims {
-            assert_eq!((&was.targets, &was.params), (&now.targets, &now.params));
+            .aims_when_started()
+        {
+            continue;
         }
+        assert_eq!((&was.targets, &was.params), (&now.targets, &now.params));
         let lag = now.at.abs_diff(was.at);
         assert!(
             lag < SCHEDULING_ERROR,

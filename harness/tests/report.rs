@@ -1,4 +1,5 @@
-//! Reports and the results index, rendered in headless Chromium: no Docker needed.
+//! Reports, the results index and the claims page, rendered in headless Chromium: no Docker
+//! needed but for the claims page, which runs two small scenarios.
 //!
 //! The runs are a real one kept in `tests/fixtures/` (Redlock under kills, three double
 //! grants) and synthetic ones written here with the checker's types. Chromium is required: a
@@ -18,7 +19,7 @@ use splitbrain_checker::testing::{lock_history, LockWorkload};
 use splitbrain_checker::{
     acquisition_stats, fencing, lock_safety, lost_writes, stuck_lock, Op, OpType, Process, Valid,
 };
-use support::{run_splitbrain, splitbrain};
+use support::{docker_skipped, run_splitbrain, splitbrain};
 
 const FIXTURE_TEST: &str = "redlock-redlock-lock-kill";
 const FIXTURE_RUN: &str = "20261130T004506";
@@ -646,4 +647,106 @@ fn serve_answers_inside_the_results_folder_and_nothing_outside() {
         folder.starts_with("HTTP/1.0 308"),
         "a folder gets its slash: {folder}"
     );
+}
+
+/// Every relative link of `html` (a file beside or below `page`, or an anchor in it) resolves.
+fn assert_links_resolve(page: &Path, html: &str) {
+    let links: Vec<&str> = html
+        .split("href=\"")
+        .skip(1)
+        .filter_map(|rest| rest.split('"').next())
+        .collect();
+    assert!(!links.is_empty(), "no links in {}", page.display());
+    for link in links {
+        match link.split_once('#') {
+            Some(("", anchor)) => assert!(
+                html.contains(&format!("id=\"{anchor}\"")),
+                "#{anchor} names nothing on the page"
+            ),
+            _ => {
+                let file = link.split('#').next().unwrap_or(link);
+                let target = page.parent().unwrap().join(file);
+                assert!(
+                    target.exists(),
+                    "{link} does not resolve: no {}",
+                    target.display()
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn the_claims_page_renders_and_its_links_resolve() {
+    if docker_skipped() {
+        return;
+    }
+    support::node_image();
+    let dir = tempfile::tempdir().unwrap();
+    let scenarios = dir.path().join("scenarios");
+    std::fs::create_dir(&scenarios).unwrap();
+    let scenario = |name: &str, table: &str, faults: &str, expect: &str| {
+        let text = format!(
+            "[scenario]\n{table}\n[[group]]\ndeployments = [\"single\"]\nclients = [\"set-nx-px\"]\n\
+             faults = [\"{faults}\"]\nexpect = \"{expect}\"\noptions = {{ ttl = \"1s\", time-limit = \"6s\" }}\n"
+        );
+        std::fs::write(scenarios.join(format!("{name}.toml")), text).unwrap();
+    };
+    scenario(
+        "emptied",
+        "claim = \"A kill empties a server without persistence.\"\nsource = \"the article\"",
+        "kill",
+        "invalid",
+    );
+    scenario(
+        "emptied-cured",
+        "claim = \"No faults, no double grant.\"\nsource = \"the article\"\ncures = \"emptied\"",
+        "none",
+        "valid",
+    );
+    let results = dir.path().join("results");
+    let out = run_splitbrain(&[
+        "scenario",
+        "run",
+        "--all",
+        "--seeds",
+        "1",
+        "--quiet",
+        "--dir",
+        scenarios.to_str().unwrap(),
+        "--results",
+        results.to_str().unwrap(),
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        matches!(out.status.code(), Some(0 | 1)),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("the article, checked:"), "{stdout}");
+    let page_dir = std::fs::read_dir(&results)
+        .unwrap()
+        .filter_map(|e| Some(e.ok()?.path()))
+        .find(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("claims-")
+        })
+        .expect("a claims folder");
+    let page = page_dir.join("index.html");
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert_self_contained(&html);
+    assert_eq!(html.matches("<tr id=").count(), 2, "{html}");
+    assert!(html.contains("cure of <a href=\"#emptied\">emptied</a>"));
+    assert_links_resolve(&page, &html);
+    let claims: Value =
+        serde_json::from_str(&std::fs::read_to_string(page_dir.join("claims.json")).unwrap())
+            .unwrap();
+    assert_eq!(claims[1]["name"], "emptied-cured");
+    assert_eq!(claims[1]["seeds"], 1);
+    let Some(browser) = chromium() else { return };
+    let rendered = render(&browser, &page, &dir.path().join("claims.png"));
+    rendered.assert_no_errors();
+    assert!(rendered.dom.contains("The article, checked"));
 }

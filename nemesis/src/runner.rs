@@ -1,4 +1,5 @@
-use std::time::Duration;
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
 
 use splitbrain_checker::{Op, OpType, Process};
 use splitbrain_compose::ComposeError;
@@ -114,9 +115,10 @@ impl Nemesis {
                     if !sleep_unless_stopped(step.wait, &stop).await {
                         break;
                     }
-                    outcome =
-                        run_step(step.fault, &step.action, step.hold, target, recorder, &stop)
-                            .await;
+                    let hold = Hold::For(step.hold);
+                    outcome = run_step(step.fault, &step.action, hold, target, recorder, &stop)
+                        .await
+                        .map(|_| ());
                     if outcome.is_err() {
                         break;
                     }
@@ -129,34 +131,56 @@ impl Nemesis {
     }
 }
 
-/// Runs every scripted step at its time from the history's time 0; steps of one family take
-/// turns, in order, so that none heals another's fault. The first error stops the rest.
+/// Runs every scripted step so that it takes effect at its time from the history's time 0.
+/// A step that began after another ended, in the script, begins after it ends here too (a
+/// replay of a schedule stays one fault at a time, however late a heal comes); steps that
+/// overlap in the script run side by side. Each step is begun early by as long as the last
+/// step of its family took to take effect, and healed early likewise, so that what is
+/// recorded keeps to the script's times. The first error stops the rest.
 async fn run_script(
     steps: &[Planned],
     target: &Target,
     recorder: &Recorder,
     stop: &CancellationToken,
 ) -> Result<(), NemesisError> {
-    let turns: std::collections::BTreeMap<&str, tokio::sync::Mutex<()>> = steps
-        .iter()
-        .map(|step| (step.fault.family(), tokio::sync::Mutex::new(())))
-        .collect();
     let zero = tokio::time::Instant::from_std(recorder.started());
-    let turns = &turns;
-    futures_util::future::try_join_all(steps.iter().map(|step| async move {
-        let at = zero + step.at;
-        let due = tokio::select! {
-            () = tokio::time::sleep_until(at) => true,
-            () = stop.cancelled() => false,
+    let finished: Vec<CancellationToken> = steps.iter().map(|_| CancellationToken::new()).collect();
+    let leads: std::sync::Mutex<BTreeMap<&str, Latency>> = Default::default();
+    let (finished, leads) = (&finished, &leads);
+    futures_util::future::try_join_all(steps.iter().enumerate().map(|(i, step)| async move {
+        let _finished = finished[i].clone().drop_guard();
+        let before = steps[..i]
+            .iter()
+            .enumerate()
+            .filter(|(_, earlier)| earlier.at + earlier.hold <= step.at);
+        for (j, _) in before {
+            tokio::select! {
+                () = finished[j].cancelled() => {}
+                () = stop.cancelled() => return Ok(()),
+            }
+        }
+        let family = step.fault.family();
+        // A fault that aims when it starts waits for its holder: no lead to learn.
+        let lead = match step.fault.aims_when_started() {
+            true => Latency::default(),
+            false => leads
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .get(family)
+                .copied()
+                .unwrap_or_default(),
         };
-        if !due {
+        if !sleep_until_unless_stopped(zero + step.at.saturating_sub(lead.start), stop).await {
             return Ok(());
         }
-        let _turn = turns[step.fault.family()].lock().await;
-        if stop.is_cancelled() {
-            return Ok(());
-        }
-        run_step(step.fault, &step.action, step.hold, target, recorder, stop).await
+        let heal_at = zero + (step.at + step.hold).saturating_sub(lead.stop);
+        let hold = Hold::Until(heal_at);
+        let took = run_step(step.fault, &step.action, hold, target, recorder, stop).await?;
+        leads
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(family, took);
+        Ok(())
     }))
     .await?;
     // As a seeded schedule runs until the time limit, so does a script's run.
@@ -164,21 +188,35 @@ async fn run_script(
     Ok(())
 }
 
+/// How long a fault stays on once it has taken effect.
+enum Hold {
+    For(Duration),
+    Until(tokio::time::Instant),
+}
+
+/// How long a step's start and its stop took to take effect.
+#[derive(Debug, Clone, Copy, Default)]
+struct Latency {
+    start: Duration,
+    stop: Duration,
+}
+
 /// Starts one fault, holds it, stops it, recording both ends once they have taken effect.
 async fn run_step(
     fault: &'static dyn Fault,
     action: &Action,
-    hold: Duration,
+    hold: Hold,
     target: &Target,
     recorder: &Recorder,
     stop: &CancellationToken,
-) -> Result<(), NemesisError> {
+) -> Result<Latency, NemesisError> {
     let error = |what, source| NemesisError::Action {
         action: what,
         fault: fault.name(),
         targets: action.targets.clone(),
         source,
     };
+    let starting = Instant::now();
     let started = match fault.start(target, action).await {
         Ok(started) => started,
         Err(source) => {
@@ -195,17 +233,25 @@ async fn run_step(
     let mut op = nemesis_op("start", fault.name(), action);
     op.measured = started.measured;
     recorder.record(op);
-    sleep_unless_stopped(hold, stop).await;
+    let start = starting.elapsed();
+    match hold {
+        Hold::For(hold) => sleep_unless_stopped(hold, stop).await,
+        Hold::Until(at) => sleep_until_unless_stopped(at, stop).await,
+    };
     if let Some(background) = started.background {
         background.abort();
         let _ = background.await;
     }
+    let stopping = Instant::now();
     fault
         .stop(target, action)
         .await
         .map_err(|source| error("stop", source))?;
     recorder.record(nemesis_op("stop", fault.name(), action));
-    Ok(())
+    Ok(Latency {
+        start,
+        stop: stopping.elapsed(),
+    })
 }
 
 /// Heals every family of fault on every node and link, whether or not this run used it (a
@@ -230,6 +276,14 @@ pub async fn heal(target: &Target) -> Result<(), NemesisError> {
         Ok(())
     } else {
         Err(NemesisError::NotHealed(problems))
+    }
+}
+
+/// Sleeps until `at`; returns false if `stop` was cancelled first.
+async fn sleep_until_unless_stopped(at: tokio::time::Instant, stop: &CancellationToken) -> bool {
+    tokio::select! {
+        () = tokio::time::sleep_until(at) => !stop.is_cancelled(),
+        () = stop.cancelled() => false,
     }
 }
 

@@ -73,7 +73,7 @@ pub struct Planned {
 
 /// Checks a script against the deployment it will run on, before anything starts: every
 /// fault known and fitting, every target one this deployment has, required parameters given,
-/// and no two faults of one family on at once (they share their heal).
+/// and no two faults of one family, or on one target, on at once.
 pub fn check(script: &[ScriptedFault], layout: &Layout) -> Result<(), String> {
     let known = target_names(layout);
     for (number, step) in script.iter().enumerate() {
@@ -102,18 +102,27 @@ pub fn check(script: &[ScriptedFault], layout: &Layout) -> Result<(), String> {
         fault
             .check_scripted(&step.params)
             .map_err(|why| at(format!("{}: {why}", fault.name())))?;
-        let overlapping = script[..number].iter().find(|earlier| {
-            find_fault(&earlier.fault).is_some_and(|f| f.family() == fault.family())
-                && earlier.at < step.end()
-                && step.at < earlier.end()
-        });
-        if let Some(earlier) = overlapping {
-            return Err(at(format!(
-                "it overlaps {} of the same family ({}), and faults of one family share \
-                 their heal: start it after the other ends",
-                earlier.describe(),
-                fault.family()
-            )));
+        let overlapping = script[..number]
+            .iter()
+            .filter(|earlier| earlier.at < step.end() && step.at < earlier.end());
+        for earlier in overlapping {
+            if find_fault(&earlier.fault).is_some_and(|f| f.family() == fault.family()) {
+                return Err(at(format!(
+                    "it overlaps {} of the same family ({}), and faults of one family share \
+                     their heal: start it after the other ends",
+                    earlier.describe(),
+                    fault.family()
+                )));
+            }
+            // Docker cannot pause a node while a command starts in it (runc freezes the
+            // command half-started, and both hang), so faults on one target take turns.
+            if let Some(shared) = step.targets.iter().find(|t| earlier.targets.contains(t)) {
+                return Err(at(format!(
+                    "it overlaps {} on {shared}: faults on one target must take turns; start \
+                     it after the other ends",
+                    earlier.describe()
+                )));
+            }
         }
     }
     Ok(())
@@ -354,7 +363,16 @@ mod tests {
             why.starts_with("scripted fault 2 (kill-holder at 1.50 s for 0.00 s): it overlaps kill n1 at 0.00 s"),
             "{why}"
         );
-        // Different families may overlap; a fault that aims when it starts needs no targets.
+        let why = refused(&[
+            step(0, "kill", &["n1"], 2000),
+            step(500, "clock-bump", &["n1", "n2"], 100),
+        ]);
+        assert!(
+            why.contains("overlaps kill n1 at 0.00 s for 2.00 s on n1"),
+            "{why}"
+        );
+        // Different families on different targets may overlap; a fault that aims when it
+        // starts needs no targets.
         check(
             &[
                 step(0, "kill", &["n1"], 2000),

@@ -16,11 +16,11 @@ mod aggregate;
 mod charts;
 mod checks;
 mod faults;
-mod html;
+pub mod html;
 mod index;
 mod operations;
 mod scale;
-mod stored;
+pub mod stored;
 mod svg;
 mod timeline;
 

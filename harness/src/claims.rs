@@ -1,0 +1,227 @@
+//! "The article, checked": the page `splitbrain scenario run --all` writes. A row per claim:
+//! whether it was reproduced and in how many seeds, how long it took, a run that shows it,
+//! and the figure the claim rests on (the double grants and their overlap, the writes lost,
+//! the time a lock stayed stuck, the zombies fenced).
+
+use std::fmt::Write;
+
+use serde::Serialize;
+
+use crate::matrix::{Claim, Expect};
+use crate::report::stored::RecordedResults;
+
+/// One scenario, run over its seeds.
+#[derive(Debug, Serialize)]
+pub struct ClaimOutcome {
+    pub name: String,
+    #[serde(flatten)]
+    pub claim: Claim,
+    pub expect: Expect,
+    /// Seeds that got the expected verdict, of `seeds`.
+    pub met: usize,
+    pub seeds: usize,
+    /// Whether that is enough: nine in ten for a hazard, all for a cure.
+    pub held: bool,
+    pub seconds: f64,
+    /// The page of its seeds, relative to the claims page.
+    pub seeds_page: String,
+    /// The report of the first seed that met the expectation, relative to the claims page.
+    pub shown_by: Option<String>,
+    /// The figure the claim rests on, over the seeds that met it.
+    pub figure: String,
+}
+
+/// What the runs that met a claim's expectation measured, in one line.
+pub fn figure(runs: &[RecordedResults], expect: Expect) -> String {
+    let range = |values: Vec<usize>, what: &str| -> Option<String> {
+        let (low, high) = (values.iter().min()?, values.iter().max()?);
+        (*high > 0).then(|| match low == high {
+            true => format!("{high} {what}"),
+            false => format!("{low}-{high} {what}"),
+        })
+    };
+    let safety: Vec<_> = runs.iter().filter_map(|r| r.lock_safety.as_ref()).collect();
+    let mut parts = Vec::new();
+    if let Some(grants) = range(
+        safety.iter().map(|s| s.double_grant_count).collect(),
+        "double grants a run",
+    ) {
+        let longest = safety
+            .iter()
+            .flat_map(|s| &s.double_grants)
+            .map(|g| g.overlap_ms)
+            .fold(0.0, f64::max);
+        parts.push(format!("{grants}, the longest overlapping {longest:.0} ms"));
+    }
+    parts.extend(range(
+        safety.iter().map(|s| s.fenced_double_grant_count).collect(),
+        "zombies fenced a run",
+    ));
+    parts.extend(range(
+        runs.iter()
+            .filter_map(|r| r.lost_writes.as_ref())
+            .map(|l| l.lost_count)
+            .collect(),
+        "acknowledged writes lost a run",
+    ));
+    let stuck: Vec<f64> = runs
+        .iter()
+        .filter_map(|r| r.stuck_lock.as_ref())
+        .flat_map(|s| s.stuck_periods.iter().map(|p| p.stuck_ms))
+        .collect();
+    if let Some(longest) = stuck.iter().copied().reduce(f64::max) {
+        parts.push(format!("a lock stuck for up to {:.1} s", longest / 1000.0));
+    }
+    if expect == Expect::Valid {
+        parts.extend(range(
+            runs.iter()
+                .filter_map(|r| r.coverage.as_ref())
+                .map(|c| c.grants_faulted)
+                .collect(),
+            "grants a fault reached a run",
+        ));
+    }
+    if parts.is_empty() {
+        "no violation and no fault on a holder".to_string()
+    } else {
+        parts.join("; ")
+    }
+}
+
+/// The page.
+pub fn render(outcomes: &[ClaimOutcome], started: &str, seeds: usize) -> String {
+    let held = outcomes.iter().filter(|o| o.held).count();
+    let mut rows = String::new();
+    for outcome in outcomes {
+        let role = match &outcome.claim.cures {
+            Some(cured) => format!("cure of <a href=\"#{0}\">{0}</a>", esc(cured)),
+            None => "hazard".to_string(),
+        };
+        let shown = match &outcome.shown_by {
+            Some(report) => format!("<a href=\"{}\">a run that shows it</a> · ", esc(report)),
+            None => String::new(),
+        };
+        let _ = writeln!(
+            rows,
+            "<tr id=\"{name}\" class=\"{class}\"><td><strong>{name}</strong><br>{claim}\
+             <div class=\"source\">{source} · {role}</div></td><td>{expect}</td>\
+             <td class=\"{class}\">{verdict}</td><td>{figure}</td><td>{seconds:.0} s</td>\
+             <td>{shown}<a href=\"{seeds_page}\">every seed</a></td></tr>",
+            name = esc(&outcome.name),
+            class = if outcome.held { "held" } else { "unheld" },
+            claim = esc(&outcome.claim.claim),
+            source = esc(&outcome.claim.source),
+            expect = outcome.expect.label(),
+            verdict = format_args!(
+                "{} in {} of {} seeds",
+                if outcome.held {
+                    "reproduced"
+                } else {
+                    "NOT reproduced"
+                },
+                outcome.met,
+                outcome.seeds
+            ),
+            figure = esc(&outcome.figure),
+            seconds = outcome.seconds,
+            seeds_page = esc(&outcome.seeds_page),
+        );
+    }
+    format!(
+        r#"<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>The article, checked: {held} of {total} claims reproduced</title>
+<style>
+body {{ font: 14px/1.4 system-ui, sans-serif; margin: 2em; color: #222; max-width: 80em; }}
+table {{ border-collapse: collapse; }}
+th, td {{ padding: .4em .7em; border-bottom: 1px solid #ddd; text-align: left; vertical-align: top; }}
+th {{ background: #f4f4f4; }}
+.source {{ color: #666; font-size: 90%; margin-top: .2em; }}
+td.held {{ color: #17752b; font-weight: 600; }}
+td.unheld {{ color: #b3261e; font-weight: 600; }}
+tr.unheld {{ background: #fdecea; }}
+</style></head>
+<body>
+<h1>The article, checked</h1>
+<p>Each claim of <em>Distributed locking with Redis</em> and the literature around it, run as a
+scenario of splitbrain over {seeds} seeds against real servers in containers, started {started}.
+A hazard is reproduced when at least nine seeds in ten get the verdict it predicts (invalid); a
+cure only when every seed is valid with a fault on a lock's holder.
+<strong>{held} of {total}</strong> claims reproduced.</p>
+<table>
+<tr><th>claim</th><th>expect</th><th>result</th><th>what it rests on</th><th>time</th><th></th></tr>
+{rows}</table>
+</body></html>
+"#,
+        total = outcomes.len(),
+        started = esc(started),
+    )
+}
+
+fn esc(text: &str) -> String {
+    crate::report::html::esc(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A stored Redlock run under kills: 3 double grants, the longest overlapping 242 ms.
+    fn stored_run() -> RecordedResults {
+        let text = include_str!(
+            "../tests/fixtures/redlock-redlock-lock-kill/20261130T004506/results.json"
+        );
+        RecordedResults::from_json(serde_json::from_str(text).unwrap())
+    }
+
+    #[test]
+    fn a_claims_figure_is_what_its_runs_measured() {
+        let figure = figure(&[stored_run(), stored_run()], Expect::Invalid);
+        assert_eq!(
+            figure,
+            "3 double grants a run, the longest overlapping 242 ms"
+        );
+        assert_eq!(
+            super::figure(&[], Expect::Valid),
+            "no violation and no fault on a holder"
+        );
+    }
+
+    #[test]
+    fn the_page_has_a_row_per_claim_linking_its_run_and_seeds() {
+        let outcome = |name: &str, cures: Option<&str>, held: bool| ClaimOutcome {
+            name: name.into(),
+            claim: Claim {
+                claim: format!("{name} <claimed>"),
+                source: "the article".into(),
+                cures: cures.map(str::to_string),
+            },
+            expect: if cures.is_some() {
+                Expect::Valid
+            } else {
+                Expect::Invalid
+            },
+            met: if held { 10 } else { 7 },
+            seeds: 10,
+            held,
+            seconds: 312.0,
+            seeds_page: format!("scenario-{name}/index.html"),
+            shown_by: Some(format!("scenario-{name}/run/report.html")),
+            figure: "3 double grants a run".into(),
+        };
+        let page = render(
+            &[
+                outcome("hazard", None, true),
+                outcome("cure", Some("hazard"), false),
+            ],
+            "2026-12-01T20:00:00Z",
+            10,
+        );
+        assert!(page.contains("<title>The article, checked: 1 of 2 claims reproduced</title>"));
+        assert!(page.contains("hazard &lt;claimed&gt;"), "escaped");
+        assert!(page.contains("reproduced in 10 of 10 seeds"));
+        assert!(page.contains("NOT reproduced in 7 of 10 seeds"));
+        assert!(page.contains("cure of <a href=\"#hazard\">hazard</a>"));
+        assert!(page.contains("<a href=\"scenario-cure/run/report.html\">a run that shows it</a>"));
+        assert!(page.contains("<tr id=\"cure\" class=\"unheld\">"));
+    }
+}
