@@ -158,7 +158,8 @@ pub async fn run_all(
         let folder = page.join(format!("scenario-{}", scenario.name));
         outcomes.push(run_one(&scenario.name, &scenario.path, seeds, &folder, &interrupt).await?);
     }
-    let html = claims::render(&outcomes, &started.to_rfc3339(), seeds as usize);
+    let when = started.format("%Y-%m-%d %H:%M UTC").to_string();
+    let html = claims::render(&outcomes, &when, seeds as usize);
     let json = serde_json::to_string_pretty(&outcomes).map_err(anyhow::Error::from)?;
     std::fs::write(page.join("index.html"), html).map_err(anyhow::Error::from)?;
     std::fs::write(page.join("claims.json"), json).map_err(anyhow::Error::from)?;

@@ -95,7 +95,10 @@ pub async fn shrink(
     faults = fewer_targets(faults, &mut shrinker).await?;
     faults = shorter(faults, &mut shrinker).await?;
 
-    // The reproduction rate, measured anew over more replays.
+    // The reproduction rate, measured anew over more replays; one that fails explains it.
+    shrinker.last_failing = None;
+    let trials = shrinker.trials;
+    shrinker.trials += 1;
     let mut failed = 0;
     for _ in 0..options.final_replays {
         if shrinker.replay(&faults).await? {
@@ -115,7 +118,7 @@ pub async fn shrink(
         words: &words,
         failed,
         replays: options.final_replays,
-        trials: shrinker.trials,
+        trials,
         minutes,
     };
     let file = scenario_file(&stored, &found);
@@ -125,7 +128,7 @@ pub async fn shrink(
         "{} fault(s) down to {} in {} trials ({minutes:.1} min); the result failed in {failed} of {} replays",
         stored.faults.len(),
         faults.len(),
-        shrinker.trials,
+        trials,
         options.final_replays
     );
     for line in &words {
@@ -187,9 +190,15 @@ impl Shrinker<'_> {
         }
         let mut spec: TestSpec = self.stored.replay_spec(&self.results)?;
         spec.time_limit = self.time_limit(faults);
+        // Each candidate's script is kept as a file, which its runs' command lines name.
+        let trials = self.results.join("trials");
+        let from = trials.join(format!("trial-{}.toml", self.trials));
+        std::fs::create_dir_all(&trials).map_err(anyhow::Error::from)?;
+        std::fs::write(&from, script_toml(faults)).map_err(anyhow::Error::from)?;
         let script = Script {
+            from,
+            replay: false,
             faults: faults.to_vec(),
-            ..spec.script.take().expect("a replay has a script")
         };
         spec.nemesis = crate::spec::script_faults(&script)?;
         spec.script = Some(script);
@@ -301,7 +310,8 @@ async fn shorter(
     for i in 0..faults.len() {
         while faults[i].hold > Duration::from_millis(100) {
             let mut candidate = faults.clone();
-            candidate[i].hold /= 2;
+            // To the millisecond, as the script files write it.
+            candidate[i].hold = Duration::from_millis(candidate[i].hold.as_millis() as u64 / 2);
             if !shrinker.fails(&candidate).await? {
                 break;
             }
@@ -410,7 +420,10 @@ fn explain(faults: &[ScriptedFault], history: &[Op]) -> Vec<String> {
                          held then, {:.2} s earlier",
                         betrayed
                             .iter()
-                            .map(|n| n.as_str())
+                            .map(|t| match node_of(t) {
+                                node if node == **t => node,
+                                node => format!("{t} (to {node})"),
+                            })
                             .collect::<Vec<_>>()
                             .join(", "),
                         if betrayed.len() == 1 {
@@ -461,10 +474,6 @@ fn scenario_file(stored: &Stored, found: &Found) -> String {
         trials,
         minutes,
     } = *found;
-    #[derive(serde::Serialize)]
-    struct Faults<'a> {
-        fault: &'a [ScriptedFault],
-    }
     let spec = &stored.spec;
     let mut text = format!(
         "# Shrunk by `splitbrain shrink` from {}: {} fault(s) down to {} in {trials} trials \
@@ -496,8 +505,17 @@ fn scenario_file(stored: &Stored, found: &Found) -> String {
         toml_string(spec.workload.name),
         scenario_options(spec, time_limit)
     );
-    text += &toml::to_string(&Faults { fault: faults }).expect("a script serialises");
+    text += &script_toml(faults);
     text
+}
+
+/// Faults as a script file's `[[fault]]` tables.
+fn script_toml(faults: &[ScriptedFault]) -> String {
+    #[derive(serde::Serialize)]
+    struct Faults<'a> {
+        fault: &'a [ScriptedFault],
+    }
+    toml::to_string(&Faults { fault: faults }).expect("a script serialises")
 }
 
 fn toml_string(text: &str) -> String {

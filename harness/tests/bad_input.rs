@@ -454,4 +454,6 @@ fn a_replay_takes_no_other_run_options() {
     assert!(line.contains("leave out --ttl"), "{line}");
     let line = refused(&["run", "--replay", "/nonexistent/run"]);
     assert!(line.contains("is not a run folder"), "{line}");
+    let line = refused(&["shrink", "/nonexistent/run"]);
+    assert!(line.contains("is not a run folder"), "{line}");
 }

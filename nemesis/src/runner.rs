@@ -160,8 +160,10 @@ async fn run_script(
             }
         }
         let family = step.fault.family();
-        // A fault that aims when it starts waits for its holder: no lead to learn.
-        let lead = match step.fault.aims_when_started() {
+        // A fault that aims when it starts waits for its holder first: it neither takes a
+        // lead nor teaches one.
+        let aims = step.fault.aims_when_started();
+        let lead = match aims {
             true => Latency::default(),
             false => leads
                 .lock()
@@ -176,10 +178,12 @@ async fn run_script(
         let heal_at = zero + (step.at + step.hold).saturating_sub(lead.stop);
         let hold = Hold::Until(heal_at);
         let took = run_step(step.fault, &step.action, hold, target, recorder, stop).await?;
-        leads
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(family, took);
+        if !aims {
+            leads
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(family, took);
+        }
         Ok(())
     }))
     .await?;

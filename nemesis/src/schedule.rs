@@ -88,16 +88,9 @@ impl Iterator for Schedule {
 mod tests {
     use super::*;
     use crate::faults::all_faults;
-    use splitbrain_compose::Replication;
 
     fn layout() -> Layout {
-        Layout {
-            nodes: (1..=5).map(|i| format!("n{i}")).collect(),
-            clients: 5,
-            groups: 2,
-            replication: Replication::Standalone,
-            clock_faults: true,
-        }
+        crate::faults::five_masters()
     }
 
     fn steps(seed: u64) -> Vec<String> {

@@ -270,16 +270,9 @@ mod readable {
 mod tests {
     use super::*;
     use splitbrain_checker::Process;
-    use splitbrain_compose::Replication;
 
     fn layout() -> Layout {
-        Layout {
-            nodes: (1..=5).map(|i| format!("n{i}")).collect(),
-            clients: 5,
-            groups: 2,
-            replication: Replication::Standalone,
-            clock_faults: true,
-        }
+        crate::faults::five_masters()
     }
 
     fn nemesis(f: &str, fault: &str, ms: u64, nodes: &[&str]) -> Op {

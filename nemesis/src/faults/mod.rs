@@ -236,6 +236,18 @@ pub fn families() -> Vec<&'static dyn Fault> {
         .collect()
 }
 
+/// The default Redlock's layout, for tests: five masters, five clients in two groups.
+#[cfg(test)]
+pub(crate) fn five_masters() -> Layout {
+    Layout {
+        nodes: (1..=5).map(|i| format!("n{i}")).collect(),
+        clients: 5,
+        groups: 2,
+        replication: Replication::Standalone,
+        clock_faults: true,
+    }
+}
+
 /// Applies `action` to every target at once; the first error wins.
 async fn join_targets<'a, F, Fut>(targets: &'a [String], action: F) -> Result<(), ComposeError>
 where
