@@ -66,6 +66,8 @@ pub struct Stored {
 impl Stored {
     pub fn read(dir: &Path) -> Result<Stored, HarnessError> {
         let bad = HarnessError::BadInput;
+        // `results/latest` moves with every run: a replay names the run itself.
+        let dir = &std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
         let test = dir.join("test.json");
         let text = std::fs::read_to_string(&test).map_err(|e| {
             bad(format!(

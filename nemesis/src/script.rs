@@ -93,11 +93,15 @@ pub fn check(script: &[ScriptedFault], layout: &Layout) -> Result<(), String> {
                 known.join(", ")
             )));
         }
-        if step.targets.is_empty() && !fault.aims_when_started() {
-            return Err(at(format!(
-                "{} needs targets (it does not pick them when it starts)",
-                fault.name()
-            )));
+        // What a fault hits when it has targets at all is in its plan's: none for one that
+        // picks them when it starts (the holder's nodes, the master of the moment).
+        let planned = fault.plan(
+            layout,
+            &NemesisOptions::default(),
+            &mut StdRng::seed_from_u64(0),
+        );
+        if step.targets.is_empty() && !planned.targets.is_empty() {
+            return Err(at(format!("{} needs targets", fault.name())));
         }
         fault
             .check_scripted(&step.params)
@@ -364,6 +368,12 @@ mod tests {
             why.contains("overlaps kill n1 at 0.00 s for 2.00 s on n1"),
             "{why}"
         );
+        // A failover asks Sentinel, and needs no targets.
+        let sentinel = Layout {
+            replication: splitbrain_compose::Replication::Sentinel,
+            ..layout()
+        };
+        check(&[step(0, "failover", &[], 3000)], &sentinel).unwrap();
         // Different families on different targets may overlap; a fault that aims when it
         // starts needs no targets.
         check(
