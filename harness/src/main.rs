@@ -31,8 +31,7 @@ fn main() {
         .try_get_matches()
         .and_then(|matches| Ok((Cli::from_arg_matches(&matches)?, matches)));
     let cli = match parsed {
-        Ok((_, matches)) if beside_replay(&matches).is_some() => {
-            let flag = beside_replay(&matches).unwrap_or_default();
+        Ok((_, matches)) if let Some(flag) = beside_replay(&matches) => {
             eprintln!(
                 "error: --replay runs with the stored run's options and faults; leave out \
                  --{flag} (or run without --replay)"

@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
-use splitbrain_checker::{read_history, Valid};
+use splitbrain_checker::{read_history, Op, Valid};
 use splitbrain_nemesis::find_fault;
 use splitbrain_nemesis::script::{self, ScriptedFault};
 use tokio_util::sync::CancellationToken;
@@ -83,11 +83,7 @@ impl Stored {
             ))
         })?;
         let history = dir.join("history.jsonl");
-        let file = std::fs::File::open(&history)
-            .map_err(|e| bad(format!("cannot read {}: {e}", history.display())))?;
-        let ops = read_history(std::io::BufReader::new(file))
-            .map_err(|e| bad(format!("{}: {e}", history.display())))?
-            .ops;
+        let ops = read_ops(dir)?;
         let (faults, hit_nothing) =
             script::from_history(&ops).map_err(|e| bad(format!("{}: {e}", history.display())))?;
         let valid = std::fs::read_to_string(dir.join("results.json"))
@@ -124,6 +120,16 @@ impl Stored {
         spec.results = results.to_path_buf();
         Ok(spec)
     }
+}
+
+/// The ops of a run folder's `history.jsonl`.
+pub fn read_ops(dir: &Path) -> Result<Vec<Op>, HarnessError> {
+    let history = dir.join("history.jsonl");
+    let file = std::fs::File::open(&history)
+        .map_err(|e| HarnessError::BadInput(format!("cannot read {}: {e}", history.display())))?;
+    read_history(std::io::BufReader::new(file))
+        .map(|history| history.ops)
+        .map_err(|e| HarnessError::BadInput(format!("{}: {e}", history.display())))
 }
 
 /// `splitbrain run --replay DIR --replays N`: runs `dir` again `replays` times and says how

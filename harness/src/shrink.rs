@@ -11,14 +11,14 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use splitbrain_checker::{read_history, Op, OpType, Process, Valid};
+use splitbrain_checker::{Op, OpType, Process, Valid};
 use splitbrain_nemesis::links::parse_link_name;
 use splitbrain_nemesis::script::ScriptedFault;
 use tokio_util::sync::CancellationToken;
 
 use crate::error::{Exit, HarnessError};
 use crate::progress;
-use crate::replay::Stored;
+use crate::replay::{read_ops, Stored};
 use crate::spec::{Script, TestSpec};
 
 /// How `splitbrain shrink` was asked to run.
@@ -109,7 +109,7 @@ pub async fn shrink(
     let words = shrinker
         .last_failing
         .as_deref()
-        .map(|dir| explain(&faults, &read_ops(dir)))
+        .map(|dir| explain(&faults, &read_ops(dir).unwrap_or_default()))
         .unwrap_or_default();
     let path = folder.join(format!("shrunk-{}.toml", stored.spec.name));
     let found = Found {
@@ -356,14 +356,6 @@ fn first_violation(run_dir: &Path) -> Option<Duration> {
         .filter_map(|grant| grant["second"]["start_ms"].as_f64())
         .min_by(f64::total_cmp)
         .map(|ms| Duration::from_secs_f64(ms / 1000.0))
-}
-
-fn read_ops(dir: &Path) -> Vec<Op> {
-    std::fs::File::open(dir.join("history.jsonl"))
-        .ok()
-        .and_then(|file| read_history(std::io::BufReader::new(file)).ok())
-        .map(|history| history.ops)
-        .unwrap_or_default()
 }
 
 /// Each fault left, in words, with what it hit in a failing replay: the nodes of the lock's
