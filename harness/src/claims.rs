@@ -7,7 +7,7 @@ use std::fmt::Write;
 
 use serde::Serialize;
 
-use crate::matrix::{Claim, Expect};
+use crate::matrix::{Claim, Expect, Judge};
 use crate::report::stored::RecordedResults;
 
 /// One scenario, run over its seeds.
@@ -17,6 +17,7 @@ pub struct ClaimOutcome {
     #[serde(flatten)]
     pub claim: Claim,
     pub expect: Expect,
+    pub judge: Judge,
     /// Seeds that got the expected verdict, of `seeds`.
     pub met: usize,
     pub seeds: usize,
@@ -32,7 +33,7 @@ pub struct ClaimOutcome {
 }
 
 /// What the runs that met a claim's expectation measured, in one line.
-pub fn figure(runs: &[RecordedResults], expect: Expect) -> String {
+pub fn figure(runs: &[RecordedResults], expect: Expect, judge: Judge) -> String {
     let range = |values: Vec<usize>, what: &str| -> Option<String> {
         let (low, high) = (values.iter().min()?, values.iter().max()?);
         (*high > 0).then(|| match low == high {
@@ -42,16 +43,37 @@ pub fn figure(runs: &[RecordedResults], expect: Expect) -> String {
     };
     let safety: Vec<_> = runs.iter().filter_map(|r| r.lock_safety.as_ref()).collect();
     let mut parts = Vec::new();
+    // A claim judged on leases rests on the double grants with both leases live; the stale
+    // ones beside them are said apart.
+    let leases_only = judge == Judge::Leases;
     if let Some(grants) = range(
-        safety.iter().map(|s| s.double_grant_count).collect(),
-        "double grants a run",
+        safety
+            .iter()
+            .map(|s| match leases_only {
+                true => s
+                    .double_grant_count
+                    .saturating_sub(s.stale_double_grant_count),
+                false => s.double_grant_count,
+            })
+            .collect(),
+        match leases_only {
+            true => "double grants with both leases live a run",
+            false => "double grants a run",
+        },
     ) {
         let longest = safety
             .iter()
             .flat_map(|s| &s.double_grants)
+            .filter(|g| !leases_only || g.kind == "lease")
             .map(|g| g.overlap_ms)
             .fold(0.0, f64::max);
         parts.push(format!("{grants}, the longest overlapping {longest:.0} ms"));
+    }
+    if leases_only {
+        parts.extend(range(
+            safety.iter().map(|s| s.stale_double_grant_count).collect(),
+            "stale a run (a holder past its lease: another claim)",
+        ));
     }
     parts.extend(range(
         safety.iter().map(|s| s.fenced_double_grant_count).collect(),
@@ -111,7 +133,7 @@ pub fn render(outcomes: &[ClaimOutcome], started: &str, seeds: usize) -> String 
             class = if outcome.held { "held" } else { "unheld" },
             claim = esc(&outcome.claim.claim),
             source = esc(&outcome.claim.source),
-            expect = outcome.expect.label(),
+            expect = outcome.expect.judged_label(outcome.judge),
             verdict = format_args!(
                 "{} in {} of {} seeds",
                 if outcome.held {
@@ -175,13 +197,27 @@ mod tests {
 
     #[test]
     fn a_claims_figure_is_what_its_runs_measured() {
-        let figure = figure(&[stored_run(), stored_run()], Expect::Invalid);
+        let figure = figure(
+            &[stored_run(), stored_run()],
+            Expect::Invalid,
+            Judge::Verdict,
+        );
         assert_eq!(
             figure,
             "3 double grants a run, the longest overlapping 242 ms"
         );
+        let mut run = stored_run();
+        let safety = run.lock_safety.as_mut().unwrap();
+        safety.double_grants[1].kind = "stale".into();
+        safety.stale_double_grant_count = 1;
         assert_eq!(
-            super::figure(&[], Expect::Valid),
+            super::figure(&[run], Expect::Invalid, Judge::Leases),
+            "2 double grants with both leases live a run, the longest overlapping 225 ms; \
+             1 stale a run (a holder past its lease: another claim)",
+            "the stale one (242 ms) said apart"
+        );
+        assert_eq!(
+            super::figure(&[], Expect::Valid, Judge::Verdict),
             "no violation and no fault on a holder"
         );
     }
@@ -199,6 +235,11 @@ mod tests {
                 Expect::Valid
             } else {
                 Expect::Invalid
+            },
+            judge: if cures.is_some() {
+                Judge::Leases
+            } else {
+                Judge::Verdict
             },
             met: if held { 10 } else { 7 },
             seeds: 10,
@@ -223,5 +264,9 @@ mod tests {
         assert!(page.contains("cure of <a href=\"#hazard\">hazard</a>"));
         assert!(page.contains("<a href=\"scenario-cure/run/report.html\">a run that shows it</a>"));
         assert!(page.contains("<tr id=\"cure\" class=\"unheld\">"));
+        assert!(
+            page.contains("<td>valid (leases)</td>"),
+            "what the cure is held to"
+        );
     }
 }

@@ -15,6 +15,7 @@
 //! workloads = ["lock-set"]
 //! faults = ["client-pause"]
 //! expect = "invalid"              # a hazard: invalid; a cure: valid
+//! judge = "leases"                # optional: held to the lock's leases alone, not the verdict
 //! options = { time-limit = "30s" }
 //! ```
 //!
@@ -27,7 +28,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::claims::{self, ClaimOutcome};
 use crate::error::{Exit, HarnessError};
-use crate::matrix::{self, Claim, Expect, MatrixOptions, Met};
+use crate::matrix::{self, Claim, Expect, Judge, MatrixOptions, Met};
 use crate::report::stored::RecordedResults;
 
 /// The folder scenarios are read from, unless `--dir` says otherwise.
@@ -39,6 +40,7 @@ pub struct Scenario {
     pub path: PathBuf,
     pub claim: Claim,
     pub expect: Expect,
+    pub judge: Judge,
 }
 
 /// Every scenario in `dir`, by name, each read and checked as its runs would be.
@@ -64,6 +66,7 @@ pub fn all(dir: &Path) -> Result<Vec<Scenario>, HarnessError> {
                 name: name_of(&path),
                 claim,
                 expect: cells[0].expect,
+                judge: cells[0].judge,
                 path,
             })
         })
@@ -92,20 +95,19 @@ fn name_of(path: &Path) -> String {
 pub fn list(dir: &Path) -> Result<Exit, HarnessError> {
     let scenarios = all(dir)?;
     let width = scenarios.iter().map(|s| s.name.len()).max().unwrap_or(4);
-    for scenario in &scenarios {
+    let expects: Vec<String> = scenarios
+        .iter()
+        .map(|s| s.expect.judged_label(s.judge))
+        .collect();
+    let expect_width = expects.iter().map(String::len).max().unwrap_or(7);
+    for (scenario, expect) in scenarios.iter().zip(&expects) {
         let role = match &scenario.claim.cures {
             Some(cured) => format!("cures {cured}"),
             None => "hazard".to_string(),
         };
         println!(
-            "{:<width$}  {:<7}  {}\n{:<width$}  {:<7}  {} ({})",
-            scenario.name,
-            scenario.expect.label(),
-            scenario.claim.claim,
-            "",
-            "",
-            scenario.claim.source,
-            role,
+            "{:<width$}  {:<expect_width$}  {}\n{:<width$}  {:<expect_width$}  {} ({})",
+            scenario.name, expect, scenario.claim.claim, "", "", scenario.claim.source, role,
         );
     }
     Ok(Exit::Success)
@@ -173,7 +175,7 @@ pub async fn run_all(
         println!(
             "  NOT REPRODUCED: {} ({} in {} of {} seeds)",
             outcome.name,
-            outcome.expect.label(),
+            outcome.expect.judged_label(outcome.judge),
             outcome.met,
             outcome.seeds
         );
@@ -204,7 +206,7 @@ async fn run_one(
 ) -> Result<ClaimOutcome, HarnessError> {
     let seeds: Vec<u64> = (1..=seeds).collect();
     let (claim, cells) = matrix::load_scenario(path, &seeds)?;
-    let expect = cells[0].expect;
+    let (expect, judge) = (cells[0].expect, cells[0].judge);
     let options = MatrixOptions {
         file: path.to_path_buf(),
         results: folder.parent().unwrap_or(Path::new(".")).to_path_buf(),
@@ -225,7 +227,7 @@ async fn run_one(
     println!(
         "\nscenario {name}: {}\n  expected {} in {} of {} seeds; got it in {}: {}",
         claim.claim,
-        expect.label(),
+        expect.judged_label(judge),
         needed(expect, seeds.len()),
         seeds.len(),
         met.len(),
@@ -245,6 +247,7 @@ async fn run_one(
     Ok(ClaimOutcome {
         name: name.to_string(),
         expect,
+        judge,
         met: met.len(),
         seeds: seeds.len(),
         held,
@@ -254,7 +257,7 @@ async fn run_one(
             .iter()
             .find_map(|cell| cell.run_dir.as_ref())
             .map(|run| format!("{folder_name}/{run}/report.html")),
-        figure: claims::figure(&runs, expect),
+        figure: claims::figure(&runs, expect, judge),
         claim,
     })
 }
@@ -374,5 +377,18 @@ mod tests {
         assert_eq!(claim.claim, "c");
         let seeds: Vec<u64> = cells.iter().map(|c| c.seed).collect();
         assert_eq!(seeds, [1, 2, 3]);
+        assert_eq!(cells[0].judge, Judge::Verdict, "by default");
+        let judged = |judge: &str| {
+            let text = format!(
+                "[scenario]\nclaim = \"c\"\nsource = \"s\"\n\n{group}judge = \"{judge}\"\n"
+            );
+            matrix::load_scenario(&write("judged.toml", &text), &[1])
+        };
+        assert_eq!(judged("leases").unwrap().1[0].judge, Judge::Leases);
+        let error = judged("zombies").err().unwrap().to_string();
+        assert!(
+            error.contains("judged.toml:10") && error.contains("expected `verdict` or `leases`"),
+            "{error}"
+        );
     }
 }

@@ -12,6 +12,7 @@
 //! seeds = [1, 2]
 //! expect = "valid"                # valid | invalid | any
 //! expect-fault-on-holder = true   # and some fault must have reached a lock's holder
+//! judge = "leases"                # held to the lock's leases only (default: the verdict)
 //! options = { ttl = "2s" }        # more run options, over the defaults
 //!
 //! [[fault]]                       # or: faults at fixed times, in every cell (`run --script`)
@@ -70,6 +71,8 @@ struct Group {
     #[serde(default, rename = "expect-fault-on-holder")]
     expect_fault_on_holder: bool,
     #[serde(default)]
+    judge: Judge,
+    #[serde(default)]
     options: BTreeMap<Spanned<String>, Spanned<toml::Value>>,
 }
 
@@ -102,6 +105,28 @@ impl Expect {
             Expect::Any => "any",
         }
     }
+
+    /// The label with what it is held to, where that is not the verdict: `valid (leases)`.
+    pub fn judged_label(self, judge: Judge) -> String {
+        match judge {
+            Judge::Verdict => self.label().to_string(),
+            Judge::Leases => format!("{} (leases)", self.label()),
+        }
+    }
+}
+
+/// What a cell's expectation is held to.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Judge {
+    /// The run's verdict: every checker's.
+    #[default]
+    Verdict,
+    /// The lock's leases alone: invalid when it handed out two live leases at once (a `lease`
+    /// double grant), valid when it never did. A holder that outlived its lease (a `stale`
+    /// double grant, a zombie) is a claim of its own, which a claim about the lock itself (a
+    /// release that frees another's lock) must not rest on.
+    Leases,
 }
 
 /// One run of the matrix.
@@ -120,10 +145,19 @@ pub struct Cell {
     /// The cell is met only if some fault reached a lock's holder during its lease.
     #[serde(default)]
     pub expect_fault_on_holder: bool,
+    #[serde(default)]
+    pub judge: Judge,
     /// How long the run's workload lasts, for the time-left estimate.
     pub time_limit_secs: f64,
     /// The `splitbrain run` arguments, without `--results`.
     pub args: Vec<String>,
+}
+
+impl Cell {
+    /// What the cell expects, with what it is held to: `invalid`, `valid (leases)`.
+    pub fn expected(&self) -> String {
+        self.expect.judged_label(self.judge)
+    }
 }
 
 /// Reads `path` and expands it into cells, each one checked as `splitbrain run` checks its
@@ -321,6 +355,7 @@ fn expand(
                                 seed: spec.seed,
                                 expect: *group.expect.get_ref(),
                                 expect_fault_on_holder: group.expect_fault_on_holder,
+                                judge: group.judge,
                                 time_limit_secs: spec.time_limit.as_secs_f64(),
                                 args: args[1..].to_vec(),
                             });

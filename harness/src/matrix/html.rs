@@ -46,7 +46,7 @@ pub fn render(record: &MatrixRecord) -> String {
                 &cell.faults
             }),
             cell.seed,
-            cell.expect.label(),
+            cell.expected(),
             escape(&outcome.verdict_line),
             outcome.seconds,
             escape(&outcome.log),

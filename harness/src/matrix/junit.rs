@@ -40,11 +40,7 @@ pub fn render(suite: &str, timestamp: &str, cells: &[CellOutcome]) -> String {
             outcome.verdict_line,
             outcome.run_dir.as_deref().unwrap_or("none")
         );
-        let message = format!(
-            "expected {}, got {}",
-            cell.expect.label(),
-            outcome.verdict_line
-        );
+        let message = format!("expected {}, got {}", cell.expected(), outcome.verdict_line);
         match outcome.met {
             Met::Yes => xml.push_str("/>\n"),
             Met::No => {

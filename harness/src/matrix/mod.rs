@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 use splitbrain_checker::Valid;
 use tokio_util::sync::CancellationToken;
 
-pub use file::{load_scenario, Cell, Claim, Expect};
+pub use file::{load_scenario, Cell, Claim, Expect, Judge};
 
 use crate::error::{Exit, HarnessError};
 use crate::progress;
@@ -304,14 +304,24 @@ async fn run_cell(
             format!("no verdict (exit {}): {last}", describe_status(status))
         }
     };
-    let met = match (verdict, cell.expect) {
+    let (judged, verdict_line) = match (cell.judge, verdict) {
+        (Judge::Leases, Some(_)) => {
+            let (judged, words) = judged_on_leases(results.as_ref().map(|r| &r["lock-safety"]));
+            (
+                Some(judged),
+                format!("{verdict_line}; judged on leases: {words}"),
+            )
+        }
+        _ => (verdict, verdict_line),
+    };
+    let met = match (judged, cell.expect) {
         (None, _) => Met::Error,
         _ if cell.expect_fault_on_holder && !reached_a_holder => Met::No,
         (Some(_), Expect::Any) => Met::Yes,
         (Some(Valid::True), Expect::Valid) | (Some(Valid::False), Expect::Invalid) => Met::Yes,
         _ => Met::No,
     };
-    let verdict_line = if cell.expect_fault_on_holder && !reached_a_holder && verdict.is_some() {
+    let verdict_line = if cell.expect_fault_on_holder && !reached_a_holder && judged.is_some() {
         format!("{verdict_line}; no fault reached a lock's holder, as the cell expects")
     } else {
         verdict_line
@@ -326,6 +336,33 @@ async fn run_cell(
             .and_then(|run| run.strip_prefix(dir).ok().map(|r| r.display().to_string())),
         log,
     })
+}
+
+/// A run's verdict on the lock's leases alone ([`Judge::Leases`]), from its lock-safety
+/// result, and the words that say so: invalid on a double grant with both leases live, valid
+/// when the lock granted something and never that, unknown when it granted nothing or an
+/// acquire of unknown outcome may have overlapped a hold.
+fn judged_on_leases(safety: Option<&serde_json::Value>) -> (Valid, String) {
+    let count = |field: &str| safety.and_then(|s| s[field].as_u64()).unwrap_or(0);
+    let (grants, stale) = (
+        count("double_grant_count"),
+        count("stale_double_grant_count"),
+    );
+    let live = grants.saturating_sub(stale);
+    let words = format!(
+        "{live} double grants with both leases live ({stale} stale: a holder past its lease, \
+         not this claim's)"
+    );
+    let possible = count("possible_double_grant_count");
+    match (live, count("holds"), possible) {
+        (0, 0, _) => (Valid::Unknown, "nothing was granted".to_string()),
+        (0, _, 0) => (Valid::True, words),
+        (0, _, _) => (
+            Valid::Unknown,
+            format!("{words}; {possible} possible (acquires of unknown outcome)"),
+        ),
+        _ => (Valid::False, words),
+    }
 }
 
 fn describe_status(status: std::process::ExitStatus) -> String {
@@ -356,8 +393,15 @@ pub fn table(record: &MatrixRecord, dir: &Path) -> String {
         .max()
         .unwrap_or(4)
         .max(4);
+    let expect_width = record
+        .cells
+        .iter()
+        .map(|c| c.cell.expected().len())
+        .max()
+        .unwrap_or(7)
+        .max(7);
     let mut out = format!(
-        "\n{:<width$}  {:<7}  {:>6}  verdict\n",
+        "\n{:<width$}  {:<expect_width$}  {:>6}  verdict\n",
         "cell", "expect", "time"
     );
     for outcome in &record.cells {
@@ -368,9 +412,9 @@ pub fn table(record: &MatrixRecord, dir: &Path) -> String {
         };
         let _ = writeln!(
             out,
-            "{:<width$}  {:<7}  {:>5.0}s  {mark} {}",
+            "{:<width$}  {:<expect_width$}  {:>5.0}s  {mark} {}",
             outcome.cell.name,
-            outcome.cell.expect.label(),
+            outcome.cell.expected(),
             outcome.seconds,
             outcome.verdict_line
         );
@@ -387,7 +431,7 @@ pub fn table(record: &MatrixRecord, dir: &Path) -> String {
             out,
             "  cell {} expected {}, got {} (log: {})",
             outcome.cell.name,
-            outcome.cell.expect.label(),
+            outcome.cell.expected(),
             outcome.verdict_line,
             dir.join(&outcome.log).display()
         );
@@ -493,6 +537,47 @@ fn clock(seconds: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn judged_on_leases_only_a_double_grant_with_both_leases_live_is_invalid() {
+        let safety = |holds: u64, grants: u64, stale: u64| {
+            serde_json::json!({
+                "holds": holds, "double_grant_count": grants, "stale_double_grant_count": stale,
+                "possible_double_grant_count": 0
+            })
+        };
+        let (judged, words) = judged_on_leases(Some(&safety(40, 3, 1)));
+        assert_eq!(judged, Valid::False);
+        assert!(
+            words.starts_with("2 double grants with both leases live (1 stale"),
+            "{words}"
+        );
+        assert_eq!(
+            judged_on_leases(Some(&safety(40, 5, 5))).0,
+            Valid::True,
+            "zombies only"
+        );
+        assert_eq!(judged_on_leases(Some(&safety(40, 0, 0))).0, Valid::True);
+        let (judged, words) = judged_on_leases(Some(&safety(0, 0, 0)));
+        assert_eq!(
+            (judged, words.as_str()),
+            (Valid::Unknown, "nothing was granted")
+        );
+        assert_eq!(
+            judged_on_leases(None).0,
+            Valid::Unknown,
+            "no result to judge"
+        );
+        let mut unsure = safety(40, 2, 2);
+        unsure["possible_double_grant_count"] = 1.into();
+        assert_eq!(judged_on_leases(Some(&unsure)).0, Valid::Unknown);
+        unsure["double_grant_count"] = 3.into();
+        assert_eq!(
+            judged_on_leases(Some(&unsure)).0,
+            Valid::False,
+            "a certain one decides"
+        );
+    }
 
     #[test]
     fn shards_split_the_cells_between_them() {
