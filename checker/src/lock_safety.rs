@@ -584,6 +584,13 @@ pub(crate) fn fault_windows(history: &[Op]) -> Vec<Window> {
     windows
 }
 
+impl LockSafety {
+    /// The double grants with both leases live: the lock's own failures, without the zombies.
+    pub fn lease_double_grant_count(&self) -> usize {
+        self.double_grant_count - self.stale_double_grant_count
+    }
+}
+
 impl Checked for LockSafety {
     fn name(&self) -> &'static str {
         "lock-safety"
@@ -769,6 +776,7 @@ mod tests {
         let r = s.check();
         assert_eq!(r.valid, Valid::False);
         assert_eq!((r.double_grant_count, r.stale_double_grant_count), (1, 1));
+        assert_eq!(r.lease_double_grant_count(), 0);
         let g = &r.double_grants[0];
         assert_eq!(g.kind, "stale");
         assert_eq!(g.overlap_ms, 399.0);

@@ -50,9 +50,7 @@ pub fn figure(runs: &[RecordedResults], expect: Expect, judge: Judge) -> String 
         safety
             .iter()
             .map(|s| match leases_only {
-                true => s
-                    .double_grant_count
-                    .saturating_sub(s.stale_double_grant_count),
+                true => s.lease_double_grant_count(),
                 false => s.double_grant_count,
             })
             .collect(),

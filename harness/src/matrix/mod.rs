@@ -15,6 +15,7 @@ use std::time::Instant;
 
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
+use splitbrain_checker::lock_safety::LockSafety;
 use splitbrain_checker::Valid;
 use tokio_util::sync::CancellationToken;
 
@@ -306,7 +307,10 @@ async fn run_cell(
     };
     let (judged, verdict_line) = match (cell.judge, verdict) {
         (Judge::Leases, Some(_)) => {
-            let (judged, words) = judged_on_leases(results.as_ref().map(|r| &r["lock-safety"]));
+            let safety = results
+                .as_ref()
+                .and_then(|r| serde_json::from_value(r["lock-safety"].clone()).ok());
+            let (judged, words) = judged_on_leases(safety.as_ref());
             (
                 Some(judged),
                 format!("{verdict_line}; judged on leases: {words}"),
@@ -342,22 +346,25 @@ async fn run_cell(
 /// result, and the words that say so: invalid on a double grant with both leases live, valid
 /// when the lock granted something and never that, unknown when it granted nothing or an
 /// acquire of unknown outcome may have overlapped a hold.
-fn judged_on_leases(safety: Option<&serde_json::Value>) -> (Valid, String) {
-    let count = |field: &str| safety.and_then(|s| s[field].as_u64()).unwrap_or(0);
-    let (grants, stale) = (
-        count("double_grant_count"),
-        count("stale_double_grant_count"),
-    );
-    let live = grants.saturating_sub(stale);
+fn judged_on_leases(safety: Option<&LockSafety>) -> (Valid, String) {
+    let Some(safety) = safety else {
+        return (
+            Valid::Unknown,
+            "the run wrote no lock-safety result".to_string(),
+        );
+    };
+    if safety.holds == 0 {
+        return (Valid::Unknown, "nothing was granted".to_string());
+    }
+    let live = safety.lease_double_grant_count();
     let words = format!(
-        "{live} double grants with both leases live ({stale} stale: a holder past its lease, \
-         not this claim's)"
+        "{live} double grants with both leases live ({} stale: a holder past its lease, not \
+         this claim's)",
+        safety.stale_double_grant_count
     );
-    let possible = count("possible_double_grant_count");
-    match (live, count("holds"), possible) {
-        (0, 0, _) => (Valid::Unknown, "nothing was granted".to_string()),
-        (0, _, 0) => (Valid::True, words),
-        (0, _, _) => (
+    match (live, safety.possible_double_grant_count) {
+        (0, 0) => (Valid::True, words),
+        (0, possible) => (
             Valid::Unknown,
             format!("{words}; {possible} possible (acquires of unknown outcome)"),
         ),
@@ -540,25 +547,25 @@ mod tests {
 
     #[test]
     fn judged_on_leases_only_a_double_grant_with_both_leases_live_is_invalid() {
-        let safety = |holds: u64, grants: u64, stale: u64| {
-            serde_json::json!({
-                "holds": holds, "double_grant_count": grants, "stale_double_grant_count": stale,
-                "possible_double_grant_count": 0
-            })
+        let safety = |holds: usize, grants: usize, stale: usize, possible: usize| {
+            serde_json::from_value::<LockSafety>(serde_json::json!({
+                "valid": grants == 0, "holds": holds, "unknown_acquires": possible,
+                "double_grant_count": grants, "stale_double_grant_count": stale,
+                "double_grants": [], "fenced_double_grant_count": 0, "fenced_double_grants": [],
+                "possible_double_grant_count": possible
+            }))
+            .unwrap()
         };
-        let (judged, words) = judged_on_leases(Some(&safety(40, 3, 1)));
+        let (judged, words) = judged_on_leases(Some(&safety(40, 3, 1, 0)));
         assert_eq!(judged, Valid::False);
         assert!(
             words.starts_with("2 double grants with both leases live (1 stale"),
             "{words}"
         );
-        assert_eq!(
-            judged_on_leases(Some(&safety(40, 5, 5))).0,
-            Valid::True,
-            "zombies only"
-        );
-        assert_eq!(judged_on_leases(Some(&safety(40, 0, 0))).0, Valid::True);
-        let (judged, words) = judged_on_leases(Some(&safety(0, 0, 0)));
+        let judge = |s: LockSafety| judged_on_leases(Some(&s)).0;
+        assert_eq!(judge(safety(40, 5, 5, 0)), Valid::True, "zombies only");
+        assert_eq!(judge(safety(40, 0, 0, 0)), Valid::True);
+        let (judged, words) = judged_on_leases(Some(&safety(0, 0, 0, 0)));
         assert_eq!(
             (judged, words.as_str()),
             (Valid::Unknown, "nothing was granted")
@@ -568,12 +575,9 @@ mod tests {
             Valid::Unknown,
             "no result to judge"
         );
-        let mut unsure = safety(40, 2, 2);
-        unsure["possible_double_grant_count"] = 1.into();
-        assert_eq!(judged_on_leases(Some(&unsure)).0, Valid::Unknown);
-        unsure["double_grant_count"] = 3.into();
+        assert_eq!(judge(safety(40, 2, 2, 1)), Valid::Unknown, "a possible one");
         assert_eq!(
-            judged_on_leases(Some(&unsure)).0,
+            judge(safety(40, 3, 2, 1)),
             Valid::False,
             "a certain one decides"
         );
