@@ -57,9 +57,22 @@ async fn a_partitioned_pair_cannot_talk_while_the_others_can() {
     assert!(reaches(&fx, "n2", "n3").await, "n2 and n3 still talk");
     assert!(!partition.leftovers(&fx.target()).await.unwrap().is_empty());
 
+    // Packet loss beside it, as a script may overlap them: each heals only its own rules.
+    let loss = find_fault("packet-loss").unwrap();
+    let lossy = Action {
+        targets: vec!["n3".into()],
+        params: serde_json::json!({ "probability": 1.0 }),
+    };
+    loss.start(&fx.target(), &lossy).await.unwrap();
     partition.stop(&fx.target(), &action).await.unwrap();
     assert!(reaches(&fx, "n1", "n2").await, "healed");
     assert!(partition.leftovers(&fx.target()).await.unwrap().is_empty());
+    assert!(
+        !reaches(&fx, "n2", "n3").await,
+        "the loss outlives the partition"
+    );
+    loss.stop(&fx.target(), &lossy).await.unwrap();
+    assert!(reaches(&fx, "n2", "n3").await);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -129,15 +142,22 @@ async fn heal_clears_every_fault_at_once() {
     }
     let fx = Fixture::up("redlock", Some(3)).await;
     let deployment = &fx.deployment;
+    // The iptables faults first: nothing can exec into a paused node.
+    let partition = find_fault("partition-isolate").unwrap();
+    let grudge = serde_json::json!({ "n3": ["n1"], "n1": ["n3"] });
+    let cut = Action {
+        targets: vec!["n1".into(), "n3".into()],
+        params: serde_json::json!({ "shape": "isolate", "grudge": grudge }),
+    };
+    partition.start(&fx.target(), &cut).await.unwrap();
+    let loss = find_fault("packet-loss").unwrap();
+    let lossy = Action {
+        targets: vec!["n3".into()],
+        params: serde_json::json!({ "probability": 1.0 }),
+    };
+    loss.start(&fx.target(), &lossy).await.unwrap();
     deployment.pause("n1").await.unwrap();
     deployment.kill("n2").await.unwrap();
-    deployment
-        .exec_ok(
-            "n3",
-            &["iptables", "-A", "INPUT", "-s", "10.0.0.1", "-j", "DROP"],
-        )
-        .await
-        .unwrap();
     deployment
         .set_clock(
             "n3",
@@ -149,6 +169,7 @@ async fn heal_clears_every_fault_at_once() {
     for (node, state) in deployment.health().await.unwrap() {
         assert!(state.running && !state.paused, "{node}: {state:?}");
     }
+    assert!(reaches(&fx, "n2", "n3").await, "no loss rule is left");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,6 +1,7 @@
 //! Faults: one file each, registered in [`FAULTS`]. A fault owns what it does to the nodes,
 //! how it is healed, and how a heal is verified; the runner owns when.
 
+mod chain;
 mod client_crash;
 mod client_pause;
 mod clock;

@@ -8,8 +8,12 @@ use rand::rngs::StdRng;
 use rand::Rng;
 use splitbrain_compose::{ComposeError, Deployment};
 
+use super::chain::Chain;
 use super::{one_or_minority, Action, Fault, Layout, Started, Target};
 use crate::NemesisOptions;
+
+/// The chain packet-loss rules go in, apart from any partition's.
+const LOSS: Chain = Chain("splitbrain-packet-loss");
 
 /// Packet loss or netem trouble on one node or a minority's incoming traffic from the others.
 pub enum Packet {
@@ -40,7 +44,7 @@ impl Fault for Packet {
 
     fn family(&self) -> &'static str {
         match self {
-            Packet::Loss => "iptables",
+            Packet::Loss => "packet-loss",
             Packet::Netem => "netem",
         }
     }
@@ -106,16 +110,16 @@ impl Fault for Packet {
             match self {
                 Packet::Loss => {
                     let p = action.params["probability"].as_f64().unwrap_or(0.0);
-                    let mut rules = Vec::new();
-                    for peer in deployment.nodes().iter().filter(|n| &n.name != node) {
-                        rules.push(format!(
-                            "iptables -A INPUT -s {} -m statistic --mode random --probability {p} -j DROP",
-                            peer.addr.ip()
-                        ));
-                    }
-                    deployment
-                        .exec_ok(node, &["sh", "-c", &rules.join(" && ")])
-                        .await?;
+                    let rules: Vec<String> = deployment
+                        .nodes()
+                        .iter()
+                        .filter(|n| &n.name != node)
+                        .map(|peer| {
+                            let ip = peer.addr.ip();
+                            format!("-s {ip} -m statistic --mode random --probability {p} -j DROP")
+                        })
+                        .collect();
+                    LOSS.append(deployment, node, &rules).await?;
                 }
                 Packet::Netem => {
                     let mut add = vec!["tc", "qdisc", "add", "dev", "eth0", "root"];
@@ -131,10 +135,7 @@ impl Fault for Packet {
         let deployment = &target.deployment;
         for node in &action.targets {
             match self {
-                Packet::Loss => deployment
-                    .exec_ok(node, &["iptables", "-F", "INPUT"])
-                    .await
-                    .map(drop)?,
+                Packet::Loss => LOSS.flush(deployment, node).await?,
                 Packet::Netem => netem_off(deployment, node).await?,
             }
         }
@@ -147,12 +148,15 @@ impl Fault for Packet {
     }
 
     async fn leftovers(&self, target: &Target) -> Result<Vec<String>, ComposeError> {
-        let Packet::Netem = self else {
-            // Loss rules are iptables rules: the partition family's check finds them.
-            return Ok(Vec::new());
-        };
         let mut left = Vec::new();
         for node in target.deployment.nodes() {
+            if let Packet::Loss = self {
+                let count = LOSS.rules(&target.deployment, &node.name).await?;
+                if count > 0 {
+                    left.push(format!("{} has {count} packet-loss rule(s)", node.name));
+                }
+                continue;
+            }
             let shown = target
                 .deployment
                 .exec(&node.name, &["tc", "qdisc", "show", "dev", "eth0"])

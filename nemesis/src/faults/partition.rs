@@ -1,5 +1,6 @@
 //! Network partitions between nodes, in Jepsen's shapes: a grudge (which node drops which
-//! peers' packets) applied as iptables DROP rules inside each node's own network namespace.
+//! peers' packets) applied as iptables DROP rules inside each node's own network namespace,
+//! in the partition's own chain.
 //! Clients reach every node through the gateway, which no rule names: client-to-node faults
 //! are a separate fault.
 
@@ -11,6 +12,7 @@ use rand::seq::{IndexedRandom, SliceRandom};
 use rand::Rng;
 use splitbrain_compose::{ComposeError, Deployment};
 
+use super::chain::Chain;
 use super::{Action, Fault, Layout, Started, Target};
 use crate::NemesisOptions;
 
@@ -88,17 +90,18 @@ impl Shape {
     }
 }
 
+/// The chain every partition's rules go in (`partition-primary`'s too).
+const PARTITION: Chain = Chain("splitbrain-partition");
+
 /// Makes every node in the grudge drop the packets of the peers it holds a grudge against.
 pub(super) async fn apply(deployment: &Deployment, grudge: &Grudge) -> Result<(), ComposeError> {
     for (node, drops) in grudge {
         let mut rules = Vec::new();
         for peer in drops {
             let ip = deployment.node(peer)?.addr.ip();
-            rules.push(format!("iptables -A INPUT -s {ip} -j DROP"));
+            rules.push(format!("-s {ip} -j DROP"));
         }
-        deployment
-            .exec_ok(node, &["sh", "-c", &rules.join(" && ")])
-            .await?;
+        PARTITION.append(deployment, node, &rules).await?;
     }
     Ok(())
 }
@@ -220,9 +223,7 @@ impl Fault for Partition {
     async fn heal_all(&self, target: &Target) -> Result<(), ComposeError> {
         let deployment = &target.deployment;
         for node in deployment.nodes() {
-            deployment
-                .exec_ok(&node.name, &["iptables", "-F", "INPUT"])
-                .await?;
+            PARTITION.flush(deployment, &node.name).await?;
         }
         Ok(())
     }
@@ -231,12 +232,9 @@ impl Fault for Partition {
         let deployment = &target.deployment;
         let mut left = Vec::new();
         for node in deployment.nodes() {
-            let rules = deployment
-                .exec_ok(&node.name, &["iptables", "-S", "INPUT"])
-                .await?;
-            let count = rules.lines().filter(|l| l.starts_with("-A")).count();
+            let count = PARTITION.rules(deployment, &node.name).await?;
             if count > 0 {
-                left.push(format!("{} has {count} iptables rule(s)", node.name));
+                left.push(format!("{} has {count} partition rule(s)", node.name));
             }
         }
         Ok(left)
