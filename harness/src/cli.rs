@@ -127,6 +127,9 @@ pub struct RunArgs {
     /// Redlock: ask the nodes in parallel or sequential (one after another).
     #[arg(long, default_value = "parallel")]
     pub acquire: String,
+    /// wait: how many replicas WAIT asks for (default: every replica the master has).
+    #[arg(long, value_parser = count)]
+    pub wait_replicas: Option<usize>,
     /// Workload (every workload is listed at the end).
     #[arg(long, default_value = "lock")]
     pub workload: String,

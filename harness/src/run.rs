@@ -354,6 +354,15 @@ async fn client_links(
     } else {
         Links::default()
     };
+    // A group cut off from a node is cut off from the Sentinel on it too.
+    for node in deployment.nodes() {
+        if let Some(sentinel) = node.sentinel {
+            links
+                .carry(&node.name, sentinel)
+                .await
+                .context("starting the client link proxies to the Sentinels")?;
+        }
+    }
     if !spec.link_jitter.is_zero() {
         let jitter = Toxics {
             jitter: spec.link_jitter,
@@ -384,22 +393,26 @@ async fn client_links(
 /// Each client group's config: the nodes as that group reaches them (straight, or through its
 /// links), and how they relate.
 fn client_configs(spec: &TestSpec, deployment: &Deployment, links: &Links) -> Vec<ClientConfig> {
-    let sentinels: Vec<(String, std::net::SocketAddr)> = deployment
-        .nodes()
-        .iter()
-        .filter_map(|n| Some((n.name.clone(), n.sentinel?)))
-        .collect();
-    let config = |nodes| {
+    let config = |nodes, sentinels| {
         let config = ClientConfig {
             options: spec.client_options(),
             ..ClientConfig::new(nodes, spec.ttl)
         };
-        crate::spec::shaped(config, spec.deployment, sentinels.clone())
+        let announced = deployment
+            .nodes()
+            .iter()
+            .map(|n| (n.name.clone(), n.addr.ip()))
+            .collect();
+        crate::spec::shaped(config, spec.deployment, sentinels, announced)
     };
     let nodes = deployment.nodes();
     if spec.client_groups == 0 {
         return vec![config(
             nodes.iter().map(|n| (n.name.clone(), n.addr)).collect(),
+            nodes
+                .iter()
+                .filter_map(|n| Some((n.name.clone(), n.sentinel?)))
+                .collect(),
         )];
     }
     (0..spec.client_groups)
@@ -408,6 +421,13 @@ fn client_configs(spec: &TestSpec, deployment: &Deployment, links: &Links) -> Ve
                 nodes
                     .iter()
                     .filter_map(|n| Some((n.name.clone(), links.address(group, &n.name)?)))
+                    .collect(),
+                nodes
+                    .iter()
+                    .filter_map(|n| {
+                        let carried = links.carried_address(group, &n.name, n.sentinel?)?;
+                        Some((n.name.clone(), carried))
+                    })
                     .collect(),
             )
         })

@@ -46,6 +46,9 @@ pub struct TestSpec {
     /// Redlock asks its nodes one after another.
     #[serde(default)]
     pub sequential: bool,
+    /// `wait`: how many replicas WAIT asks for; none for every replica.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wait_replicas: Option<usize>,
     #[serde(with = "by_name")]
     pub workload: &'static WorkloadKind,
     /// lock-set: the storage checks fencing tokens.
@@ -164,11 +167,13 @@ impl Pace {
 }
 
 /// A client config as clients of this kind of deployment see it, with the Sentinels (on
-/// `sentinel`) at these addresses: the one place that says how each kind looks to a client.
+/// `sentinel`) reached at these addresses, and each node's own address as they name it: the
+/// one place that says how each kind looks to a client.
 pub fn shaped(
     config: ClientConfig,
     topology: &dyn Topology,
     sentinels: Vec<(String, std::net::SocketAddr)>,
+    announced: Vec<(String, std::net::IpAddr)>,
 ) -> ClientConfig {
     if let Some(service) = Shape::service(topology.system().family()) {
         return config.serving(service);
@@ -183,6 +188,7 @@ pub fn shaped(
             let sentinels = Sentinels {
                 master: MASTER_NAME.into(),
                 addrs: sentinels,
+                announced,
             };
             config.watched_by_sentinel(sentinels, replicas)
         }
@@ -284,6 +290,12 @@ impl TestSpec {
                 )))
             }
         };
+        if args.wait_replicas.is_some() && client.name != "wait" {
+            return Err(bad(format!(
+                "--wait-replicas is how many replicas the wait client's WAIT asks for, and \
+                 --client is {client_arg}; add --client wait or drop --wait-replicas"
+            )));
+        }
         let client = ChosenClient {
             kind: client,
             command: client_arg.strip_prefix(EXEC_PREFIX).map(str::to_string),
@@ -291,7 +303,13 @@ impl TestSpec {
         let client_name = client.to_string();
         // Building a client connects to nothing, so it can say now whether it suits the nodes.
         let placeholder = ClientConfig {
-            options: client_options(&client, !args.no_jitter, sequential, Duration::ZERO),
+            options: client_options(
+                &client,
+                !args.no_jitter,
+                sequential,
+                args.wait_replicas,
+                Duration::ZERO,
+            ),
             ..ClientConfig::new(
                 nodes
                     .iter()
@@ -301,7 +319,8 @@ impl TestSpec {
             )
         };
         let sentinels = placeholder.nodes.clone();
-        let placeholder = shaped(placeholder, topology, sentinels);
+        let announced = sentinels.iter().map(|(n, a)| (n.clone(), a.ip())).collect();
+        let placeholder = shaped(placeholder, topology, sentinels, announced);
         let Some(workload) = find_workload(&args.workload) else {
             return Err(bad(format!(
                 "unknown workload `{}`; choose one of: {}",
@@ -477,6 +496,7 @@ impl TestSpec {
             client,
             jitter: !args.no_jitter,
             sequential,
+            wait_replicas: args.wait_replicas,
             workload,
             fencing: args.fencing,
             skip_unsupported: args.nemesis.trim() == "all",
@@ -615,6 +635,7 @@ impl TestSpec {
             &self.client,
             self.jitter,
             self.sequential,
+            self.wait_replicas,
             self.exec_start_timeout,
         )
     }
@@ -724,6 +745,9 @@ impl TestSpec {
         if self.sequential {
             options.push(("acquire", Some("sequential".to_string())));
         }
+        if let Some(replicas) = self.wait_replicas {
+            options.push(("wait-replicas", Some(replicas.to_string())));
+        }
         if self.fencing {
             options.push(("fencing", None));
         }
@@ -775,11 +799,13 @@ fn client_options(
     client: &ChosenClient,
     jitter: bool,
     sequential: bool,
+    wait_replicas: Option<usize>,
     start_timeout: Duration,
 ) -> ClientOptions {
     ClientOptions {
         jitter,
         sequential,
+        wait_replicas,
         command: client.command.clone(),
         start_timeout,
     }
@@ -1164,6 +1190,28 @@ mod tests {
         assert!(redlock
             .command_line()
             .ends_with("--no-jitter --acquire sequential"));
+        let wait_one = [
+            "--deployment",
+            "sentinel",
+            "--client",
+            "wait",
+            "--wait-replicas",
+            "1",
+        ];
+        let wait_one = spec(&wait_one).unwrap();
+        assert_eq!(wait_one.client_options().wait_replicas, Some(1));
+        assert!(wait_one.command_line().ends_with("--wait-replicas 1"));
+        let too_many = message(&[
+            "--deployment",
+            "sentinel",
+            "--client",
+            "wait",
+            "--wait-replicas",
+            "3",
+        ]);
+        assert!(too_many.contains("more replicas than the 2"), "{too_many}");
+        let not_wait = message(&["--deployment", "sentinel", "--wait-replicas", "1"]);
+        assert!(not_wait.contains("--client is redlock"), "{not_wait}");
     }
 
     #[test]

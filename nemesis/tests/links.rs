@@ -79,6 +79,31 @@ async fn each_groups_connections_come_from_its_own_source_ports() {
 }
 
 #[tokio::test]
+async fn another_port_of_a_node_shares_its_link() {
+    let links = links().await;
+    let sentinel = echo().await;
+    links.carry("n1", sentinel).await.unwrap();
+    let carried = links.carried_address(0, "n1", sentinel).unwrap();
+    assert_ne!(carried, links.address(0, "n1").unwrap());
+    round_trip(carried).await.unwrap();
+    let slow = LinkState {
+        upstream: Toxics {
+            latency: Duration::from_millis(200),
+            ..Toxics::default()
+        },
+        ..LinkState::default()
+    };
+    links.set("g0->n1", slow);
+    let slowed = round_trip(carried).await.unwrap();
+    let other = round_trip(links.carried_address(1, "n1", sentinel).unwrap())
+        .await
+        .unwrap();
+    assert!(slowed >= Duration::from_millis(200), "{slowed:?}");
+    assert!(other < Duration::from_millis(200), "{other:?}");
+    assert_eq!(links.carried_address(0, "n2", sentinel), None);
+}
+
+#[tokio::test]
 async fn latency_delays_one_group_only() {
     let links = links().await;
     let slow = LinkState {

@@ -3,7 +3,7 @@
 //! again after any error, since a failover moves it; or the master of a key's slot in a Redis
 //! Cluster, routed by its slot map as cluster clients route.
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
 use redis::FromRedisValue;
@@ -266,7 +266,7 @@ pub struct MasterConn {
     master_name: String,
     sentinels: Vec<NodeConn>,
     /// Each node by name: where it is reached, and its own address (what Sentinels report).
-    nodes: Vec<(String, SocketAddr, std::net::IpAddr)>,
+    nodes: Vec<(String, SocketAddr, IpAddr)>,
     timeout: Duration,
     current: Option<NodeConn>,
 }
@@ -288,8 +288,8 @@ impl MasterConn {
             nodes: nodes
                 .iter()
                 .filter_map(|(name, reach)| {
-                    let (_, sentinel) = sentinels_by_node.iter().find(|(n, _)| n == name)?;
-                    Some((name.clone(), *reach, sentinel.ip()))
+                    let (_, own) = sentinels.announced.iter().find(|(n, _)| n == name)?;
+                    Some((name.clone(), *reach, *own))
                 })
                 .collect(),
             timeout,

@@ -186,6 +186,10 @@ impl Fixture {
                 let sentinels = Sentinels {
                     master: splitbrain_compose::topology::MASTER_NAME.into(),
                     addrs: sentinels,
+                    announced: nodes
+                        .iter()
+                        .map(|n| (n.name.clone(), n.addr.ip()))
+                        .collect(),
                 };
                 config.watched_by_sentinel(sentinels, self.deployment.replicas())
             }

@@ -3,6 +3,10 @@
 //! Toxics follow toxiproxy's semantics: latency (with jitter), blackhole (data stops, the
 //! connection stays open), reset (connections die with a TCP RST), bandwidth, slow close.
 //! Each applies to one direction: `upstream` (client to node) or `downstream`.
+//!
+//! A link is the path from a group to a node's machine, not to one port: another port of the
+//! node (its Sentinel's) can be carried over the same link, with the same toxics and source
+//! ports, so that a client cut off from a node is cut off from its Sentinel too.
 
 use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
@@ -51,7 +55,11 @@ struct Link {
     layers: Mutex<Layers>,
     /// Made by the run (a client group's link to a node), not through the API.
     builtin: bool,
+    /// The ports a group's connections leave from (a run's links only).
+    source: Option<RangeInclusive<u16>>,
     task: tokio::task::AbortHandle,
+    /// The node's other ports this link carries: (upstream, where it listens, its proxy).
+    other_ports: Mutex<Vec<(SocketAddr, SocketAddr, tokio::task::AbortHandle)>>,
 }
 
 /// Who asked for which toxics on a link.
@@ -171,7 +179,7 @@ impl Links {
         let listen = listener.local_addr()?;
         let task = tokio::spawn(serve(
             listener,
-            (upstream.clone(), source),
+            (upstream.clone(), source.clone()),
             state.subscribe(),
             resets.clone(),
         ))
@@ -183,7 +191,9 @@ impl Links {
             resets,
             layers: Mutex::new(Layers::default()),
             builtin,
+            source,
             task,
+            other_ports: Mutex::default(),
         });
         self.map().insert(name, link.clone());
         Ok(link)
@@ -205,6 +215,44 @@ impl Links {
     /// Where a group's clients connect to reach `node`.
     pub fn address(&self, group: usize, node: &str) -> Option<SocketAddr> {
         self.get(&link_name(group, node)).map(|l| l.listen)
+    }
+
+    /// Carries another port of `node` (its Sentinel's) over every group's link to it.
+    pub async fn carry(&self, node: &str, upstream: SocketAddr) -> std::io::Result<()> {
+        for group in 0..self.groups {
+            let Some(link) = self.get(&link_name(group, node)) else {
+                continue;
+            };
+            let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
+            let listen = listener.local_addr()?;
+            let task = tokio::spawn(serve(
+                listener,
+                (upstream.to_string(), link.source.clone()),
+                link.state.subscribe(),
+                link.resets.clone(),
+            ))
+            .abort_handle();
+            link.other_ports
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push((upstream, listen, task));
+        }
+        Ok(())
+    }
+
+    /// Where a group's clients connect to reach `upstream`, a port of `node` its link carries.
+    pub fn carried_address(
+        &self,
+        group: usize,
+        node: &str,
+        upstream: SocketAddr,
+    ) -> Option<SocketAddr> {
+        let link = self.get(&link_name(group, node))?;
+        let carried = link.other_ports.lock().unwrap_or_else(|e| e.into_inner());
+        carried
+            .iter()
+            .find(|(to, _, _)| *to == upstream)
+            .map(|(_, listen, _)| *listen)
     }
 
     /// Every link's name.
@@ -262,6 +310,10 @@ impl Links {
     pub fn shutdown(&self) {
         for link in self.map().values() {
             link.task.abort();
+            let carried = link.other_ports.lock().unwrap_or_else(|e| e.into_inner());
+            for (_, _, task) in carried.iter() {
+                task.abort();
+            }
         }
     }
 }

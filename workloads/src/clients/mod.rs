@@ -219,8 +219,11 @@ impl ClientConfig {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Sentinels {
     pub master: String,
-    /// Each Sentinel by the node it runs on, sharing that node's address.
+    /// Each Sentinel by the node it runs on, and where the client reaches it (the node's
+    /// address, or the client group's link to the node).
     pub addrs: Vec<(String, SocketAddr)>,
+    /// Each node's own address: what a Sentinel answers when it names the master.
+    pub announced: Vec<(String, std::net::IpAddr)>,
 }
 
 /// Variants that some algorithms offer.
@@ -230,6 +233,8 @@ pub struct ClientOptions {
     pub jitter: bool,
     /// Ask Redlock's nodes one after another instead of all at once.
     pub sequential: bool,
+    /// How many replicas `wait` asks `WAIT` for; `None` for every one.
+    pub wait_replicas: Option<usize>,
     /// The program and arguments behind `--client exec:<command>`.
     pub command: Option<String>,
     /// How long an `exec:` program may take to start and answer `hello`: starting an
@@ -243,6 +248,7 @@ impl Default for ClientOptions {
         ClientOptions {
             jitter: true,
             sequential: false,
+            wait_replicas: None,
             command: None,
             start_timeout: Duration::from_secs(60),
         }

@@ -2,6 +2,9 @@
 //! replicated lock safe. WAIT only reports how many replicas have the write; it cannot undo
 //! it, and a failover can still lose it. When fewer replicas than asked acknowledge in time,
 //! the client cannot judge its grant, and the history says so with an `info`.
+//!
+//! By default WAIT asks for every replica; `--wait-replicas N` asks for fewer, as
+//! deployments do that would rather not stop taking locks when one replica is down.
 
 use std::time::{Duration, Instant};
 
@@ -12,7 +15,8 @@ use super::{ClientConfig, ClientKind, Fences, Grant, LockClient, Outcome};
 
 pub(super) const KIND: ClientKind = ClientKind {
     name: "wait",
-    summary: "set-nx-px, then WAIT for every replica (replicated deployments only)",
+    summary: "set-nx-px, then WAIT for every replica, or --wait-replicas N (replicated \
+              deployments only)",
     speaks: Some("redis"),
     fences: Fences::Never,
     build,
@@ -26,9 +30,16 @@ fn build(config: &ClientConfig) -> Result<Box<dyn LockClient>, String> {
                 .into(),
         );
     }
+    let replicas = config.options.wait_replicas.unwrap_or(config.replicas());
+    if replicas > config.replicas() {
+        return Err(format!(
+            "--wait-replicas {replicas} asks for more replicas than the {} the master has",
+            config.replicas()
+        ));
+    }
     Ok(Box::new(Wait {
         lock: SetNxPx::on_one_node(config, KIND.name)?,
-        replicas: config.replicas(),
+        replicas,
         timeout: wait_timeout(config.ttl),
     }))
 }
@@ -91,8 +102,14 @@ mod tests {
         let sentinels = crate::Sentinels {
             master: "m".into(),
             addrs: Vec::new(),
+            announced: Vec::new(),
         };
-        let replicated = config.watched_by_sentinel(sentinels, 2);
+        let mut replicated = config.watched_by_sentinel(sentinels, 2);
+        assert!(build(&replicated).is_ok());
+        replicated.options.wait_replicas = Some(3);
+        let refused = build(&replicated).err().unwrap();
+        assert!(refused.contains("than the 2"), "{refused}");
+        replicated.options.wait_replicas = Some(1);
         assert!(build(&replicated).is_ok());
         assert_eq!(
             wait_timeout(Duration::from_secs(2)),
