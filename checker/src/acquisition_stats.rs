@@ -13,6 +13,13 @@
 //! 3. `split_vote_share` is split-vote refusals over attempts, 0 with no attempts.
 //! 4. `grants_per_second` is grants over the time from the first acquire's invoke to the last
 //!    client op, 0 if that time is 0.
+//! 5. The **longest split-vote streak**: completed attempts in the order they completed, the
+//!    longest run with no grant, no `held` refusal and no unknown outcome in it (the lock was
+//!    free, as far as anyone knows, and nobody won it), counted by its split-vote refusals;
+//!    refusals for want of nodes neither end nor count in it. Its `rounds` is the fewest
+//!    split votes any of its clients had in it: how many times in a row every contender
+//!    collided. Redlock's retry jitter exists so that a collision is not repeated; a streak
+//!    of many rounds is the split-vote livelock. None without a split vote.
 
 use serde::{Deserialize, Serialize};
 
@@ -33,6 +40,22 @@ pub struct AcquisitionStats {
     pub attempt_latency: Latency,
     pub split_vote_share: f64,
     pub grants_per_second: f64,
+    /// Absent from results written before it was measured.
+    #[serde(default)]
+    pub longest_split_vote_streak: Option<SplitVoteStreak>,
+}
+
+/// Split votes in a row with nothing else between them (rule 5).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SplitVoteStreak {
+    pub refusals: usize,
+    /// How many clients took part.
+    pub clients: usize,
+    /// The fewest refusals any of those clients had in the streak.
+    pub rounds: usize,
+    /// When its first and its last refusal completed.
+    pub from_ms: f64,
+    pub to_ms: f64,
 }
 
 /// A latency distribution in milliseconds.
@@ -98,6 +121,7 @@ pub fn check(history: &[Op]) -> AcquisitionStats {
 
     let attempts = acquires.len();
     let grants = grant_latencies.len();
+    let longest_split_vote_streak = longest_split_vote_streak(&acquires);
     let first_attempt = acquires.iter().map(|a| a.invoke.time).min();
     let last_client_op = history
         .iter()
@@ -119,7 +143,41 @@ pub fn check(history: &[Op]) -> AcquisitionStats {
         attempt_latency: Latency::of(attempt_latencies),
         split_vote_share: ratio(refused_split_vote as f64, attempts as f64),
         grants_per_second: ratio(grants as f64, span_seconds),
+        longest_split_vote_streak,
     }
+}
+
+/// Rule 5: the longest run of split votes, by completion order, that no grant, `held`
+/// refusal or unknown outcome interrupts.
+fn longest_split_vote_streak(acquires: &[crate::operation::Operation]) -> Option<SplitVoteStreak> {
+    let mut completed: Vec<&Op> = acquires.iter().filter_map(|a| a.completion).collect();
+    completed.sort_by_key(|op| op.time);
+    let cause = |op: &Op| match op.kind {
+        OpType::Fail => Some(Cause::of(op.error.as_deref())),
+        _ => None,
+    };
+    let interrupts = |op: &&Op| !matches!(cause(op), Some(Cause::SplitVote | Cause::Unavailable));
+    completed
+        .split(interrupts)
+        .filter_map(|run| {
+            let splits: Vec<&&Op> = run
+                .iter()
+                .filter(|op| cause(op) == Some(Cause::SplitVote))
+                .collect();
+            let (first, last) = (splits.first()?, splits.last()?);
+            let mut per_client = std::collections::BTreeMap::new();
+            for op in &splits {
+                *per_client.entry(op.process).or_insert(0usize) += 1;
+            }
+            Some(SplitVoteStreak {
+                refusals: splits.len(),
+                clients: per_client.len(),
+                rounds: per_client.values().copied().min().unwrap_or(0),
+                from_ms: ms(first.time),
+                to_ms: ms(last.time),
+            })
+        })
+        .max_by_key(|streak| (streak.rounds, streak.refusals))
 }
 
 fn ratio(part: f64, whole: f64) -> f64 {
@@ -263,5 +321,43 @@ mod tests {
             )
             .push(9_000, Op::new(Process::NEMESIS, OpType::Info, "stop"));
         assert_eq!(s.check().grants_per_second, 1.0);
+    }
+
+    #[test]
+    fn rule_5_the_longest_split_vote_streak_counts_rounds_every_contender_collided() {
+        let split = Some((OpType::Fail, "split vote: 2/5"));
+        let mut script = Script::default();
+        // Processes 1 and 2 collide twice in a row, then process 3 joins for one refusal...
+        script
+            .acquire(0, 10, 1, split)
+            .acquire(0, 11, 2, split)
+            .acquire(20, 30, 1, split)
+            .acquire(20, 31, 2, split)
+            .acquire(25, 32, 3, split)
+            // ...and a grant ends the streak; one split vote after it is a streak of one.
+            .granted(40, 50, 1)
+            .acquire(60, 70, 2, split);
+        let streak = script.check().longest_split_vote_streak.unwrap();
+        assert_eq!(
+            (streak.refusals, streak.clients, streak.rounds),
+            (5, 3, 1),
+            "process 3 collided once"
+        );
+        assert_eq!((streak.from_ms, streak.to_ms), (10.0, 32.0));
+        // A held refusal ends a streak too: someone had the lock. A node timing out does not.
+        let mut held = Script::default();
+        held.acquire(0, 10, 1, split)
+            .acquire(0, 11, 2, Some((OpType::Fail, "held: by another client")))
+            .acquire(20, 30, 1, split)
+            .acquire(
+                20,
+                31,
+                2,
+                Some((OpType::Fail, "no quorum: 2/5 granted, 3 timed out")),
+            )
+            .acquire(40, 50, 1, split);
+        assert_eq!(held.check().longest_split_vote_streak.unwrap().refusals, 2);
+        let none = Script::default().granted(0, 1, 1).check();
+        assert_eq!(none.longest_split_vote_streak, None);
     }
 }

@@ -84,6 +84,22 @@ pub fn figure(runs: &[RecordedResults], expect: Expect, judge: Judge) -> String 
             .collect(),
         "acknowledged writes lost a run",
     ));
+    if judge == Judge::Livelock {
+        let streaks: Vec<_> = runs
+            .iter()
+            .filter_map(|r| r.acquisition.as_ref()?.longest_split_vote_streak.as_ref())
+            .collect();
+        if let Some(rounds) = range(streaks.iter().map(|s| s.rounds).collect(), "rounds") {
+            let longest = streaks
+                .iter()
+                .map(|s| s.to_ms - s.from_ms)
+                .fold(0.0, f64::max);
+            parts.push(format!(
+                "split votes {rounds} in a row, the longest streak lasting {:.1} s",
+                longest / 1000.0
+            ));
+        }
+    }
     let stuck: Vec<f64> = runs
         .iter()
         .filter_map(|r| r.stuck_lock.as_ref())

@@ -385,9 +385,11 @@ mod tests {
             matrix::load_scenario(&write("judged.toml", &text), &[1])
         };
         assert_eq!(judged("leases").unwrap().1[0].judge, Judge::Leases);
+        assert_eq!(judged("livelock").unwrap().1[0].judge, Judge::Livelock);
         let error = judged("zombies").err().unwrap().to_string();
         assert!(
-            error.contains("judged.toml:10") && error.contains("expected `verdict` or `leases`"),
+            error.contains("judged.toml:10")
+                && error.contains("expected one of `verdict`, `leases`, `livelock`"),
             "{error}"
         );
     }

@@ -55,6 +55,23 @@ pub fn render(title: &str, results: &Results) -> String {
             stats.grant_latency.p99_ms
         );
     }
+    // A collision repeated is worth a line of its own: it is how a livelock shows.
+    if let Some(streak) = stats
+        .longest_split_vote_streak
+        .as_ref()
+        .filter(|s| s.rounds > 1)
+    {
+        let _ = writeln!(
+            out,
+            "  split    {} split votes in a row from {:.1} s to {:.1} s: each of {} contenders \
+             refused {} or more times running",
+            streak.refusals,
+            streak.from_ms / 1000.0,
+            streak.to_ms / 1000.0,
+            streak.clients,
+            streak.rounds
+        );
+    }
     let checkers = results.in_verdict();
     for (label, line) in checkers.iter().flat_map(|c| c.summary()) {
         let _ = writeln!(out, "  {label:<8} {line}");

@@ -12,7 +12,7 @@
 //! seeds = [1, 2]
 //! expect = "valid"                # valid | invalid | any
 //! expect-fault-on-holder = true   # and some fault must have reached a lock's holder
-//! judge = "leases"                # held to the lock's leases only (default: the verdict)
+//! judge = "leases"                # held to the lock's leases only, or "livelock" (default: the verdict)
 //! options = { ttl = "2s" }        # more run options, over the defaults
 //!
 //! [[fault]]                       # or: faults at fixed times, in every cell (`run --script`)
@@ -111,6 +111,7 @@ impl Expect {
         match judge {
             Judge::Verdict => self.label().to_string(),
             Judge::Leases => format!("{} (leases)", self.label()),
+            Judge::Livelock => format!("{} (livelock)", self.label()),
         }
     }
 }
@@ -127,6 +128,11 @@ pub enum Judge {
     /// double grant, a zombie) is a claim of its own, which a claim about the lock itself (a
     /// release that frees another's lock) must not rest on.
     Leases,
+    /// Whether contenders livelocked on split votes: invalid when every contender collided
+    /// [`LIVELOCK_ROUNDS`](super::LIVELOCK_ROUNDS) times in a row or more (Redlock's retry
+    /// without jitter), valid when the lock was granted and they never did. A run whose
+    /// verdict is invalid stays invalid: a live lock must still be a safe one.
+    Livelock,
 }
 
 /// One run of the matrix.

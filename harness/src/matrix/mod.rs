@@ -15,6 +15,7 @@ use std::time::Instant;
 
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
+use splitbrain_checker::acquisition_stats::AcquisitionStats;
 use splitbrain_checker::lock_safety::LockSafety;
 use splitbrain_checker::Valid;
 use tokio_util::sync::CancellationToken;
@@ -316,6 +317,20 @@ async fn run_cell(
                 format!("{verdict_line}; judged on leases: {words}"),
             )
         }
+        (Judge::Livelock, Some(verdict)) => {
+            let stats = results
+                .as_ref()
+                .and_then(|r| serde_json::from_value(r["acquisition"].clone()).ok());
+            let (judged, words) = judged_on_livelock(stats.as_ref());
+            let judged = match verdict {
+                Valid::False => Valid::False,
+                _ => judged,
+            };
+            (
+                Some(judged),
+                format!("{verdict_line}; judged on livelock: {words}"),
+            )
+        }
         _ => (verdict, verdict_line),
     };
     let met = match (judged, cell.expect) {
@@ -369,6 +384,46 @@ fn judged_on_leases(safety: Option<&LockSafety>) -> (Valid, String) {
             format!("{words}; {possible} possible (acquires of unknown outcome)"),
         ),
         _ => (Valid::False, words),
+    }
+}
+
+/// How many times in a row every contender must collide for a split-vote streak to be a
+/// livelock. With jitter, the contenders that collided retry apart and one wins within a
+/// round or two; without it, they retry together, and the collision repeats.
+pub const LIVELOCK_ROUNDS: usize = 5;
+
+/// A run's verdict on split-vote livelock ([`Judge::Livelock`]), from its acquisition
+/// statistics, and the words that say so.
+fn judged_on_livelock(stats: Option<&AcquisitionStats>) -> (Valid, String) {
+    let Some(stats) = stats else {
+        return (
+            Valid::Unknown,
+            "the run wrote no acquisition statistics".to_string(),
+        );
+    };
+    let streak = stats.longest_split_vote_streak.as_ref();
+    match streak {
+        Some(s) if s.rounds >= LIVELOCK_ROUNDS => (
+            Valid::False,
+            format!(
+                "a split-vote livelock: {} split votes in a row from {:.1} s to {:.1} s, each of \
+                 the {} contenders refused at least {} times running",
+                s.refusals,
+                s.from_ms / 1000.0,
+                s.to_ms / 1000.0,
+                s.clients,
+                s.rounds
+            ),
+        ),
+        _ if stats.grants == 0 => (Valid::Unknown, "nothing was granted".to_string()),
+        Some(s) => (
+            Valid::True,
+            format!(
+                "no livelock: at most {} round(s) of split votes in a row ({} refusals)",
+                s.rounds, s.refusals
+            ),
+        ),
+        None => (Valid::True, "no livelock: no vote was split".to_string()),
     }
 }
 
@@ -544,6 +599,39 @@ fn clock(seconds: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn judged_on_livelock_every_contender_must_collide_five_times_running() {
+        let stats = |grants: usize, rounds: Option<usize>| {
+            let streak = rounds.map(|rounds| {
+                serde_json::json!({
+                    "refusals": rounds * 3, "clients": 3, "rounds": rounds,
+                    "from_ms": 100.0, "to_ms": 2100.0
+                })
+            });
+            let latency = serde_json::json!({
+                "count": 0, "mean_ms": 0.0, "p50_ms": 0.0, "p99_ms": 0.0, "max_ms": 0.0
+            });
+            serde_json::from_value::<AcquisitionStats>(serde_json::json!({
+                "attempts": 100, "grants": grants, "refused_held": 0, "refused_split_vote": 15,
+                "refused_unavailable": 0, "unknown": 0, "grant_latency": latency,
+                "attempt_latency": latency, "split_vote_share": 0.15, "grants_per_second": 1.0,
+                "longest_split_vote_streak": streak
+            }))
+            .unwrap()
+        };
+        let (judged, words) = judged_on_livelock(Some(&stats(0, Some(LIVELOCK_ROUNDS))));
+        assert_eq!(judged, Valid::False, "a livelock needs no grant to show");
+        assert!(
+            words.starts_with("a split-vote livelock: 15 split votes in a row from 0.1 s to 2.1 s"),
+            "{words}"
+        );
+        let judge = |grants, rounds| judged_on_livelock(Some(&stats(grants, rounds))).0;
+        assert_eq!(judge(10, Some(LIVELOCK_ROUNDS - 1)), Valid::True);
+        assert_eq!(judge(10, None), Valid::True, "no split vote at all");
+        assert_eq!(judge(0, Some(1)), Valid::Unknown, "nothing granted");
+        assert_eq!(judged_on_livelock(None).0, Valid::Unknown);
+    }
 
     #[test]
     fn judged_on_leases_only_a_double_grant_with_both_leases_live_is_invalid() {

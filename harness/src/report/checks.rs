@@ -461,6 +461,21 @@ fn acquisition(stats: &AcquisitionStats) -> String {
                 stats.refused_unavailable
             ),
         ],
+        vec![
+            "longest split-vote streak".into(),
+            match &stats.longest_split_vote_streak {
+                Some(streak) => format!(
+                    "{} split votes in a row, {:.1} s to {:.1} s; each of the {} contenders \
+                     refused at least {} times running",
+                    streak.refusals,
+                    streak.from_ms / 1000.0,
+                    streak.to_ms / 1000.0,
+                    streak.clients,
+                    streak.rounds
+                ),
+                None => "no vote was split".into(),
+            },
+        ],
         vec!["unknown outcome".into(), stats.unknown.to_string()],
         vec!["grant latency".into(), latency(&stats.grant_latency)],
         vec!["attempt latency".into(), latency(&stats.attempt_latency)],
