@@ -58,6 +58,22 @@ pub struct SplitVoteStreak {
     pub to_ms: f64,
 }
 
+impl std::fmt::Display for SplitVoteStreak {
+    /// In words, as the summary, the report and a livelock judgement print it.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} split votes in a row from {:.1} s to {:.1} s, each of the {} contenders refused \
+             at least {} times running",
+            self.refusals,
+            self.from_ms / 1000.0,
+            self.to_ms / 1000.0,
+            self.clients,
+            self.rounds
+        )
+    }
+}
+
 /// A latency distribution in milliseconds.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Latency {

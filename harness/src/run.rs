@@ -393,17 +393,17 @@ async fn client_links(
 /// Each client group's config: the nodes as that group reaches them (straight, or through its
 /// links), and how they relate.
 fn client_configs(spec: &TestSpec, deployment: &Deployment, links: &Links) -> Vec<ClientConfig> {
+    let announced: Vec<(String, std::net::IpAddr)> = deployment
+        .nodes()
+        .iter()
+        .map(|n| (n.name.clone(), n.addr.ip()))
+        .collect();
     let config = |nodes, sentinels| {
         let config = ClientConfig {
             options: spec.client_options(),
             ..ClientConfig::new(nodes, spec.ttl)
         };
-        let announced = deployment
-            .nodes()
-            .iter()
-            .map(|n| (n.name.clone(), n.addr.ip()))
-            .collect();
-        crate::spec::shaped(config, spec.deployment, sentinels, announced)
+        crate::spec::shaped(config, spec.deployment, sentinels, announced.clone())
     };
     let nodes = deployment.nodes();
     if spec.client_groups == 0 {

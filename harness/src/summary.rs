@@ -61,16 +61,7 @@ pub fn render(title: &str, results: &Results) -> String {
         .as_ref()
         .filter(|s| s.rounds > 1)
     {
-        let _ = writeln!(
-            out,
-            "  split    {} split votes in a row from {:.1} s to {:.1} s: each of {} contenders \
-             refused {} or more times running",
-            streak.refusals,
-            streak.from_ms / 1000.0,
-            streak.to_ms / 1000.0,
-            streak.clients,
-            streak.rounds
-        );
+        let _ = writeln!(out, "  split    {streak}");
     }
     let checkers = results.in_verdict();
     for (label, line) in checkers.iter().flat_map(|c| c.summary()) {

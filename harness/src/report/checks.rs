@@ -464,15 +464,7 @@ fn acquisition(stats: &AcquisitionStats) -> String {
         vec![
             "longest split-vote streak".into(),
             match &stats.longest_split_vote_streak {
-                Some(streak) => format!(
-                    "{} split votes in a row, {:.1} s to {:.1} s; each of the {} contenders \
-                     refused at least {} times running",
-                    streak.refusals,
-                    streak.from_ms / 1000.0,
-                    streak.to_ms / 1000.0,
-                    streak.clients,
-                    streak.rounds
-                ),
+                Some(streak) => streak.to_string(),
                 None => "no vote was split".into(),
             },
         ],
