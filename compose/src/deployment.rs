@@ -12,6 +12,7 @@ use bollard::models::{
 };
 use bollard::query_parameters::{CreateContainerOptions, KillContainerOptions, LogsOptions};
 use bollard::Docker;
+use futures_util::future::try_join_all;
 use futures_util::StreamExt;
 
 use crate::docker::{remove_run, run_labels, Leftovers};
@@ -60,6 +61,17 @@ pub struct Deployment {
     /// Nodes whose server was crashed by [`Deployment::kill`] and not restarted yet; shared by
     /// every clone.
     crashed: Arc<Mutex<HashSet<String>>>,
+    bring_up: BringUp,
+}
+
+/// How long a deployment took to come up, from before its network was made.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct BringUp {
+    /// Until every node answered (all started at once, polled together).
+    pub ready: Duration,
+    /// Until the nodes formed one deployment: Sentinels agreeing, a cluster's slots served,
+    /// a leader followed. Equal to `ready` where nodes stand alone.
+    pub formed: Duration,
 }
 
 /// The storage service of a run: a PostgreSQL container beside the nodes that no fault
@@ -133,6 +145,7 @@ impl Deployment {
         formation: Option<Vec<String>>,
         image: &str,
     ) -> Result<Deployment, ComposeError> {
+        let started = Instant::now();
         let (network, prefix) = create_network(docker, run_id).await?;
         let ip_of =
             |i: usize| Ipv4Addr::new(prefix[0], prefix[1], prefix[2], FIRST_NODE_HOST + i as u8);
@@ -147,38 +160,50 @@ impl Deployment {
                 .iter()
                 .fold(text.to_string(), |text, (name, ip)| text.replace(name, ip))
         };
-        let mut nodes = Vec::with_capacity(specs.len());
-        for (i, spec) in specs.iter().enumerate() {
-            let ip = ip_of(i);
-            let container = format!("splitbrain-{run_id}-{}", spec.name);
-            let cmd = system.command(spec.args.iter().map(|arg| resolve(arg)).collect());
-            let sentinel_conf = spec.sentinel.as_deref().map(resolve);
-            let container_spec = ContainerSpec {
+        let nodes: Vec<Node> = specs
+            .iter()
+            .enumerate()
+            .map(|(i, spec)| Node {
+                name: spec.name.clone(),
+                container: format!("splitbrain-{run_id}-{}", spec.name),
+                addr: SocketAddr::new(ip_of(i).into(), system.port()),
+                sentinel: spec
+                    .sentinel
+                    .is_some()
+                    .then(|| SocketAddr::new(ip_of(i).into(), SENTINEL_PORT)),
+            })
+            .collect();
+        // Every node is created and started at once: Docker does the work of each in its
+        // own time, and a deployment of five waits for its slowest node, not for the sum.
+        let container_specs: Vec<ContainerSpec> = specs
+            .iter()
+            .zip(&nodes)
+            .enumerate()
+            .map(|(i, (spec, node))| ContainerSpec {
                 run_id,
                 network: &network,
-                name: &container,
+                name: &node.container,
                 hostname: &spec.name,
                 image,
-                cmd: Some(cmd),
-                ip,
+                cmd: Some(system.command(spec.args.iter().map(|arg| resolve(arg)).collect())),
+                ip: ip_of(i),
                 // Partition faults write iptables rules inside the node's namespace.
                 cap_add: vec!["NET_ADMIN".into()],
-                env: sentinel_conf
-                    .iter()
-                    .map(|conf| format!("{SENTINEL_CONF_ENV}={conf}"))
+                env: spec
+                    .sentinel
+                    .as_deref()
+                    .map(|conf| format!("{SENTINEL_CONF_ENV}={}", resolve(conf)))
+                    .into_iter()
                     .collect(),
-            };
-            start_container(docker, &container_spec).await?;
-            nodes.push(Node {
-                name: spec.name.clone(),
-                container,
-                addr: SocketAddr::new(ip.into(), system.port()),
-                sentinel: sentinel_conf
-                    .is_some()
-                    .then(|| SocketAddr::new(ip.into(), SENTINEL_PORT)),
-            });
-        }
-        let deployment = Deployment {
+            })
+            .collect();
+        try_join_all(
+            container_specs
+                .iter()
+                .map(|spec| start_container(docker, spec)),
+        )
+        .await?;
+        let mut deployment = Deployment {
             docker: docker.clone(),
             run_id: run_id.to_string(),
             network,
@@ -188,10 +213,16 @@ impl Deployment {
             system,
             replication: topology.replication(),
             crashed: Arc::default(),
+            bring_up: BringUp::default(),
         };
-        for node in &deployment.nodes {
-            deployment.wait_ready(node).await?;
-        }
+        try_join_all(
+            deployment
+                .nodes
+                .iter()
+                .map(|node| deployment.wait_ready(node)),
+        )
+        .await?;
+        deployment.bring_up.ready = started.elapsed();
         deployment.wait_formed().await?;
         if let Some(formation) = formation {
             let command: Vec<String> = formation.iter().map(|word| resolve(word)).collect();
@@ -201,7 +232,18 @@ impl Deployment {
                 .await?;
             deployment.wait_cluster_ok().await?;
         }
+        deployment.bring_up.formed = started.elapsed();
+        tracing::info!(
+            ready_ms = deployment.bring_up.ready.as_millis() as u64,
+            formed_ms = deployment.bring_up.formed.as_millis() as u64,
+            "deployment up"
+        );
         Ok(deployment)
+    }
+
+    /// How long this deployment took to come up.
+    pub fn bring_up(&self) -> BringUp {
+        self.bring_up
     }
 
     /// Starts the storage container from `image` and waits until it accepts connections.
