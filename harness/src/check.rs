@@ -13,6 +13,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use anyhow::Context;
+use serde::Serialize;
 use splitbrain_checker::coverage::RunFacts;
 use splitbrain_checker::linearizability::{self, find_model, Limits, Linearizability, MODELS};
 use splitbrain_checker::{
@@ -22,6 +23,7 @@ use splitbrain_checker::{
 
 use crate::cli::CheckArgs;
 use crate::error::{Exit, HarnessError};
+use crate::report::stored::StoredRun;
 use crate::results::{injected_faults, OpCounts, Results};
 use crate::spec::TestSpec;
 use crate::summary;
@@ -48,7 +50,8 @@ impl Default for LinearizabilityCheck {
 }
 
 /// `splitbrain check`: checks `args.history` (a history.jsonl, a run folder holding one, or
-/// an EDN history) and prints the summary.
+/// an EDN history), writes `results.json` (and with `--report`, `report.html`) beside it or in
+/// `--out`, and prints the summary with every finding, or with `--json` the results.
 pub fn check(args: &CheckArgs) -> Result<Exit, HarnessError> {
     let path = if args.history.is_dir() {
         args.history.join("history.jsonl")
@@ -78,6 +81,21 @@ pub fn check(args: &CheckArgs) -> Result<Exit, HarnessError> {
             memory_bytes: args.memory_limit_mib << 20,
         },
     };
+    let beside = path.parent().unwrap_or(Path::new("."));
+    let out = Output {
+        dir: args.out.as_deref().unwrap_or(beside),
+        asked_for: args.out.is_some(),
+        json: args.json,
+        shown: args.limit.unwrap_or(usize::MAX),
+    };
+    if out.asked_for {
+        std::fs::create_dir_all(out.dir).map_err(|e| {
+            HarnessError::BadInput(format!(
+                "--out {}: cannot be created: {e}; give a folder this user can write",
+                out.dir.display()
+            ))
+        })?;
+    }
     let title = format!("check {}", path.display());
     let bytes = std::fs::read(&path)
         .map_err(|e| HarnessError::BadInput(format!("{}: cannot be read: {e}", path.display())))?;
@@ -91,6 +109,13 @@ pub fn check(args: &CheckArgs) -> Result<Exit, HarnessError> {
                 MODELS.iter().map(|m| m.name).collect::<Vec<_>>().join(", ")
             )));
         };
+        if args.report {
+            return Err(HarnessError::BadInput(format!(
+                "{} is an EDN history; report.html is drawn for splitbrain's own histories \
+                 (JSON lines): leave out --report",
+                path.display()
+            )));
+        }
         let options = EdnOptions {
             independent: args.independent,
         };
@@ -98,13 +123,28 @@ pub fn check(args: &CheckArgs) -> Result<Exit, HarnessError> {
         let result = linearizability::check(&ops, model, lin.limits)
             .map_err(|e| HarnessError::BadInput(format!("{}: {e}", path.display())))?;
         let evidence = stats::check(&ops, &stats::needed_for(&ops));
-        print!(
-            "{}",
-            summary::render_linearizability(&title, &result, &evidence)
-        );
-        return Ok(Exit::Verdict(result.valid.merge(evidence.valid)));
+        let results = EdnResults {
+            valid: result.valid.merge(evidence.valid),
+            verdict: summary::linearizability_verdict(&result, &evidence),
+            stats: evidence,
+            linearizability: result,
+        };
+        out.write_results(&results)?;
+        if !out.json {
+            print!(
+                "{}",
+                summary::render_linearizability(
+                    &title,
+                    &results.linearizability,
+                    &results.stats,
+                    out.shown
+                )
+            );
+        }
+        return Ok(Exit::Verdict(results.valid));
     }
     let read = read_history(bytes.as_slice()).map_err(|e| not_a_history(&path, e))?;
+    drop(bytes);
     if read.truncated_tail {
         eprintln!(
             "warning: {}: the last line was cut short (a run killed while writing?); checked \
@@ -121,10 +161,97 @@ pub fn check(args: &CheckArgs) -> Result<Exit, HarnessError> {
         .map_err(|e| HarnessError::BadInput(format!("{}: {e}", path.display())))?;
     let spec = stored_spec(&path);
     let facts = spec.as_ref().map(TestSpec::run_facts).unwrap_or_default();
-    let mut results = check_ops(&ops, false, None, facts, linearizability);
+    // What the run recorded beside its history and the history cannot say: that it was
+    // interrupted, or failed part way (which leaves its verdict unknown).
+    let (interrupted, error) = recorded_outcome(&path);
+    let mut results = check_ops(&ops, interrupted, error, facts, linearizability);
     results.pace = spec.and_then(|spec| spec.pace).map(|pace| pace.line());
-    print!("{}", summary::render(&title, &results));
+    out.write_results(&results)?;
+    if args.report {
+        let test = std::fs::read_to_string(path.with_file_name("test.json"))
+            .ok()
+            .and_then(|text| serde_json::from_str(&text).ok())
+            .unwrap_or_default();
+        let results = serde_json::to_value(&results).context("serialising results")?;
+        let run = StoredRun::of(out.dir, &test, ops, results, false);
+        let report = crate::report::write_stored(&run)?;
+        if !out.json {
+            eprintln!("wrote {}", report.display());
+        }
+    }
+    if !out.json {
+        print!("{}", summary::render(&title, &results, out.shown));
+    }
     Ok(Exit::Verdict(results.valid))
+}
+
+/// Where and how `check` says what it found.
+struct Output<'a> {
+    dir: &'a Path,
+    /// `dir` was given with `--out`, rather than being the history's own folder.
+    asked_for: bool,
+    json: bool,
+    /// Findings of each kind spelled out in the summary.
+    shown: usize,
+}
+
+impl Output<'_> {
+    /// Writes `results.json`, and with `--json` prints it too. A history in a folder this
+    /// user cannot write is still checked, with a warning; a folder given with `--out` must
+    /// take the file.
+    fn write_results(&self, results: &impl Serialize) -> Result<(), HarnessError> {
+        let text = serde_json::to_string_pretty(results).context("serialising results")? + "\n";
+        let path = self.dir.join("results.json");
+        // Truncating a file makes ext4 flush it to disk (auto_da_alloc), which costs more
+        // than the whole check of a small history: a check again that finds what the last
+        // one did leaves the file as it is.
+        let unchanged = std::fs::read(&path).is_ok_and(|old| old == text.as_bytes());
+        match if unchanged {
+            Ok(())
+        } else {
+            std::fs::write(&path, &text)
+        } {
+            Ok(()) => {}
+            Err(e) if self.asked_for => {
+                return Err(HarnessError::BadInput(format!(
+                    "--out {}: cannot be written: {e}; give a folder this user can write",
+                    path.display()
+                )))
+            }
+            Err(e) => eprintln!(
+                "warning: {}: cannot be written ({e}); give a folder this user can write with \
+                 --out",
+                path.display()
+            ),
+        }
+        if self.json {
+            print!("{text}");
+        }
+        Ok(())
+    }
+}
+
+/// `results.json` of an EDN history: the linearizability checker's result, and whether the
+/// history showed anything for it to check.
+#[derive(Serialize)]
+struct EdnResults {
+    valid: Valid,
+    verdict: String,
+    stats: stats::Stats,
+    linearizability: Linearizability,
+}
+
+/// Whether the run beside `history` recorded that it was interrupted or failed part way, in
+/// its `results.json`.
+fn recorded_outcome(history: &Path) -> (bool, Option<String>) {
+    let recorded = std::fs::read_to_string(history.with_file_name("results.json"))
+        .ok()
+        .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
+        .unwrap_or_default();
+    (
+        recorded["interrupted"].as_bool().unwrap_or(false),
+        recorded["error"].as_str().map(str::to_string),
+    )
 }
 
 /// The run's `test.json` beside a history, where there is one that reads as a spec: it says

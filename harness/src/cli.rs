@@ -19,11 +19,15 @@ pub struct Cli {
     pub command: Command,
 }
 
+/// What `check` does, for `--help`; main parses `check` on its own, with this.
+pub const CHECK_ABOUT: &str = "Check a stored history.jsonl (or a Jepsen EDN history) again: \
+print the verdict and every finding, and write results.json beside the history";
+
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Start a deployment, run a workload against it under faults, check the history.
     Run(Box<RunArgs>),
-    /// Check a stored history.jsonl again and print the verdict.
+    #[command(about = CHECK_ABOUT)]
     Check(CheckArgs),
     /// Run every cell of a matrix file, each against the verdict it should get.
     Matrix(MatrixArgs),
@@ -245,6 +249,18 @@ pub struct CheckArgs {
     /// EDN ops carry Jepsen's independent `[key value]` tuples: check each key on its own.
     #[arg(long)]
     pub independent: bool,
+    /// Where results.json (and report.html) go; by default the history's own folder.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Also write report.html (JSON-lines histories only).
+    #[arg(long)]
+    pub report: bool,
+    /// Print results.json on stdout instead of the summary, for scripts.
+    #[arg(long)]
+    pub json: bool,
+    /// Spell out at most N findings of each kind (default: all that results.json lists).
+    #[arg(long, value_parser = count)]
+    pub limit: Option<usize>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -273,6 +289,10 @@ pub struct MatrixArgs {
     /// Run only slice i of n (every n-th cell from the i-th), for CI runners side by side.
     #[arg(long)]
     pub shard: Option<crate::matrix::Shard>,
+    /// How many cells run at once on the one Docker engine. Default: one per core, at most
+    /// one per 2 GiB of available memory.
+    #[arg(long, value_parser = count)]
+    pub parallel: Option<usize>,
     /// Where runs and the matrix summary (matrix-<time>/) are stored.
     #[arg(long, default_value = "results")]
     pub results: PathBuf,

@@ -19,16 +19,41 @@ mod shrink;
 mod spec;
 mod summary;
 
-use clap::{CommandFactory, FromArgMatches};
+use clap::{Args, CommandFactory, FromArgMatches};
 use tokio_util::sync::CancellationToken;
 
-use crate::cli::{Cli, Command, ImagesCommand, ReportCommand, ScenarioCommand};
+use crate::cli::{CheckArgs, Cli, Command, ImagesCommand, ReportCommand, ScenarioCommand};
 use crate::error::{Exit, HarnessError};
 
 fn main() {
-    let command = Cli::command().mut_subcommand("run", |run| run.after_help(spec::catalog()));
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    // A check is a function of a file: it is parsed on its own, without the rest of the
+    // command line's tree, and runs with no runtime and no threads, so that checking many
+    // small histories costs little more than starting a program.
+    if args.get(1).is_some_and(|command| command == "check") {
+        let check = CheckArgs::augment_args(
+            clap::Command::new("check")
+                .bin_name("splitbrain check")
+                .about(cli::CHECK_ABOUT)
+                .max_term_width(100),
+        );
+        let args = parsed(
+            check
+                .try_get_matches_from(&args[1..])
+                .and_then(|matches| CheckArgs::from_arg_matches(&matches)),
+        );
+        std::process::exit(exit_of(check::check(&args)).code());
+    }
+    let mut command = Cli::command();
+    // The scenario catalog is help text; it is only made when help is asked for.
+    if args
+        .iter()
+        .any(|arg| arg == "--help" || arg == "-h" || arg == "help")
+    {
+        command = command.mut_subcommand("run", |run| run.after_help(spec::catalog()));
+    }
     let parsed = command
-        .try_get_matches()
+        .try_get_matches_from(&args)
         .and_then(|matches| Ok((Cli::from_arg_matches(&matches)?, matches)));
     let cli = match parsed {
         Ok((_, matches)) if let Some(flag) = beside_replay(&matches) => {
@@ -38,18 +63,7 @@ fn main() {
             );
             std::process::exit(Exit::BadInput.code());
         }
-        Ok((cli, _)) => cli,
-        Err(e) if !e.use_stderr() => {
-            // --help and --version.
-            let _ = e.print();
-            std::process::exit(0);
-        }
-        Err(e) => {
-            let rendered = e.render().to_string();
-            let first = rendered.lines().next().unwrap_or("bad arguments");
-            eprintln!("{first} (see `splitbrain --help`)");
-            std::process::exit(Exit::BadInput.code());
-        }
+        parsed => self::parsed(parsed).0,
     };
     if matches!(
         cli.command,
@@ -67,6 +81,25 @@ fn main() {
     runtime.shutdown_timeout(std::time::Duration::from_secs(1));
     reaper::done();
     std::process::exit(exit.code());
+}
+
+/// The parsed command line; for `--help` and `--version` what they print, and for an error
+/// its first line, then the exit.
+fn parsed<T>(parsed: Result<T, clap::Error>) -> T {
+    match parsed {
+        Ok(parsed) => parsed,
+        Err(e) if !e.use_stderr() => {
+            // --help and --version.
+            let _ = e.print();
+            std::process::exit(0);
+        }
+        Err(e) => {
+            let rendered = e.render().to_string();
+            let first = rendered.lines().next().unwrap_or("bad arguments");
+            eprintln!("{first} (see `splitbrain --help`)");
+            std::process::exit(Exit::BadInput.code());
+        }
+    }
 }
 
 /// A run option given beside `--replay`, which takes them all from the stored run.
@@ -106,10 +139,7 @@ async fn dispatch(command: Command) -> Exit {
                 },
             }
         }
-        Command::Check(args) => {
-            logging::to_stderr();
-            check::check(&args)
-        }
+        Command::Check(_) => unreachable!("main checks without a runtime"),
         Command::Matrix(args) => {
             progress::set_quiet(args.quiet);
             let options = matrix::MatrixOptions {
@@ -117,6 +147,7 @@ async fn dispatch(command: Command) -> Exit {
                 results: args.results,
                 junit: args.junit,
                 shard: args.shard,
+                parallel: args.parallel.unwrap_or_else(matrix::default_parallel),
             };
             matrix::run(options, interrupt_on_signals()).await
         }
@@ -174,6 +205,11 @@ async fn dispatch(command: Command) -> Exit {
         }
         Command::Reap { owner } => reaper::reap(&owner).await,
     };
+    exit_of(result)
+}
+
+/// The exit a command's outcome calls for; an error is printed first.
+fn exit_of(result: Result<Exit, HarnessError>) -> Exit {
     match result {
         Ok(exit) => exit,
         Err(e) => {

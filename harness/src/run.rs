@@ -118,7 +118,10 @@ pub async fn run(spec: TestSpec, interrupt: CancellationToken) -> Result<Ran, Ha
     // The verdict is printed before anything more is written: a full disk loses files, never
     // the verdict.
     if progress::summaries() {
-        print!("{}", summary::render(&title, &results));
+        print!(
+            "{}",
+            summary::render(&title, &results, summary::SHOWN_AFTER_A_RUN)
+        );
     }
     dir.write_json("results.json", &results)?;
     dir.link_latest(&spec.results)?;

@@ -9,11 +9,11 @@ use splitbrain_checker::Valid;
 
 use crate::results::Results;
 
-/// How many violations the summary spells out.
-const SHOWN: usize = 3;
+/// How many violations of each kind a run's summary spells out; its report shows them all.
+pub const SHOWN_AFTER_A_RUN: usize = 3;
 
-/// Renders the summary: ops, faults, verdict and the first violations.
-pub fn render(title: &str, results: &Results) -> String {
+/// Renders the summary: ops, faults, verdict and the first `shown` violations of each kind.
+pub fn render(title: &str, results: &Results, shown: usize) -> String {
     let mut out = String::new();
     let ops = &results.ops;
     let _ = writeln!(out, "\n{title}");
@@ -68,7 +68,7 @@ pub fn render(title: &str, results: &Results) -> String {
         let _ = writeln!(out, "  {label:<8} {line}");
     }
     if let Some(result) = &results.linearizability {
-        linearizability_lines(&mut out, result, results.linearizability_counts);
+        linearizability_lines(&mut out, result, results.linearizability_counts, shown);
     }
     let interrupted = if results.interrupted {
         " (run interrupted)"
@@ -76,7 +76,7 @@ pub fn render(title: &str, results: &Results) -> String {
         ""
     };
     let _ = writeln!(out, "  verdict  {}{interrupted}", verdict(results));
-    for finding in checkers.iter().flat_map(|c| c.findings(SHOWN)) {
+    for finding in checkers.iter().flat_map(|c| c.findings(shown)) {
         let _ = writeln!(out, "    {finding}");
     }
     if let Some(error) = &results.error {
@@ -86,10 +86,25 @@ pub fn render(title: &str, results: &Results) -> String {
 }
 
 /// The summary of a linearizability check on its own (an EDN history).
-pub fn render_linearizability(title: &str, result: &Linearizability, evidence: &Stats) -> String {
+pub fn render_linearizability(
+    title: &str,
+    result: &Linearizability,
+    evidence: &Stats,
+    shown: usize,
+) -> String {
     let mut out = format!("\n{title}\n");
-    linearizability_lines(&mut out, result, true);
-    let verdict = match (result.valid, &evidence.reason) {
+    linearizability_lines(&mut out, result, true, shown);
+    let _ = writeln!(
+        out,
+        "  verdict  {}",
+        linearizability_verdict(result, evidence)
+    );
+    out
+}
+
+/// The verdict in words of a linearizability check on its own.
+pub fn linearizability_verdict(result: &Linearizability, evidence: &Stats) -> String {
+    match (result.valid, &evidence.reason) {
         (Valid::False, _) => "INVALID: not linearizable".to_string(),
         (_, Some(reason)) => format!("unknown: {reason}"),
         (Valid::True, None) => "valid: linearizable".to_string(),
@@ -97,14 +112,12 @@ pub fn render_linearizability(title: &str, result: &Linearizability, evidence: &
             "unknown: {}",
             result.cause.as_deref().unwrap_or("not searched to the end")
         ),
-    };
-    let _ = writeln!(out, "  verdict  {verdict}");
-    out
+    }
 }
 
 /// The linearizability result: the model, how far the search went, and for a key that is
 /// not linearizable, what the search could not place next.
-fn linearizability_lines(out: &mut String, result: &Linearizability, counts: bool) {
+fn linearizability_lines(out: &mut String, result: &Linearizability, counts: bool, shown: usize) {
     let outcome = match result.valid {
         Valid::True => "linearizable".to_string(),
         Valid::False => "NOT linearizable".to_string(),
@@ -132,7 +145,7 @@ fn linearizability_lines(out: &mut String, result: &Linearizability, counts: boo
         return;
     }
     let _ = writeln!(out, "  model    {figures}");
-    for failure in result.failures.iter().take(SHOWN) {
+    for failure in result.failures.iter().take(shown) {
         let explanation = &failure.explanation;
         let _ = writeln!(
             out,
@@ -141,7 +154,7 @@ fn linearizability_lines(out: &mut String, result: &Linearizability, counts: boo
             explanation.linearized_count,
             plural(explanation.linearized_count)
         );
-        for refused in explanation.refused.iter().take(SHOWN) {
+        for refused in explanation.refused.iter().take(shown) {
             let op = &refused.op;
             let value = op
                 .value

@@ -1,5 +1,6 @@
 //! `splitbrain check` on histories from other tools: a Jepsen EDN history checked with a
-//! linearizability model, and the same history with one read corrupted.
+//! linearizability model, and the same history with one read corrupted; and on a stored run's
+//! history, what it writes and prints.
 
 mod support;
 
@@ -13,10 +14,12 @@ fn fixture() -> PathBuf {
 
 #[test]
 fn a_jepsen_edn_history_is_checked_with_the_model_asked_for() {
+    let out_dir = tempfile::tempdir().unwrap();
     let out = splitbrain()
         .arg("check")
         .arg(fixture())
-        .args(["--model", "cas-register"])
+        .args(["--model", "cas-register", "--out"])
+        .arg(out_dir.path())
         .output()
         .unwrap();
     let text = printed(&out);
@@ -26,6 +29,86 @@ fn a_jepsen_edn_history_is_checked_with_the_model_asked_for() {
     assert!(
         text.contains("cas-register over 1 key: linearizable; 3 ops"),
         "{text}"
+    );
+    let results: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out_dir.path().join("results.json")).unwrap())
+            .unwrap();
+    assert_eq!(results["verdict"], "valid: linearizable");
+    assert_eq!(results["linearizability"]["model"], "cas-register");
+}
+
+/// A stored Redlock run with three double grants (the report tests' fixture), copied where
+/// `check` may write.
+fn stored_run() -> (tempfile::TempDir, PathBuf) {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/redlock-redlock-lock-kill/20261130T004506");
+    let dir = tempfile::tempdir().unwrap();
+    for file in ["history.jsonl", "test.json"] {
+        std::fs::copy(fixture.join(file), dir.path().join(file)).unwrap();
+    }
+    let run = dir.path().to_path_buf();
+    (dir, run)
+}
+
+#[test]
+fn check_writes_results_beside_the_history_and_prints_every_finding() {
+    let (_keep, run) = stored_run();
+    let out = splitbrain().arg("check").arg(&run).output().unwrap();
+    let text = printed(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    for n in 1..=3 {
+        assert!(text.contains(&format!("    #{n} key lock")), "{text}");
+    }
+    let results: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(run.join("results.json")).unwrap()).unwrap();
+    assert_eq!(results["verdict"], "INVALID: 3 double grants");
+    assert_eq!(
+        results["lock-safety"]["double_grants"]
+            .as_array()
+            .unwrap()
+            .len(),
+        3
+    );
+
+    let out = splitbrain()
+        .arg("check")
+        .arg(&run)
+        .args(["--limit", "1"])
+        .output()
+        .unwrap();
+    let text = printed(&out);
+    assert!(
+        text.contains("    #1 key lock") && !text.contains("    #2"),
+        "{text}"
+    );
+}
+
+#[test]
+fn check_json_prints_the_results_and_out_takes_results_and_report() {
+    let (_keep, run) = stored_run();
+    let out_dir = tempfile::tempdir().unwrap();
+    let out = splitbrain()
+        .arg("check")
+        .arg(run.join("history.jsonl"))
+        .args(["--json", "--report", "--out"])
+        .arg(out_dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", printed(&out));
+    let printed_results: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let written: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out_dir.path().join("results.json")).unwrap())
+            .unwrap();
+    assert_eq!(printed_results, written);
+    assert_eq!(written["valid"], false);
+    let report = std::fs::read_to_string(out_dir.path().join("report.html")).unwrap();
+    assert!(
+        report.contains("double grant"),
+        "the report shows the findings"
+    );
+    assert!(
+        !run.join("results.json").exists(),
+        "with --out, nothing is written beside the history"
     );
 }
 

@@ -316,9 +316,14 @@ fn search_parts(parts: &[Box<dyn PreparedPart + '_>], budget: &Budget) -> Vec<Pa
         }
         done
     };
-    let workers = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(parts.len());
+    // One part needs no thread; asking for the cores reads cgroup files, which costs more
+    // than checking a small history.
+    let workers = match parts.len() {
+        0 | 1 => 1,
+        many => std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(many),
+    };
     let mut outcomes = if workers <= 1 {
         work()
     } else {

@@ -67,9 +67,13 @@ pub fn command(args: &ReportArgs) -> Result<Exit, HarnessError> {
 
 /// Writes `report.html` into the run folder `dir`, from what the folder holds.
 pub fn write_report(dir: &Path) -> Result<PathBuf, HarnessError> {
-    let run = StoredRun::read(dir)?;
-    let path = dir.join("report.html");
-    std::fs::write(&path, render(&run)).with_context(|| format!("writing {}", path.display()))?;
+    write_stored(&StoredRun::read(dir)?)
+}
+
+/// Writes `report.html` into `run.dir`.
+pub fn write_stored(run: &StoredRun) -> Result<PathBuf, HarnessError> {
+    let path = run.dir.join("report.html");
+    std::fs::write(&path, render(run)).with_context(|| format!("writing {}", path.display()))?;
     Ok(path)
 }
 

@@ -188,7 +188,7 @@ impl StoredRun {
                 dir.display()
             )));
         }
-        let test = StoredTest::from_json(&read_json(&dir.join("test.json"))?);
+        let test = read_json(&dir.join("test.json"))?;
         let history_path = dir.join("history.jsonl");
         let history = match std::fs::File::open(&history_path) {
             Ok(file) => {
@@ -219,14 +219,32 @@ impl StoredRun {
             let json = serde_json::to_value(&results).context("serialising results")?;
             (json, true)
         };
-        Ok(StoredRun {
+        Ok(StoredRun::of(
+            dir,
+            &test,
+            history,
+            results,
+            results_rechecked,
+        ))
+    }
+
+    /// A run from what was read or checked already; `dir` is where the report goes, and its
+    /// files are the ones linked.
+    pub fn of(
+        dir: &Path,
+        test: &Value,
+        history: Vec<Op>,
+        results: Value,
+        results_rechecked: bool,
+    ) -> StoredRun {
+        StoredRun {
             dir: dir.to_path_buf(),
-            test,
+            test: StoredTest::from_json(test),
             history,
             results: RecordedResults::from_json(results),
             results_rechecked,
             files: linked_files(dir),
-        })
+        }
     }
 }
 
