@@ -212,6 +212,9 @@ async fn run_one(
         results: folder.parent().unwrap_or(Path::new(".")).to_path_buf(),
         junit: None,
         shard: None,
+        // A claim's detection share is measured one seed at a time, as the README's figures
+        // were: seeds side by side would each see a busier machine.
+        parallel: 1,
     };
     let folder_name = folder
         .file_name()

@@ -1,5 +1,5 @@
-//! `splitbrain matrix` against real containers: the smoke matrix passes with a JUnit file CI
-//! systems accept; a cell whose verdict contradicts its `expect` fails the matrix, naming the
+//! `splitbrain matrix` against real containers: the smoke matrix passes, two cells at a time,
+//! with a JUnit file CI systems accept; a cell whose verdict contradicts its `expect` fails the matrix, naming the
 //! cell, through shards and their merge; a bad matrix file starts nothing.
 
 mod support;
@@ -34,7 +34,7 @@ fn matrix_file() -> String {
 }
 
 #[test]
-fn the_smoke_matrix_passes_with_a_junit_file_ci_accepts() {
+fn the_smoke_matrix_passes_two_cells_at_a_time_with_a_junit_file_ci_accepts() {
     if docker_skipped() {
         return;
     }
@@ -42,7 +42,7 @@ fn the_smoke_matrix_passes_with_a_junit_file_ci_accepts() {
     let (keep, results) = results_dir();
     let junit = keep.path().join("smoke.xml");
     let out = splitbrain()
-        .args(["matrix", &matrix_file(), "--results"])
+        .args(["matrix", &matrix_file(), "--parallel", "2", "--results"])
         .arg(&results)
         .arg("--junit")
         .arg(&junit)
@@ -54,6 +54,7 @@ fn the_smoke_matrix_passes_with_a_junit_file_ci_accepts() {
         text.contains("4 of 4 cells met their expectation"),
         "{text}"
     );
+    assert!(text.contains("4 cells, 2 at a time"), "{text}");
     assert_valid_junit(&junit);
     let xml = std::fs::read_to_string(&junit).unwrap();
     assert_eq!(xml.matches("<testcase ").count(), 4, "{xml}");

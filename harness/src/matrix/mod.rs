@@ -3,17 +3,21 @@
 //!
 //! Every cell is a `splitbrain run` child process of its own, so that a cell that crashes,
 //! hangs in teardown or is interrupted cannot take the rest of the matrix with it, and its
-//! output goes to a log file beside its run folder. Cells run one at a time: they share the
-//! machine's Docker engine and cores, and faults are timing-sensitive.
+//! output goes to a log file beside its run folder. Cells run `--parallel N` at a time (one by
+//! default on a machine of one or two cores, see [`default_parallel`]): each has its own run
+//! id, network and results folder, so cells on one Docker engine do not collide, but they share
+//! the machine's cores, and faults are timing-sensitive.
 
 mod file;
 mod html;
 mod junit;
 
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use anyhow::Context;
+use futures_util::stream::{FuturesUnordered, StreamExt};
 use serde::{Deserialize, Serialize};
 use splitbrain_checker::acquisition_stats::AcquisitionStats;
 use splitbrain_checker::lock_safety::LockSafety;
@@ -96,6 +100,25 @@ pub struct MatrixOptions {
     pub results: PathBuf,
     pub junit: Option<PathBuf>,
     pub shard: Option<Shard>,
+    /// How many cells run at once.
+    pub parallel: usize,
+}
+
+/// How many cells run at once unless `--parallel` says: one per core, and no more than one
+/// per 2 GiB of available memory (a five-node deployment, its clients and the harness stay
+/// well under 1 GiB; the JVM of ZooKeeper nodes is the largest share).
+pub fn default_parallel() -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let by_memory = available_memory_bytes().map_or(cores, |bytes| (bytes >> 31) as usize);
+    cores.min(by_memory).max(1)
+}
+
+/// `MemAvailable` of /proc/meminfo, where there is one.
+fn available_memory_bytes() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib << 10)
 }
 
 /// Checks every cell, runs this shard's, writes `results/matrix-<time>/` and prints the table.
@@ -128,8 +151,9 @@ pub async fn run(
     Ok(exit_of(&record))
 }
 
-/// Runs `cells` (of `total` in the file) one after another into `results/<name>/`, and writes
-/// `matrix.json`, `index.html` and the JUnit file there; returns what they got, and where.
+/// Runs `cells` (of `total` in the file), `options.parallel` at a time, into
+/// `results/<name>/`, and writes `matrix.json`, `index.html` and the JUnit file there; returns
+/// what they got, in the file's order, and where.
 pub async fn run_cells(
     options: &MatrixOptions,
     name: &str,
@@ -145,18 +169,29 @@ pub async fn run_cells(
             dir.display()
         ))
     })?;
-    let progress = Progress::new(cells.len(), total);
+    let progress = Progress::new(&cells, total, options.parallel);
+    let ticker = progress.tick();
+    let mut waiting = cells.iter();
+    let mut running = FuturesUnordered::new();
     let mut outcomes: Vec<CellOutcome> = Vec::new();
-    for (done, cell) in cells.iter().enumerate() {
-        if interrupt.is_cancelled() {
-            break;
+    loop {
+        while running.len() < options.parallel && !interrupt.is_cancelled() {
+            let Some(cell) = waiting.next() else { break };
+            progress.started(cell);
+            running.push(run_cell(cell, &dir, interrupt));
         }
-        let ticker = progress.running(done, cell, &outcomes, &cells[done..]);
-        let outcome = run_cell(cell, &dir, interrupt).await?;
-        ticker.abort();
-        progress.finished(done, &outcome);
+        let Some(outcome) = running.next().await else {
+            break;
+        };
+        // A cell that could not even start (its log not writable) ends the matrix; the cells
+        // still running are children of their own, which clean up after themselves.
+        let outcome = outcome?;
+        progress.finished(&outcome);
         outcomes.push(outcome);
     }
+    ticker.abort();
+    drop(running);
+    outcomes.sort_by_key(|outcome| outcome.cell.number);
     let record = MatrixRecord {
         file: options.file.display().to_string(),
         started: started.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
@@ -242,7 +277,9 @@ async fn run_cell(
 ) -> Result<CellOutcome, HarnessError> {
     let log = format!("logs/{:03}.log", cell.number);
     let output = std::fs::File::create(dir.join(&log)).context("creating a cell's log")?;
-    let runs = dir.join("runs");
+    // A results folder of its own, so that its `latest` link is this cell's run even with
+    // other cells finishing beside it.
+    let runs = dir.join("runs").join(format!("{:03}", cell.number));
     let exe = std::env::current_exe().context("finding the splitbrain binary")?;
     let started = Instant::now();
     let mut child = tokio::process::Command::new(exe)
@@ -508,59 +545,82 @@ fn relative(from: &Path, to: &Path) -> PathBuf {
 }
 
 /// What the person watching sees while the matrix runs, through the run's own progress
-/// display: a step line as each cell ends, and between, a status line with the running cell
+/// display: a step line as each cell ends, and between, a status line with the running cells
 /// and the time left (redrawn on a terminal, now and then otherwise).
+#[derive(Clone)]
 struct Progress {
+    state: Arc<Mutex<ProgressState>>,
+}
+
+struct ProgressState {
     cells: usize,
+    parallel: usize,
+    /// The time limits of the cells not started yet.
+    waiting: Vec<f64>,
+    /// The cells running: number, name, time limit, start.
+    running: Vec<(usize, String, f64, Instant)>,
+    /// How long each finished cell took.
+    finished: Vec<f64>,
 }
 
 impl Progress {
-    fn new(cells: usize, total: usize) -> Progress {
-        let shard = if cells == total {
+    fn new(cells: &[Cell], total: usize, parallel: usize) -> Progress {
+        let shard = if cells.len() == total {
             String::new()
         } else {
             format!(" (this shard's share of {total})")
         };
-        progress::step(&format!("matrix: {cells} cells{shard}"));
-        Progress { cells }
+        let at_once = if parallel > 1 {
+            format!(", {parallel} at a time")
+        } else {
+            String::new()
+        };
+        progress::step(&format!("matrix: {} cells{shard}{at_once}", cells.len()));
+        Progress {
+            state: Arc::new(Mutex::new(ProgressState {
+                cells: cells.len(),
+                parallel,
+                waiting: cells.iter().rev().map(|c| c.time_limit_secs).collect(),
+                running: Vec::new(),
+                finished: Vec::new(),
+            })),
+        }
     }
 
-    /// Shows `cell` as running until the returned task is aborted.
-    fn running(
-        &self,
-        done: usize,
-        cell: &Cell,
-        finished: &[CellOutcome],
-        remaining: &[Cell],
-    ) -> tokio::task::AbortHandle {
-        let per_cell = if finished.is_empty() {
-            None
-        } else {
-            Some(finished.iter().map(|c| c.seconds).sum::<f64>() / finished.len() as f64)
-        };
-        // Before any cell has finished: its time limit plus bring-up and teardown.
-        let guess: f64 = remaining
-            .iter()
-            .map(|c| per_cell.unwrap_or(c.time_limit_secs + 15.0))
-            .sum();
-        let label = format!("[{}/{}] {}", done + 1, self.cells, cell.name);
-        let start = Instant::now();
+    fn state(&self) -> std::sync::MutexGuard<'_, ProgressState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn started(&self, cell: &Cell) {
+        let mut state = self.state();
+        state.waiting.pop();
+        state.running.push((
+            cell.number,
+            cell.name.clone(),
+            cell.time_limit_secs,
+            Instant::now(),
+        ));
+    }
+
+    /// Redraws the status line until the returned task is aborted.
+    fn tick(&self) -> tokio::task::AbortHandle {
+        let progress = self.clone();
         tokio::spawn(async move {
             let mut ticks = tokio::time::interval(progress::status_interval());
             loop {
                 ticks.tick().await;
-                let running = start.elapsed().as_secs_f64();
-                progress::status(&format!(
-                    "{label}: running {}, about {} left",
-                    clock(running),
-                    clock((guess - running).max(0.0))
-                ));
+                progress::status(&progress.state().status());
             }
         })
         .abort_handle()
     }
 
-    fn finished(&self, done: usize, outcome: &CellOutcome) {
+    fn finished(&self, outcome: &CellOutcome) {
+        let mut state = self.state();
+        state
+            .running
+            .retain(|(number, ..)| *number != outcome.cell.number);
+        state.finished.push(outcome.seconds);
         let mark = match outcome.met {
             Met::Yes => "ok",
             Met::No => "FAILED",
@@ -568,12 +628,54 @@ impl Progress {
         };
         progress::step(&format!(
             "[{}/{}] {}: {mark}, {} in {}",
-            done + 1,
-            self.cells,
+            state.finished.len(),
+            state.cells,
             outcome.cell.name,
             outcome.verdict_line,
             clock(outcome.seconds)
         ));
+    }
+}
+
+impl ProgressState {
+    /// A cell's expected length: the mean of those finished, or before any has finished its
+    /// time limit plus bring-up and teardown.
+    fn per_cell(&self, time_limit_secs: f64) -> f64 {
+        if self.finished.is_empty() {
+            time_limit_secs + 15.0
+        } else {
+            self.finished.iter().sum::<f64>() / self.finished.len() as f64
+        }
+    }
+
+    /// `[3/12] a 0m12s of ~45s, b 3s of ~45s: about 4m10s left`.
+    fn status(&self) -> String {
+        let running: Vec<String> = self
+            .running
+            .iter()
+            .map(|(_, name, limit, start)| {
+                format!(
+                    "{name} {} of ~{}",
+                    clock(start.elapsed().as_secs_f64()),
+                    clock(self.per_cell(*limit))
+                )
+            })
+            .collect();
+        let left_running: f64 = self
+            .running
+            .iter()
+            .map(|(_, _, limit, start)| {
+                (self.per_cell(*limit) - start.elapsed().as_secs_f64()).max(0.0)
+            })
+            .sum();
+        let left_waiting: f64 = self.waiting.iter().map(|limit| self.per_cell(*limit)).sum();
+        format!(
+            "[{}/{}] {}: about {} left",
+            self.finished.len() + 1,
+            self.cells,
+            running.join(", "),
+            clock((left_running + left_waiting) / self.parallel as f64)
+        )
     }
 }
 
@@ -693,6 +795,31 @@ mod tests {
             relative(Path::new("/r"), Path::new("/r/a")),
             PathBuf::from("a")
         );
+    }
+
+    #[test]
+    fn the_time_left_shares_the_remaining_cells_between_the_parallel_slots() {
+        let state = ProgressState {
+            cells: 4,
+            parallel: 2,
+            waiting: vec![45.0, 45.0],
+            running: vec![(1, "a".into(), 45.0, Instant::now())],
+            finished: vec![30.0],
+        };
+        // One running cell (30 s expected) and two waiting (30 s each), two at a time.
+        assert_eq!(state.status(), "[2/4] a 0s of ~30s: about 45s left");
+        let fresh = ProgressState {
+            finished: Vec::new(),
+            ..state
+        };
+        assert!(fresh.status().ends_with("a 0s of ~1m00s: about 1m30s left"));
+    }
+
+    #[test]
+    fn the_default_runs_at_least_one_cell() {
+        let parallel = default_parallel();
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        assert!((1..=cores).contains(&parallel), "{parallel}");
     }
 
     #[test]
