@@ -51,29 +51,27 @@ impl<'a> Operation<'a> {
 ///
 /// Nemesis ops and completions with no invoke before them are left out.
 pub fn operations(history: &[Op]) -> Vec<Operation<'_>> {
-    let mut pending: HashMap<Process, &Op> = HashMap::new();
+    // Each invoke takes its place when it is read, and its completion fills it in: the
+    // operations come out in the order of their invokes without sorting.
+    let mut pending: HashMap<Process, usize> = HashMap::new();
     let mut paired = Vec::with_capacity(history.len() / 2 + 1);
     for op in history.iter().filter(|op| !op.process.is_nemesis()) {
         if op.kind == OpType::Invoke {
-            if let Some(abandoned) = pending.insert(op.process, op) {
-                paired.push(Operation {
-                    invoke: abandoned,
-                    completion: None,
-                });
-            }
-        } else if let Some(invoke) = pending.remove(&op.process) {
+            // An earlier invoke still pending was abandoned: it stays, never completed.
+            pending.insert(op.process, paired.len());
             paired.push(Operation {
-                invoke,
-                completion: Some(op),
+                invoke: op,
+                completion: None,
             });
+        } else if let Some(at) = pending.remove(&op.process) {
+            paired[at].completion = Some(op);
         }
     }
-    paired.extend(pending.into_values().map(|invoke| Operation {
-        invoke,
-        completion: None,
-    }));
-    // The leftovers came out of a hash map: sorting makes every checker's output repeatable.
-    paired.sort_unstable_by_key(|operation| operation.invoke.index);
+    // A history read from elsewhere may not list its ops in index order; every checker's
+    // output is in invoke order all the same.
+    if !paired.is_sorted_by_key(|operation| operation.invoke.index) {
+        paired.sort_by_key(|operation| operation.invoke.index);
+    }
     paired
 }
 

@@ -9,6 +9,7 @@
 //! by another client is not linearizable as a mutex, yet is exactly what a lease lock
 //! promises, and lock safety judges leases.
 
+use std::io::{Read, Seek};
 use std::path::Path;
 use std::time::Duration;
 
@@ -97,10 +98,25 @@ pub fn check(args: &CheckArgs) -> Result<Exit, HarnessError> {
         })?;
     }
     let title = format!("check {}", path.display());
-    let bytes = std::fs::read(&path)
-        .map_err(|e| HarnessError::BadInput(format!("{}: cannot be read: {e}", path.display())))?;
-    let text = std::str::from_utf8(&bytes).ok();
-    if let Some(text) = text.filter(|text| is_edn(&path, text)) {
+    let unreadable = |e: std::io::Error| {
+        HarnessError::BadInput(format!("{}: cannot be read: {e}", path.display()))
+    };
+    // JSON lines are read as a stream, never whole; the first few KiB tell EDN from them.
+    let mut file = std::fs::File::open(&path).map_err(unreadable)?;
+    let mut head = Vec::new();
+    (&file)
+        .take(4096)
+        .read_to_end(&mut head)
+        .map_err(unreadable)?;
+    if is_edn(&path, &String::from_utf8_lossy(&head)) {
+        let mut bytes = head;
+        file.read_to_end(&mut bytes).map_err(unreadable)?;
+        let text = String::from_utf8(bytes).map_err(|_| {
+            HarnessError::BadInput(format!(
+                "{} is not a history splitbrain reads: it is not UTF-8 text",
+                path.display()
+            ))
+        })?;
         let Some(model) = model else {
             return Err(HarnessError::BadInput(format!(
                 "{} is an EDN history, which only the linearizability checker reads: add \
@@ -119,7 +135,7 @@ pub fn check(args: &CheckArgs) -> Result<Exit, HarnessError> {
         let options = EdnOptions {
             independent: args.independent,
         };
-        let ops = read_edn_history(text, options).map_err(|e| not_a_history(&path, e))?;
+        let ops = read_edn_history(&text, options).map_err(|e| not_a_history(&path, e))?;
         let result = linearizability::check(&ops, model, lin.limits)
             .map_err(|e| HarnessError::BadInput(format!("{}: {e}", path.display())))?;
         let evidence = stats::check(&ops, &stats::needed_for(&ops));
@@ -143,8 +159,8 @@ pub fn check(args: &CheckArgs) -> Result<Exit, HarnessError> {
         }
         return Ok(Exit::Verdict(results.valid));
     }
-    let read = read_history(bytes.as_slice()).map_err(|e| not_a_history(&path, e))?;
-    drop(bytes);
+    file.rewind().map_err(unreadable)?;
+    let read = read_history(std::io::BufReader::new(file)).map_err(|e| not_a_history(&path, e))?;
     if read.truncated_tail {
         eprintln!(
             "warning: {}: the last line was cut short (a run killed while writing?); checked \
@@ -155,7 +171,7 @@ pub fn check(args: &CheckArgs) -> Result<Exit, HarnessError> {
     let ops = read.ops;
     let linearizability = model_for(&ops, &lin)
         .map(|(model, counts)| {
-            linearizability::check(&ops, model, lin.limits).map(|result| (result, counts))
+            search(&ops, model, counts, lin.limits).map(|result| (result, counts))
         })
         .transpose()
         .map_err(|e| HarnessError::BadInput(format!("{}: {e}", path.display())))?;
@@ -379,24 +395,56 @@ fn model_for(
     }
 }
 
+/// The most client ops the owner-mutex search beside lock safety takes on by itself: it counts
+/// in no verdict, and on a long history it would cost more than every other check together.
+/// `--model owner-mutex` runs it on any length.
+const BESIDE_MOST_OPS: usize = 100_000;
+
+/// The linearizability search with `model`, unless it would only be shown beside the verdict
+/// (`counts` false) and the history is longer than [`BESIDE_MOST_OPS`].
+fn search(
+    ops: &[Op],
+    model: &'static linearizability::RegisteredModel,
+    counts: bool,
+    limits: Limits,
+) -> Result<Linearizability, linearizability::CheckError> {
+    let client_ops = ops.iter().filter(|op| !op.process.is_nemesis()).count();
+    if !counts && client_ops > BESIDE_MOST_OPS {
+        return Ok(not_searched(
+            model,
+            format!(
+                "not searched: {client_ops} client ops, more than the {BESIDE_MOST_OPS} it takes \
+                 on beside the verdict; --model {} runs it",
+                model.name
+            ),
+        ));
+    }
+    linearizability::check(ops, model, limits)
+}
+
+/// A linearizability result that searched nothing, and says why.
+fn not_searched(model: &linearizability::RegisteredModel, cause: String) -> Linearizability {
+    Linearizability {
+        valid: Valid::Unknown,
+        model: model.name.to_string(),
+        keys: 0,
+        keys_checked: 0,
+        ops_checked: 0,
+        ops_ignored: 0,
+        ignored_fs: Vec::new(),
+        states_explored: 0,
+        peak_cache_bytes: 0,
+        cause: Some(cause),
+        failures: Vec::new(),
+    }
+}
+
 /// The linearizability check where a model applies, and whether it counts; a history whose
 /// operations do not pair up is `unknown`, with why, rather than a failed run.
 fn linearizable(ops: &[Op], lin: &LinearizabilityCheck) -> Option<(Linearizability, bool)> {
     let (model, counts) = model_for(ops, lin)?;
-    let result =
-        linearizability::check(ops, model, lin.limits).unwrap_or_else(|e| Linearizability {
-            valid: Valid::Unknown,
-            model: model.name.to_string(),
-            keys: 0,
-            keys_checked: 0,
-            ops_checked: 0,
-            ops_ignored: 0,
-            ignored_fs: Vec::new(),
-            states_explored: 0,
-            peak_cache_bytes: 0,
-            cause: Some(format!("the history cannot be checked: {e}")),
-            failures: Vec::new(),
-        });
+    let result = search(ops, model, counts, lin.limits)
+        .unwrap_or_else(|e| not_searched(model, format!("the history cannot be checked: {e}")));
     Some((result, counts))
 }
 
@@ -461,6 +509,37 @@ mod tests {
         assert_eq!(mutex.model, "owner-mutex");
         assert_eq!(mutex.valid, Valid::False);
         assert!(!results.linearizability_counts);
+    }
+
+    #[test]
+    fn the_mutex_search_beside_the_verdict_skips_long_histories_unless_asked_for() {
+        // One process acquiring and releasing, over and over: a mutex history with no doubt.
+        let cycles = BESIDE_MOST_OPS / 4 + 1;
+        let ops: Vec<Op> = (0..cycles as u64)
+            .flat_map(|i| {
+                let at = |kind, f, n: u64| op(0, kind, f).key("lock").at(4 * i + n, 4 * i + n);
+                [
+                    at(OpType::Invoke, "acquire", 0),
+                    at(OpType::Ok, "acquire", 1),
+                    at(OpType::Invoke, "release", 2),
+                    at(OpType::Ok, "release", 3),
+                ]
+            })
+            .collect();
+        let (beside, counts) = linearizable(&ops, &LinearizabilityCheck::default()).unwrap();
+        assert!(!counts);
+        assert_eq!(beside.valid, Valid::Unknown);
+        assert!(
+            beside.cause.as_deref().unwrap().starts_with("not searched"),
+            "{beside:?}"
+        );
+        let asked = LinearizabilityCheck {
+            model: find_model("owner-mutex"),
+            ..LinearizabilityCheck::default()
+        };
+        let (searched, counts) = linearizable(&ops, &asked).unwrap();
+        assert!(counts);
+        assert_eq!(searched.valid, Valid::True, "{searched:?}");
     }
 
     #[test]
