@@ -117,47 +117,7 @@ pub fn check(args: &CheckArgs) -> Result<Exit, HarnessError> {
                 path.display()
             ))
         })?;
-        let Some(model) = model else {
-            return Err(HarnessError::BadInput(format!(
-                "{} is an EDN history, which only the linearizability checker reads: add \
-                 --model (one of: {})",
-                path.display(),
-                MODELS.iter().map(|m| m.name).collect::<Vec<_>>().join(", ")
-            )));
-        };
-        if args.report {
-            return Err(HarnessError::BadInput(format!(
-                "{} is an EDN history; report.html is drawn for splitbrain's own histories \
-                 (JSON lines): leave out --report",
-                path.display()
-            )));
-        }
-        let options = EdnOptions {
-            independent: args.independent,
-        };
-        let ops = read_edn_history(&text, options).map_err(|e| not_a_history(&path, e))?;
-        let result = linearizability::check(&ops, model, lin.limits)
-            .map_err(|e| HarnessError::BadInput(format!("{}: {e}", path.display())))?;
-        let evidence = stats::check(&ops, &stats::needed_for(&ops));
-        let results = EdnResults {
-            valid: result.valid.merge(evidence.valid),
-            verdict: summary::linearizability_verdict(&result, &evidence),
-            stats: evidence,
-            linearizability: result,
-        };
-        out.write_results(&results)?;
-        if !out.json {
-            print!(
-                "{}",
-                summary::render_linearizability(
-                    &title,
-                    &results.linearizability,
-                    &results.stats,
-                    out.shown
-                )
-            );
-        }
-        return Ok(Exit::Verdict(results.valid));
+        return check_edn(&path, &text, args, lin, &out);
     }
     file.rewind().map_err(unreadable)?;
     let read = read_history(std::io::BufReader::new(file)).map_err(|e| not_a_history(&path, e))?;
@@ -201,6 +161,59 @@ pub fn check(args: &CheckArgs) -> Result<Exit, HarnessError> {
     Ok(Exit::Verdict(results.valid))
 }
 
+/// Checks an EDN history with the linearizability model asked for: the only checker that
+/// reads one.
+fn check_edn(
+    path: &Path,
+    text: &str,
+    args: &CheckArgs,
+    lin: LinearizabilityCheck,
+    out: &Output,
+) -> Result<Exit, HarnessError> {
+    let title = format!("check {}", path.display());
+    let Some(model) = lin.model else {
+        return Err(HarnessError::BadInput(format!(
+            "{} is an EDN history, which only the linearizability checker reads: add \
+             --model (one of: {})",
+            path.display(),
+            MODELS.iter().map(|m| m.name).collect::<Vec<_>>().join(", ")
+        )));
+    };
+    if args.report {
+        return Err(HarnessError::BadInput(format!(
+            "{} is an EDN history; report.html is drawn for splitbrain's own histories \
+             (JSON lines): leave out --report",
+            path.display()
+        )));
+    }
+    let options = EdnOptions {
+        independent: args.independent,
+    };
+    let ops = read_edn_history(text, options).map_err(|e| not_a_history(path, e))?;
+    let result = linearizability::check(&ops, model, lin.limits)
+        .map_err(|e| HarnessError::BadInput(format!("{}: {e}", path.display())))?;
+    let evidence = stats::check(&ops, &stats::needed_for(&ops));
+    let results = EdnResults {
+        valid: result.valid.merge(evidence.valid),
+        verdict: summary::linearizability_verdict(&result, &evidence),
+        stats: evidence,
+        linearizability: result,
+    };
+    out.write_results(&results)?;
+    if !out.json {
+        print!(
+            "{}",
+            summary::render_linearizability(
+                &title,
+                &results.linearizability,
+                &results.stats,
+                out.shown
+            )
+        );
+    }
+    Ok(Exit::Verdict(results.valid))
+}
+
 /// Where and how `check` says what it found.
 struct Output<'a> {
     dir: &'a Path,
@@ -222,23 +235,23 @@ impl Output<'_> {
         // than the whole check of a small history: a check again that finds what the last
         // one did leaves the file as it is.
         let unchanged = std::fs::read(&path).is_ok_and(|old| old == text.as_bytes());
-        match if unchanged {
+        let written = if unchanged {
             Ok(())
         } else {
             std::fs::write(&path, &text)
-        } {
-            Ok(()) => {}
-            Err(e) if self.asked_for => {
+        };
+        if let Err(e) = written {
+            if self.asked_for {
                 return Err(HarnessError::BadInput(format!(
                     "--out {}: cannot be written: {e}; give a folder this user can write",
                     path.display()
-                )))
+                )));
             }
-            Err(e) => eprintln!(
+            eprintln!(
                 "warning: {}: cannot be written ({e}); give a folder this user can write with \
                  --out",
                 path.display()
-            ),
+            );
         }
         if self.json {
             print!("{text}");
