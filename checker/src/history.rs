@@ -226,46 +226,103 @@ pub struct ReadHistory {
 /// newline after it that starts with `{` and ends before its op does is dropped and flagged in
 /// [`ReadHistory::truncated_tail`]. An empty input is an empty history, not an error; the
 /// checkers' [`crate::stats`] makes its verdict unknown.
-pub fn read_history(mut reader: impl BufRead) -> Result<ReadHistory, HistoryError> {
+pub fn read_history(reader: impl BufRead) -> Result<ReadHistory, HistoryError> {
+    let mut ops = HistoryReader::new(reader);
     let mut history = ReadHistory::default();
-    let mut bytes = Vec::new();
-    for line in 1.. {
-        bytes.clear();
-        if reader.read_until(b'\n', &mut bytes)? == 0 {
-            break;
-        }
-        // What a writer killed mid-line leaves: an op cut short, with no newline after it.
-        let cut_short = bytes.last() != Some(&b'\n') && bytes.trim_ascii_start().starts_with(b"{");
-        let text = match std::str::from_utf8(&bytes) {
-            Ok(text) => text,
-            // The cut fell inside a character.
-            Err(e) if cut_short && e.error_len().is_none() => {
-                history.truncated_tail = true;
-                break;
-            }
-            Err(_) => return Err(HistoryError::NotUtf8 { line }),
-        };
-        if text.trim().is_empty() {
-            continue;
-        }
-        match serde_json::from_str::<Op>(text) {
-            Ok(op) => history.ops.push(op),
-            Err(e) if cut_short && e.is_eof() => history.truncated_tail = true,
-            Err(e) => {
-                // serde_json ends its message with its position, which ours replaces.
-                let position = format!(" at line {} column {}", e.line(), e.column());
-                let message = e.to_string();
-                let message = message.strip_suffix(&position).unwrap_or(&message);
-                let before = &bytes[..e.column().saturating_sub(1).min(bytes.len())];
-                return Err(HistoryError::Parse {
-                    line,
-                    column: 1 + String::from_utf8_lossy(before).chars().count(),
-                    message: message.to_string(),
-                });
-            }
+    for op in &mut ops {
+        history.ops.push(op?);
+    }
+    history.truncated_tail = ops.truncated_tail();
+    Ok(history)
+}
+
+/// The ops of `history.jsonl` one at a time, as [`read_history`] reads them, holding one line
+/// in memory: for checking a history longer than memory would hold as ops. It ends at the
+/// first error.
+pub struct HistoryReader<R> {
+    reader: R,
+    /// The line read last, 1-based.
+    line: usize,
+    bytes: Vec<u8>,
+    truncated_tail: bool,
+    done: bool,
+}
+
+impl<R: BufRead> HistoryReader<R> {
+    pub fn new(reader: R) -> HistoryReader<R> {
+        HistoryReader {
+            reader,
+            line: 0,
+            bytes: Vec::new(),
+            truncated_tail: false,
+            done: false,
         }
     }
-    Ok(history)
+
+    /// Whether the last line was cut short and left out (see [`read_history`]); known once
+    /// the reader has ended.
+    pub fn truncated_tail(&self) -> bool {
+        self.truncated_tail
+    }
+
+    /// The next op, `None` at the end of the input (or of a cut-short last line).
+    fn next_op(&mut self) -> Result<Option<Op>, HistoryError> {
+        loop {
+            self.bytes.clear();
+            if self.reader.read_until(b'\n', &mut self.bytes)? == 0 {
+                return Ok(None);
+            }
+            self.line += 1;
+            let bytes = &self.bytes;
+            // What a writer killed mid-line leaves: an op cut short, with no newline after it.
+            let cut_short =
+                bytes.last() != Some(&b'\n') && bytes.trim_ascii_start().starts_with(b"{");
+            let text = match std::str::from_utf8(bytes) {
+                Ok(text) => text,
+                // The cut fell inside a character.
+                Err(e) if cut_short && e.error_len().is_none() => {
+                    self.truncated_tail = true;
+                    return Ok(None);
+                }
+                Err(_) => return Err(HistoryError::NotUtf8 { line: self.line }),
+            };
+            if text.trim().is_empty() {
+                continue;
+            }
+            return match serde_json::from_str::<Op>(text) {
+                Ok(op) => Ok(Some(op)),
+                Err(e) if cut_short && e.is_eof() => {
+                    self.truncated_tail = true;
+                    Ok(None)
+                }
+                Err(e) => {
+                    // serde_json ends its message with its position, which ours replaces.
+                    let position = format!(" at line {} column {}", e.line(), e.column());
+                    let message = e.to_string();
+                    let message = message.strip_suffix(&position).unwrap_or(&message);
+                    let before = &bytes[..e.column().saturating_sub(1).min(bytes.len())];
+                    Err(HistoryError::Parse {
+                        line: self.line,
+                        column: 1 + String::from_utf8_lossy(before).chars().count(),
+                        message: message.to_string(),
+                    })
+                }
+            };
+        }
+    }
+}
+
+impl<R: BufRead> Iterator for HistoryReader<R> {
+    type Item = Result<Op, HistoryError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        let next = self.next_op().transpose();
+        self.done = !matches!(next, Some(Ok(_)));
+        next
+    }
 }
 
 #[cfg(test)]
@@ -402,6 +459,26 @@ mod tests {
         let last_without_newline = format!("{ACQUIRE}\n{ACQUIRE}");
         let read = read_history(last_without_newline.as_bytes()).unwrap();
         assert_eq!((read.ops.len(), read.truncated_tail), (2, false));
+    }
+
+    #[test]
+    fn the_reader_yields_ops_one_at_a_time_and_stops_at_the_first_error() {
+        let text = format!("{ACQUIRE}\n\n{ACQUIRE}\nnot json\n{ACQUIRE}\n");
+        let mut reader = HistoryReader::new(text.as_bytes());
+        assert!(matches!(reader.next(), Some(Ok(_))));
+        assert!(
+            matches!(reader.next(), Some(Ok(_))),
+            "a blank line is skipped"
+        );
+        assert!(matches!(
+            reader.next(),
+            Some(Err(HistoryError::Parse { line: 4, .. }))
+        ));
+        assert!(reader.next().is_none(), "nothing after an error");
+        let cut = format!("{ACQUIRE}\n{{\"index\":1,\"ti");
+        let mut reader = HistoryReader::new(cut.as_bytes());
+        assert_eq!(reader.by_ref().count(), 1);
+        assert!(reader.truncated_tail());
     }
 
     #[test]

@@ -20,5 +20,5 @@ pub mod testing;
 mod verdict;
 
 pub use edn::{read_edn_history, EdnOptions};
-pub use history::{read_history, HistoryError, Op, OpType, Process, Renewal};
+pub use history::{read_history, HistoryError, HistoryReader, Op, OpType, Process, Renewal};
 pub use verdict::{Checked, Valid};
