@@ -3,10 +3,10 @@
 //!
 //! Every cell is a `splitbrain run` child process of its own, so that a cell that crashes,
 //! hangs in teardown or is interrupted cannot take the rest of the matrix with it, and its
-//! output goes to a log file beside its run folder. Cells run `--parallel N` at a time (one by
-//! default on a machine of one or two cores, see [`default_parallel`]): each has its own run
-//! id, network and results folder, so cells on one Docker engine do not collide, but they share
-//! the machine's cores, and faults are timing-sensitive.
+//! output goes to a log file beside its run folder. Cells run `--parallel N` at a time (by
+//! default one per core, see [`default_parallel`]): each has its own run id, network and
+//! results folder, so cells on one Docker engine do not collide, but they share the machine's
+//! cores, and faults are timing-sensitive.
 
 mod file;
 mod html;
@@ -648,7 +648,7 @@ impl ProgressState {
         }
     }
 
-    /// `[3/12] a 0m12s of ~45s, b 3s of ~45s: about 4m10s left`.
+    /// `[3/12] a 12s of ~45s, b 3s of ~45s: about 4m10s left`.
     fn status(&self) -> String {
         let running: Vec<String> = self
             .running
