@@ -12,7 +12,7 @@ use bollard::models::{
 };
 use bollard::query_parameters::{CreateContainerOptions, KillContainerOptions, LogsOptions};
 use bollard::Docker;
-use futures_util::future::try_join_all;
+use futures_util::future::{join_all, try_join_all};
 use futures_util::StreamExt;
 
 use crate::docker::{remove_run, run_labels, Leftovers};
@@ -197,12 +197,15 @@ impl Deployment {
                     .collect(),
             })
             .collect();
-        try_join_all(
+        // Every start is waited for, failed or not: a start still in flight when the first
+        // one failed could create its container after the cleanup looked, and leave it behind.
+        let started_all = join_all(
             container_specs
                 .iter()
                 .map(|spec| start_container(docker, spec)),
         )
-        .await?;
+        .await;
+        started_all.into_iter().collect::<Result<(), _>>()?;
         let mut deployment = Deployment {
             docker: docker.clone(),
             run_id: run_id.to_string(),

@@ -606,3 +606,63 @@ async fn a_full_disk_stops_the_run_at_once_and_cleanly() {
     assert!(!run_id.is_empty(), "{text}");
     assert_eq!(leftovers(&docker, &run_id).await, 0);
 }
+
+/// Nodes start at once: when one of them cannot (its container's name is taken), the
+/// bring-up fails naming it and removes every container it started, the others' included;
+/// a bring-up that succeeds says how long it took to answer and to form.
+#[tokio::test]
+async fn a_bring_up_with_a_node_that_cannot_start_leaves_nothing() {
+    if docker_skipped() {
+        return;
+    }
+    let (docker, image) = docker().await;
+    let redlock = splitbrain_compose::topology::find("redlock").unwrap();
+    let run_id = format!("test-up-{:08x}", rand::random::<u32>());
+    // n3's name is taken by a container of another run, which the failed bring-up must leave.
+    let squatter_run = format!("{run_id}-squatter");
+    let squatter = format!("splitbrain-{run_id}-n3");
+    let created = std::process::Command::new("docker")
+        .args(["create", "--name", &squatter, "--label"])
+        .arg(format!("{}={squatter_run}", splitbrain_compose::RUN_LABEL))
+        .arg(&image)
+        .output()
+        .expect("the docker command");
+    assert!(created.status.success(), "{created:?}");
+    let up = splitbrain_compose::Deployment::up(
+        &docker,
+        &run_id,
+        (redlock, redlock.system()),
+        &splitbrain_compose::TopologyOptions::default(),
+        &image,
+    )
+    .await;
+    let left = leftovers(&docker, &run_id).await;
+    let squatter_left = leftovers(&docker, &squatter_run).await;
+    splitbrain_compose::remove_run(&docker, &squatter_run)
+        .await
+        .unwrap();
+    let error = up.err().expect("a bring-up whose node cannot start fails");
+    assert!(error.to_string().contains("n3"), "{error}");
+    assert_eq!(
+        left, 0,
+        "containers or networks of the failed bring-up left"
+    );
+    assert_eq!(squatter_left, 1, "another run's container was removed");
+
+    let run_id = format!("test-up-{:08x}", rand::random::<u32>());
+    let up = splitbrain_compose::Deployment::up(
+        &docker,
+        &run_id,
+        (redlock, redlock.system()),
+        &splitbrain_compose::TopologyOptions::default(),
+        &image,
+    )
+    .await
+    .unwrap();
+    let times = up.bring_up();
+    up.teardown().await.unwrap();
+    assert!(
+        times.ready > Duration::ZERO && times.ready <= times.formed,
+        "{times:?}"
+    );
+}
