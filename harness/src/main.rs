@@ -41,6 +41,7 @@ fn main() {
             check
                 .try_get_matches_from(&args[1..])
                 .and_then(|matches| CheckArgs::from_arg_matches(&matches)),
+            "splitbrain check --help",
         );
         std::process::exit(exit_of(check::check(&args)).code());
     }
@@ -63,7 +64,7 @@ fn main() {
             );
             std::process::exit(Exit::BadInput.code());
         }
-        parsed => self::parsed(parsed).0,
+        parsed => self::parsed(parsed, "splitbrain --help").0,
     };
     if matches!(
         cli.command,
@@ -85,7 +86,7 @@ fn main() {
 
 /// The parsed command line; for `--help` and `--version` what they print, and for an error
 /// its first line, then the exit.
-fn parsed<T>(parsed: Result<T, clap::Error>) -> T {
+fn parsed<T>(parsed: Result<T, clap::Error>, help: &str) -> T {
     match parsed {
         Ok(parsed) => parsed,
         Err(e) if !e.use_stderr() => {
@@ -94,12 +95,25 @@ fn parsed<T>(parsed: Result<T, clap::Error>) -> T {
             std::process::exit(0);
         }
         Err(e) => {
-            let rendered = e.render().to_string();
-            let first = rendered.lines().next().unwrap_or("bad arguments");
-            eprintln!("{first} (see `splitbrain --help`)");
+            eprintln!("{} (see `{help}`)", first_line(&e.render().to_string()));
             std::process::exit(Exit::BadInput.code());
         }
     }
+}
+
+/// The first line of clap's error, with the list it announces where it ends in a colon:
+/// "error: the following required arguments were not provided: <HISTORY>".
+fn first_line(rendered: &str) -> String {
+    let mut lines = rendered.lines();
+    let first = lines.next().unwrap_or("bad arguments").to_string();
+    if !first.ends_with(':') {
+        return first;
+    }
+    let listed: Vec<&str> = lines
+        .take_while(|line| line.starts_with("  "))
+        .map(str::trim)
+        .collect();
+    format!("{first} {}", listed.join(", "))
 }
 
 /// A run option given beside `--replay`, which takes them all from the stored run.

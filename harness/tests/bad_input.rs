@@ -99,6 +99,13 @@ fn a_history_that_is_not_json_lines_names_the_line() {
 fn a_missing_history_is_refused() {
     let line = refused(&["check", "/nonexistent/history.jsonl"]);
     assert!(line.contains("no such history"), "{line}");
+    let line = refused(&["check"]);
+    assert!(
+        line.contains("not provided: <HISTORY>") && line.contains("splitbrain check --help"),
+        "the missing argument is named, and the help that explains it: {line}"
+    );
+    let line = refused(&["check", "h.jsonl", "--limit", "0"]);
+    assert!(line.contains("--limit"), "{line}");
 }
 
 #[test]
