@@ -97,7 +97,6 @@ pub fn check(args: &CheckArgs) -> Result<Exit, HarnessError> {
             ))
         })?;
     }
-    let title = format!("check {}", path.display());
     let unreadable = |e: std::io::Error| {
         HarnessError::BadInput(format!("{}: cannot be read: {e}", path.display()))
     };
@@ -129,6 +128,7 @@ pub fn check(args: &CheckArgs) -> Result<Exit, HarnessError> {
         );
     }
     let ops = read.ops;
+    let title = format!("check {}", path.display());
     let linearizability = model_for(&ops, &lin)
         .map(|(model, counts)| {
             search(&ops, model, counts, lin.limits).map(|result| (result, counts))

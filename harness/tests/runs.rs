@@ -617,6 +617,20 @@ async fn a_bring_up_with_a_node_that_cannot_start_leaves_nothing() {
     }
     let (docker, image) = docker().await;
     let redlock = splitbrain_compose::topology::find("redlock").unwrap();
+    let up = |run_id: String| {
+        let (docker, image) = (docker.clone(), image.clone());
+        async move {
+            let options = splitbrain_compose::TopologyOptions::default();
+            splitbrain_compose::Deployment::up(
+                &docker,
+                &run_id,
+                (redlock, redlock.system()),
+                &options,
+                &image,
+            )
+            .await
+        }
+    };
     let run_id = format!("test-up-{:08x}", rand::random::<u32>());
     // n3's name is taken by a container of another run, which the failed bring-up must leave.
     let squatter_run = format!("{run_id}-squatter");
@@ -628,20 +642,15 @@ async fn a_bring_up_with_a_node_that_cannot_start_leaves_nothing() {
         .output()
         .expect("the docker command");
     assert!(created.status.success(), "{created:?}");
-    let up = splitbrain_compose::Deployment::up(
-        &docker,
-        &run_id,
-        (redlock, redlock.system()),
-        &splitbrain_compose::TopologyOptions::default(),
-        &image,
-    )
-    .await;
+    let failed = up(run_id.clone()).await;
     let left = leftovers(&docker, &run_id).await;
     let squatter_left = leftovers(&docker, &squatter_run).await;
     splitbrain_compose::remove_run(&docker, &squatter_run)
         .await
         .unwrap();
-    let error = up.err().expect("a bring-up whose node cannot start fails");
+    let error = failed
+        .err()
+        .expect("a bring-up whose node cannot start fails");
     assert!(error.to_string().contains("n3"), "{error}");
     assert_eq!(
         left, 0,
@@ -649,18 +658,11 @@ async fn a_bring_up_with_a_node_that_cannot_start_leaves_nothing() {
     );
     assert_eq!(squatter_left, 1, "another run's container was removed");
 
-    let run_id = format!("test-up-{:08x}", rand::random::<u32>());
-    let up = splitbrain_compose::Deployment::up(
-        &docker,
-        &run_id,
-        (redlock, redlock.system()),
-        &splitbrain_compose::TopologyOptions::default(),
-        &image,
-    )
-    .await
-    .unwrap();
-    let times = up.bring_up();
-    up.teardown().await.unwrap();
+    let deployment = up(format!("test-up-{:08x}", rand::random::<u32>()))
+        .await
+        .unwrap();
+    let times = deployment.bring_up();
+    deployment.teardown().await.unwrap();
     assert!(
         times.ready > Duration::ZERO && times.ready <= times.formed,
         "{times:?}"
