@@ -8,7 +8,8 @@
 //!
 //! - `generate`: only build the history (the baseline for peak memory);
 //! - `check`: build it and run the lock-safety check;
-//! - `write FILE`: build it and write it to FILE as JSON lines;
+//! - `write FILE [OPS]`: build it (or one of OPS ops: 10000000 for the ten-million-op goal)
+//!   and write it to FILE as JSON lines, for `splitbrain check FILE`;
 //! - `parse FILE`: read FILE with `read_history`.
 //!
 //! Run under `/usr/bin/time -v` to see the peak RSS of each mode.
@@ -26,16 +27,20 @@ fn main() -> ExitCode {
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let result = match args.as_slice() {
         ["generate"] => {
-            generate();
+            generate(DEFAULT_OPS);
             Ok(())
         }
         ["check"] => {
-            check(&generate());
+            check(&generate(DEFAULT_OPS));
             Ok(())
         }
-        ["write", path] => write(&generate(), path),
+        ["write", path] => write(&generate(DEFAULT_OPS), path),
+        ["write", path, ops] => match ops.parse() {
+            Ok(ops) => write(&generate(ops), path),
+            Err(e) => Err(format!("OPS `{ops}`: {e}").into()),
+        },
         ["parse", path] => parse(path),
-        _ => Err("usage: check_1m generate | check | write FILE | parse FILE".into()),
+        _ => Err("usage: check_1m generate | check | write FILE [OPS] | parse FILE".into()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -46,9 +51,14 @@ fn main() -> ExitCode {
     }
 }
 
-fn generate() -> Vec<Op> {
+const DEFAULT_OPS: usize = 1_000_000;
+
+fn generate(ops: usize) -> Vec<Op> {
     let started = Instant::now();
-    let history = lock_history(&LockWorkload::default());
+    let history = lock_history(&LockWorkload {
+        ops,
+        ..LockWorkload::default()
+    });
     let span_s = history.last().map_or(0, |op| op.time) as f64 / 1e9;
     let nemesis = history.iter().filter(|op| op.process.is_nemesis()).count();
     println!(

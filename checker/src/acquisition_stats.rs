@@ -21,11 +21,14 @@
 //!    collided. Redlock's retry jitter exists so that a collision is not repeated; a streak
 //!    of many rounds is the split-vote livelock. None without a split vote.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 use crate::acquisition::Cause;
-use crate::operation::{ms, operations};
-use crate::{Op, OpType};
+use crate::operation::ms;
+use crate::stream::{replay, Checker, Event};
+use crate::{Op, OpType, Process};
 
 /// Acquisition statistics of a history.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -85,115 +88,203 @@ pub struct Latency {
     pub max_ms: f64,
 }
 
-impl Latency {
-    fn of(mut latencies: Vec<u64>) -> Latency {
-        latencies.sort_unstable();
-        let count = latencies.len();
-        let total: u128 = latencies.iter().map(|&l| u128::from(l)).sum();
-        let mean = u64::try_from(total / count.max(1) as u128).unwrap_or(u64::MAX);
+/// Latencies as they come: exact count, sum and maximum, and how many fell on each
+/// microsecond, which is all a percentile in milliseconds to the microsecond needs.
+#[derive(Default)]
+struct Latencies {
+    count: usize,
+    total: u128,
+    max: u64,
+    by_microsecond: BTreeMap<u64, usize>,
+}
+
+impl Latencies {
+    fn push(&mut self, latency: u64) {
+        self.count += 1;
+        self.total += u128::from(latency);
+        self.max = self.max.max(latency);
+        *self
+            .by_microsecond
+            .entry(microseconds(latency))
+            .or_default() += 1;
+    }
+
+    /// The `percent`th percentile by nearest rank, in ms: the smallest value with at least
+    /// `percent`% of the values at or below it; 0 for no values.
+    fn nearest_rank_ms(&self, percent: usize) -> f64 {
+        let rank = (self.count * percent).div_ceil(100).max(1);
+        let mut seen = 0;
+        for (&us, &count) in &self.by_microsecond {
+            seen += count;
+            if seen >= rank {
+                return us as f64 / 1_000.0;
+            }
+        }
+        0.0
+    }
+
+    fn summary(&self) -> Latency {
+        let mean = u64::try_from(self.total / self.count.max(1) as u128).unwrap_or(u64::MAX);
         Latency {
-            count,
+            count: self.count,
             mean_ms: ms(mean),
-            p50_ms: ms(nearest_rank(&latencies, 50)),
-            p99_ms: ms(nearest_rank(&latencies, 99)),
-            max_ms: ms(latencies.last().copied().unwrap_or(0)),
+            p50_ms: self.nearest_rank_ms(50),
+            p99_ms: self.nearest_rank_ms(99),
+            max_ms: ms(self.max),
         }
     }
 }
 
-/// The `percent`th percentile of `sorted` by nearest rank: the smallest value with at least
-/// `percent`% of the values at or below it; 0 for no values.
-fn nearest_rank(sorted: &[u64], percent: usize) -> u64 {
-    let rank = (sorted.len() * percent).div_ceil(100).max(1);
-    sorted.get(rank - 1).copied().unwrap_or(0)
+/// Nanoseconds rounded to the microsecond, as [`ms`] rounds them.
+fn microseconds(ns: u64) -> u64 {
+    (ns as f64 / 1_000.0).round() as u64
 }
 
 /// Computes the acquisition statistics of a history.
 pub fn check(history: &[Op]) -> AcquisitionStats {
-    let acquires: Vec<_> = operations(history)
-        .into_iter()
-        .filter(|operation| operation.invoke.f == "acquire")
-        .collect();
+    replay(history, AcquisitionChecker::default())
+}
 
-    let (mut refused_held, mut refused_split_vote, mut refused_unavailable) = (0, 0, 0);
-    let mut grant_latencies = Vec::new();
-    let mut attempt_latencies = Vec::new();
-    for acquire in &acquires {
-        let Some(completion) = acquire.completion else {
-            continue;
-        };
-        let latency = completion.time.saturating_sub(acquire.invoke.time);
-        attempt_latencies.push(latency);
-        match completion.kind {
-            OpType::Ok => grant_latencies.push(latency),
-            OpType::Fail => match Cause::of(completion.error.as_deref()) {
-                Cause::Held => refused_held += 1,
-                Cause::SplitVote => refused_split_vote += 1,
-                Cause::Unavailable => refused_unavailable += 1,
-            },
-            OpType::Info | OpType::Invoke => {}
-        }
-    }
+/// The acquisition statistics as a stream.
+#[derive(Default)]
+pub struct AcquisitionChecker {
+    attempts: usize,
+    unknown: usize,
+    refused_held: usize,
+    refused_split_vote: usize,
+    refused_unavailable: usize,
+    grant_latencies: Latencies,
+    attempt_latencies: Latencies,
+    first_attempt: Option<u64>,
+    last_client_op: Option<u64>,
+    streak: Streak,
+    longest_streak: Option<SplitVoteStreak>,
+}
 
-    let attempts = acquires.len();
-    let grants = grant_latencies.len();
-    let longest_split_vote_streak = longest_split_vote_streak(&acquires);
-    let first_attempt = acquires.iter().map(|a| a.invoke.time).min();
-    let last_client_op = history
-        .iter()
-        .filter(|op| !op.process.is_nemesis())
-        .map(|op| op.time)
-        .max();
-    let span_seconds = match (first_attempt, last_client_op) {
-        (Some(first), Some(last)) => last.saturating_sub(first) as f64 / 1e9,
-        _ => 0.0,
-    };
-    AcquisitionStats {
-        attempts,
-        grants,
-        refused_held,
-        refused_split_vote,
-        refused_unavailable,
-        unknown: acquires.iter().filter(|a| a.is_unknown()).count(),
-        grant_latency: Latency::of(grant_latencies),
-        attempt_latency: Latency::of(attempt_latencies),
-        split_vote_share: ratio(refused_split_vote as f64, attempts as f64),
-        grants_per_second: ratio(grants as f64, span_seconds),
-        longest_split_vote_streak,
+/// Rule 5's run of split votes, by completion order, that nothing has interrupted yet.
+#[derive(Default)]
+struct Streak {
+    per_client: BTreeMap<Process, usize>,
+    refusals: usize,
+    from: u64,
+    to: u64,
+}
+
+impl Streak {
+    fn to_streak(&self) -> Option<SplitVoteStreak> {
+        (self.refusals > 0).then(|| SplitVoteStreak {
+            refusals: self.refusals,
+            clients: self.per_client.len(),
+            rounds: self.per_client.values().copied().min().unwrap_or(0),
+            from_ms: ms(self.from),
+            to_ms: ms(self.to),
+        })
     }
 }
 
-/// Rule 5: the longest run of split votes, by completion order, that no grant, `held`
-/// refusal or unknown outcome interrupts.
-fn longest_split_vote_streak(acquires: &[crate::operation::Operation]) -> Option<SplitVoteStreak> {
-    let mut completed: Vec<&Op> = acquires.iter().filter_map(|a| a.completion).collect();
-    completed.sort_by_key(|op| op.time);
-    let cause = |op: &Op| match op.kind {
-        OpType::Fail => Some(Cause::of(op.error.as_deref())),
-        _ => None,
-    };
-    let interrupts = |op: &&Op| !matches!(cause(op), Some(Cause::SplitVote | Cause::Unavailable));
-    completed
-        .split(interrupts)
-        .filter_map(|run| {
-            let splits: Vec<&&Op> = run
-                .iter()
-                .filter(|op| cause(op) == Some(Cause::SplitVote))
-                .collect();
-            let (first, last) = (splits.first()?, splits.last()?);
-            let mut per_client = std::collections::BTreeMap::new();
-            for op in &splits {
-                *per_client.entry(op.process).or_insert(0usize) += 1;
+impl AcquisitionChecker {
+    /// Rule 5: a grant, a `held` refusal or an unknown outcome ends the run of split votes,
+    /// and the longest run so far is kept (the later of two as long).
+    fn completed(&mut self, completion: &Op) {
+        let cause = match completion.kind {
+            OpType::Fail => Some(Cause::of(completion.error.as_deref())),
+            _ => None,
+        };
+        match cause {
+            Some(Cause::SplitVote) => {
+                let streak = &mut self.streak;
+                if streak.refusals == 0 {
+                    streak.from = completion.time;
+                }
+                streak.refusals += 1;
+                streak.to = completion.time;
+                *streak.per_client.entry(completion.process).or_default() += 1;
             }
-            Some(SplitVoteStreak {
-                refusals: splits.len(),
-                clients: per_client.len(),
-                rounds: per_client.values().copied().min().unwrap_or(0),
-                from_ms: ms(first.time),
-                to_ms: ms(last.time),
-            })
-        })
-        .max_by_key(|streak| (streak.rounds, streak.refusals))
+            Some(Cause::Unavailable) => {}
+            _ => self.end_streak(),
+        }
+    }
+
+    fn end_streak(&mut self) {
+        let ended = std::mem::take(&mut self.streak).to_streak();
+        let longer = |streak: &SplitVoteStreak, than: &Option<SplitVoteStreak>| {
+            than.as_ref()
+                .is_none_or(|best| (streak.rounds, streak.refusals) >= (best.rounds, best.refusals))
+        };
+        if let Some(streak) = ended.filter(|s| longer(s, &self.longest_streak)) {
+            self.longest_streak = Some(streak);
+        }
+    }
+
+    fn attempted(&mut self, invoke: &Op) {
+        self.attempts += 1;
+        self.first_attempt = Some(
+            self.first_attempt
+                .map_or(invoke.time, |t| t.min(invoke.time)),
+        );
+    }
+
+    fn client_op(&mut self, op: &Op) {
+        self.last_client_op = self.last_client_op.max(Some(op.time));
+    }
+}
+
+impl Checker for AcquisitionChecker {
+    type Output = AcquisitionStats;
+
+    fn observe(&mut self, event: Event<'_>) {
+        match event {
+            Event::Nemesis(_) => {}
+            Event::Invoke(op) => self.client_op(op),
+            Event::Abandoned(invoke) => {
+                if invoke.f == "acquire" {
+                    self.attempted(invoke);
+                    self.unknown += 1;
+                }
+            }
+            Event::Complete { invoke, completion } => {
+                self.client_op(completion);
+                if invoke.f != "acquire" {
+                    return;
+                }
+                self.attempted(invoke);
+                let latency = completion.time.saturating_sub(invoke.time);
+                self.attempt_latencies.push(latency);
+                match completion.kind {
+                    OpType::Ok => self.grant_latencies.push(latency),
+                    OpType::Fail => match Cause::of(completion.error.as_deref()) {
+                        Cause::Held => self.refused_held += 1,
+                        Cause::SplitVote => self.refused_split_vote += 1,
+                        Cause::Unavailable => self.refused_unavailable += 1,
+                    },
+                    OpType::Info | OpType::Invoke => self.unknown += 1,
+                }
+                self.completed(completion);
+            }
+        }
+    }
+
+    fn finish(mut self) -> AcquisitionStats {
+        self.end_streak();
+        let span_seconds = match (self.first_attempt, self.last_client_op) {
+            (Some(first), Some(last)) => last.saturating_sub(first) as f64 / 1e9,
+            _ => 0.0,
+        };
+        let grants = self.grant_latencies.count;
+        AcquisitionStats {
+            attempts: self.attempts,
+            grants,
+            refused_held: self.refused_held,
+            refused_split_vote: self.refused_split_vote,
+            refused_unavailable: self.refused_unavailable,
+            unknown: self.unknown,
+            grant_latency: self.grant_latencies.summary(),
+            attempt_latency: self.attempt_latencies.summary(),
+            split_vote_share: ratio(self.refused_split_vote as f64, self.attempts as f64),
+            grants_per_second: ratio(grants as f64, span_seconds),
+            longest_split_vote_streak: self.longest_streak,
+        }
+    }
 }
 
 fn ratio(part: f64, whole: f64) -> f64 {

@@ -27,8 +27,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::lock_safety::{derive_holds, fault_windows, history_end, Candidate, Window};
+use crate::lock_safety::{Candidate, HoldTracker, Window};
 use crate::operation::ms;
+use crate::stream::{replay, Checker, Event, Outline};
 use crate::{Op, OpType, Process};
 
 /// What a run exercised. Counts are exact; `restart_ms` is `None` without a stopped kill.
@@ -281,121 +282,197 @@ fn is_outage(fault: &str) -> bool {
 
 /// Checks what a history exercised; `facts` says what the history does not.
 pub fn check(ops: &[Op], facts: RunFacts) -> Coverage {
-    let concurrency = facts.concurrency;
-    let (holds, _) = derive_holds(ops, history_end(ops));
-    let grants: Vec<&Candidate> = holds.iter().filter(|h| h.certain).collect();
-    let windows = fault_windows(ops);
-    let workers = concurrency
-        .filter(|&c| c > 0)
-        .unwrap_or_else(|| inferred_concurrency(ops)) as u64;
-    let groups = facts.client_groups.filter(|&g| g > 0).map(|g| g as u64);
-    let reaches = |window: &Window, grant: &Candidate| {
-        window.start < grant.end
-            && window.stop > grant.start
-            && reaches_holder(window, grant, workers, groups)
-    };
+    replay(ops, CoverageChecker::new(&Outline::of(ops), facts))
+}
 
-    let largest_ttl = ops.iter().filter_map(|op| op.ttl_ms).max();
-    let kills: Vec<&Window> = windows
-        .iter()
-        .filter(|w| KILLS.contains(&w.fault.as_str()))
-        .collect();
-    let downtimes: Vec<u64> = kills
-        .iter()
-        .filter(|w| w.stopped)
-        .map(|w| w.stop.saturating_sub(w.start))
-        .collect();
-    let outages: Vec<&Window> = windows.iter().filter(|w| is_outage(&w.fault)).collect();
-    let count_on_holder = |is_kind: &dyn Fn(&str) -> bool| {
-        windows
-            .iter()
-            .filter(|w| is_kind(&w.fault) && grants.iter().any(|g| reaches(w, g)))
-            .count()
-    };
+/// The coverage check as a stream: each grant is weighed against the faults (all known from
+/// the outline) once its hold has ended.
+pub struct CoverageChecker {
+    facts: RunFacts,
+    tracker: HoldTracker,
+    ended: Vec<Candidate>,
+    windows: Vec<Window>,
+    /// Per window, whether it reached a holder.
+    reached: Vec<bool>,
+    workers: u64,
+    groups: Option<u64>,
+    largest_ttl_ms: Option<u64>,
+    grants: usize,
+    grants_faulted: usize,
+    masters: Option<Masters>,
+}
 
-    Coverage {
-        grants: grants.len(),
-        grants_faulted: grants
+/// What the nemesis `master` ops say, and the counts they make possible.
+struct Masters {
+    records: usize,
+    two_masters: u64,
+    at_risk: Vec<AtRisk>,
+    acked: usize,
+    live: usize,
+}
+
+impl CoverageChecker {
+    pub fn new(outline: &Outline, facts: RunFacts) -> CoverageChecker {
+        let windows = outline.windows();
+        let records: Vec<&Op> = outline
+            .nemesis
             .iter()
-            .filter(|g| windows.iter().any(|w| reaches(w, g)))
-            .count(),
-        kills: kills.len(),
-        kills_back_within_ttl: largest_ttl.map_or(0, |ttl| {
-            let ttl_ns = ttl.saturating_mul(1_000_000);
-            downtimes.iter().filter(|&&down| down < ttl_ns).count()
-        }),
-        restart_ms: Spread::of(downtimes),
-        pauses_on_holder: count_on_holder(&|fault| fault == "client-pause"),
-        clock_faults_on_holder_node: count_on_holder(&|fault| fault.starts_with("clock-")),
-        faults: windows.len(),
-        detector_ms: facts.detector_ms.map(|d| d as f64),
-        node_outages: outages.len(),
-        outages_past_detector: facts.detector_ms.map_or(0, |detector| {
-            let detector_ns = detector.saturating_mul(1_000_000);
-            outages
+            .filter(|op| op.f == "master")
+            .collect();
+        let masters = (!records.is_empty()).then(|| {
+            let end = outline.end;
+            let two_masters: u64 = records
                 .iter()
-                .filter(|w| w.stop.saturating_sub(w.start) > detector_ns)
-                .count()
-        }),
-        ..masters(ops, &windows, &grants, facts.majority_commits)
+                .enumerate()
+                .filter(|(_, op)| op.node.as_ref().is_some_and(|nodes| nodes.len() > 1))
+                .map(|(i, op)| {
+                    let until = records.get(i + 1).map_or(end, |next| next.time);
+                    until.saturating_sub(op.time)
+                })
+                .sum();
+            Masters {
+                records: records.len(),
+                two_masters,
+                at_risk: at_risk(&records, &windows, end),
+                acked: 0,
+                live: 0,
+            }
+        });
+        CoverageChecker {
+            workers: facts
+                .concurrency
+                .filter(|&c| c > 0)
+                .unwrap_or_else(|| outline.inferred_concurrency()) as u64,
+            groups: facts.client_groups.filter(|&g| g > 0).map(|g| g as u64),
+            facts,
+            tracker: HoldTracker::new(outline),
+            ended: Vec::new(),
+            reached: vec![false; windows.len()],
+            windows,
+            largest_ttl_ms: outline.longest_ttl_ms,
+            grants: 0,
+            grants_faulted: 0,
+            masters,
+        }
+    }
+
+    fn grant_ended(&mut self, grant: &Candidate) {
+        self.grants += 1;
+        let mut faulted = false;
+        for (window, reached) in self.windows.iter().zip(self.reached.iter_mut()) {
+            if window.start < grant.end
+                && window.stop > grant.start
+                && reaches_holder(window, grant, self.workers, self.groups)
+            {
+                faulted = true;
+                *reached = true;
+            }
+        }
+        self.grants_faulted += usize::from(faulted);
+        if let (Some(masters), Some([node])) = (&mut self.masters, grant.nodes.as_deref()) {
+            let live = masters.at_risk.iter().any(|r| {
+                r.node == *node
+                    && grant.start >= r.from
+                    && (grant.start..grant.end).contains(&r.promoted)
+            });
+            masters.live += usize::from(live);
+        }
     }
 }
 
-/// What the nemesis `master` ops say: each names every node acting as master from then on.
-fn masters(
-    ops: &[Op],
-    windows: &[Window],
-    grants: &[&Candidate],
-    majority_commits: bool,
-) -> Coverage {
-    let records: Vec<&Op> = ops
-        .iter()
-        .filter(|op| op.process.is_nemesis() && op.f == "master")
-        .collect();
-    if records.is_empty() {
-        return Coverage::default();
+impl Checker for CoverageChecker {
+    type Output = Coverage;
+
+    fn observe(&mut self, event: Event<'_>) {
+        if let (Event::Complete { completion, .. }, Some(masters)) = (event, &mut self.masters) {
+            if completion.kind == OpType::Ok && completion.f != "read" {
+                masters.acked += usize::from(masters.risked(&completion.node, completion.time));
+            }
+        }
+        self.tracker.observe(event, &mut self.ended);
+        for grant in std::mem::take(&mut self.ended) {
+            if grant.certain {
+                self.grant_ended(&grant);
+            }
+        }
     }
-    let end = history_end(ops);
-    let two_masters: u64 = records
-        .iter()
-        .enumerate()
-        .filter(|(_, op)| op.node.as_ref().is_some_and(|nodes| nodes.len() > 1))
-        .map(|(i, op)| {
-            let until = records.get(i + 1).map_or(end, |next| next.time);
-            until.saturating_sub(op.time)
-        })
-        .sum();
-    let at_risk = at_risk(&records, windows, end);
-    let risked = |node: &Option<Vec<String>>, time: u64| {
-        let [node] = node.as_deref().unwrap_or_default() else {
-            return None;
-        };
-        at_risk
+
+    fn finish(mut self) -> Coverage {
+        self.tracker.finish(&mut self.ended);
+        for grant in std::mem::take(&mut self.ended) {
+            if grant.certain {
+                self.grant_ended(&grant);
+            }
+        }
+        let windows = &self.windows;
+        let kills: Vec<&Window> = windows
             .iter()
-            .find(|r| r.node == *node && (r.from..r.until).contains(&time))
-    };
-    let acked = ops
-        .iter()
-        .filter(|op| !op.process.is_nemesis() && op.kind == OpType::Ok && op.f != "read")
-        .filter(|op| risked(&op.node, op.time).is_some())
-        .count();
-    let live = grants
-        .iter()
-        .filter(|g| match g.nodes.as_deref() {
-            Some([node]) => at_risk.iter().any(|r| {
-                r.node == *node && g.start >= r.from && (g.start..g.end).contains(&r.promoted)
+            .filter(|w| KILLS.contains(&w.fault.as_str()))
+            .collect();
+        let downtimes: Vec<u64> = kills
+            .iter()
+            .filter(|w| w.stopped)
+            .map(|w| w.stop.saturating_sub(w.start))
+            .collect();
+        let outages: Vec<&Window> = windows.iter().filter(|w| is_outage(&w.fault)).collect();
+        let count_on_holder = |is_kind: &dyn Fn(&str) -> bool| {
+            windows
+                .iter()
+                .zip(&self.reached)
+                .filter(|(w, reached)| **reached && is_kind(&w.fault))
+                .count()
+        };
+        let detector_ms = self.facts.detector_ms;
+        Coverage {
+            grants: self.grants,
+            grants_faulted: self.grants_faulted,
+            kills: kills.len(),
+            kills_back_within_ttl: self.largest_ttl_ms.map_or(0, |ttl| {
+                let ttl_ns = ttl.saturating_mul(1_000_000);
+                downtimes.iter().filter(|&&down| down < ttl_ns).count()
             }),
-            _ => false,
-        })
-        .count();
-    // Without a change of master nothing was demoted, and there is nothing to count.
-    let changed = records.len() > 1 && !majority_commits;
-    Coverage {
-        master_changes: Some(records.len() - 1),
-        two_masters_ms: Some(ms(two_masters)),
-        acked_by_demoted: changed.then_some(acked),
-        leases_live_at_promotion: changed.then_some(live),
-        ..Coverage::default()
+            restart_ms: Spread::of(downtimes),
+            pauses_on_holder: count_on_holder(&|fault| fault == "client-pause"),
+            clock_faults_on_holder_node: count_on_holder(&|fault| fault.starts_with("clock-")),
+            faults: windows.len(),
+            detector_ms: detector_ms.map(|d| d as f64),
+            node_outages: outages.len(),
+            outages_past_detector: detector_ms.map_or(0, |detector| {
+                let detector_ns = detector.saturating_mul(1_000_000);
+                outages
+                    .iter()
+                    .filter(|w| w.stop.saturating_sub(w.start) > detector_ns)
+                    .count()
+            }),
+            ..self
+                .masters
+                .map(|masters| masters.coverage(self.facts.majority_commits))
+                .unwrap_or_default()
+        }
+    }
+}
+
+impl Masters {
+    /// Whether an op acknowledged by `node` at `time` was at risk (see [`AtRisk`]).
+    fn risked(&self, node: &Option<Vec<String>>, time: u64) -> bool {
+        let [node] = node.as_deref().unwrap_or_default() else {
+            return false;
+        };
+        self.at_risk
+            .iter()
+            .any(|r| r.node == *node && (r.from..r.until).contains(&time))
+    }
+
+    fn coverage(&self, majority_commits: bool) -> Coverage {
+        // Without a change of master nothing was demoted, and there is nothing to count.
+        let changed = self.records > 1 && !majority_commits;
+        Coverage {
+            master_changes: Some(self.records - 1),
+            two_masters_ms: Some(ms(self.two_masters)),
+            acked_by_demoted: changed.then_some(self.acked),
+            leases_live_at_promotion: changed.then_some(self.live),
+            ..Coverage::default()
+        }
     }
 }
 
@@ -484,21 +561,6 @@ fn reaches_holder(window: &Window, grant: &Candidate, workers: u64, groups: Opti
         }),
         Reach::Unknown => false,
     }
-}
-
-/// The worker count when the caller does not know it (module doc): one more than the largest
-/// client process that invoked before the first client `info`.
-fn inferred_concurrency(ops: &[Op]) -> usize {
-    let clients = ops.iter().filter(|op| !op.process.is_nemesis());
-    let before_first_info = clients.take_while(|op| op.kind != OpType::Info);
-    let largest = before_first_info
-        .filter(|op| op.kind == OpType::Invoke)
-        .filter_map(|op| match op.process {
-            Process::Client(p) => Some(p),
-            Process::Nemesis(_) => None,
-        })
-        .max();
-    largest.map_or(1, |p| p as usize + 1)
 }
 
 #[cfg(test)]
@@ -754,7 +816,7 @@ mod tests {
         )
         .hold((100, 500), 4, &[])
         .fault((200, 300), "client-crash", &["client-1"]);
-        assert_eq!(inferred_concurrency(&s.0), 3);
+        assert_eq!(Outline::of(&s.0).inferred_concurrency(), 3);
         assert_eq!(s.check(None).grants_faulted, 1);
     }
 

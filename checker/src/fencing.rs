@@ -16,15 +16,20 @@
 //!    Equal fences are fine, a holder reads and then writes under one grant. Accesses refused
 //!    (`fail`) are only counted, and accesses of unknown outcome are ignored.
 //!
-//! Rules 2 and 3 are one sweep over the accesses in order of invoke, with a pointer into them
-//! in order of completion: O(n log n) for n ops.
+//! Rules 2 and 3 look, at each completion, at the operations completed before it was invoked:
+//! the largest fence of those completed before every op still pending began is kept as one,
+//! the rest one by one. Rule 1 keeps every grant's fence: memory grows with the grants of a
+//! fencing lock, a few dozen bytes each.
 
-use std::collections::HashMap;
+use std::collections::VecDeque;
+
+use foldhash::HashMap;
 
 use serde::{Deserialize, Serialize};
 
 use crate::lock_safety::REPORTED_VIOLATIONS;
-use crate::operation::{ms, operations, Operation};
+use crate::operation::ms;
+use crate::stream::{replay, Checker, Event, Outline, Smallest};
 use crate::verdict::{count, seconds, Checked};
 use crate::{Op, OpType, Process, Valid};
 
@@ -72,146 +77,270 @@ pub struct FencedOp {
 
 /// Checks a history's fencing tokens; see the module documentation for the rules.
 pub fn check(history: &[Op]) -> Fencing {
-    let mut grants: HashMap<&str, Vec<Fenced>> = HashMap::new();
-    let mut storage: HashMap<&str, Vec<Fenced>> = HashMap::new();
-    let mut rejected_storage_accesses = 0;
-    for operation in operations(history) {
-        let Some(fenced) = Fenced::of(operation) else {
-            continue;
-        };
-        let is_storage = match operation.invoke.f.as_str() {
-            "acquire" => false,
-            "add" | "read" => true,
-            _ => continue,
-        };
-        match operation.outcome() {
-            Some(OpType::Ok) => {
-                let by_key = if is_storage {
-                    &mut storage
-                } else {
-                    &mut grants
-                };
-                by_key.entry(operation.key()).or_default().push(fenced);
-            }
-            Some(OpType::Fail) if is_storage => rejected_storage_accesses += 1,
-            _ => {}
+    replay(history, FencingChecker::new(&Outline::of(history)))
+}
+
+/// The fencing check as a stream. Rule 1 keeps every grant's fence, which it must; rules 2
+/// and 3 keep, per key, the operations completed since the earliest op still pending began,
+/// and the largest fence of those before.
+pub struct FencingChecker {
+    forgets: bool,
+    now: u64,
+    /// When each process's pending op was invoked.
+    pending: HashMap<Process, u64>,
+    /// Per lock key, the first grant (by invoke) of each fence.
+    first_of_fence: HashMap<String, HashMap<u64, Fenced>>,
+    /// Per lock key and fence, every grant of a fence granted more than once.
+    repeated: HashMap<(String, u64), Vec<Fenced>>,
+    grants: HashMap<String, Overtaking>,
+    storage: HashMap<String, Overtaking>,
+    grants_checked: usize,
+    storage_accesses_checked: usize,
+    rejected_storage_accesses: usize,
+    out_of_order: Found,
+    stale: Found,
+    /// How many completions on a key pass between two looks for what can be forgotten.
+    pub(crate) forget_every: usize,
+}
+
+/// Violations of one rule: how many, and the first by the later operation's invoke.
+struct Found {
+    count: usize,
+    first: Smallest<(u64, u64), FencePair>,
+}
+
+impl Found {
+    fn new() -> Found {
+        Found {
+            count: 0,
+            first: Smallest::new(REPORTED_VIOLATIONS),
         }
     }
 
-    let mut duplicates = Vec::new();
-    let mut out_of_order = Vec::new();
-    for (key, on_key) in &grants {
-        duplicates.extend(duplicate_fences(on_key).map(|pair| (*key, pair)));
-        out_of_order.extend(overtaken(on_key).map(|pair| (*key, pair)));
-    }
-    let mut stale = Vec::new();
-    for (key, on_key) in &storage {
-        stale.extend(overtaken(on_key).map(|pair| (*key, pair)));
-    }
-
-    let violations = duplicates.len() + out_of_order.len() + stale.len();
-    Fencing {
-        valid: if violations > 0 {
-            Valid::False
-        } else {
-            Valid::True
-        },
-        grants_checked: grants.values().map(Vec::len).sum(),
-        storage_accesses_checked: storage.values().map(Vec::len).sum(),
-        rejected_storage_accesses,
-        duplicate_fence_count: duplicates.len(),
-        duplicate_fences: report(duplicates),
-        out_of_order_grant_count: out_of_order.len(),
-        out_of_order_grants: report(out_of_order),
-        stale_storage_access_count: stale.len(),
-        stale_storage_accesses: report(stale),
+    fn push(&mut self, key: &str, earlier: &Fenced, later: &Fenced) {
+        self.count += 1;
+        self.first.push(
+            (later.invoke_index, earlier.invoke_index),
+            FencePair {
+                key: key.to_string(),
+                earlier: earlier.to_report(),
+                later: later.to_report(),
+            },
+        );
     }
 }
 
-/// A completed operation with a fence.
-struct Fenced<'a> {
-    operation: Operation<'a>,
-    fence: u64,
-    invoked: u64,
-    completed: u64,
+/// One key's completed operations, for rules 2 and 3: each operation must not carry a smaller
+/// fence than any completed before it was invoked.
+#[derive(Default)]
+struct Overtaking {
+    /// The operation with the largest fence among those forgotten (the first such to
+    /// complete), all of which completed before any op still pending began.
+    highest_forgotten: Option<Fenced>,
+    /// The rest, in order of completion.
+    recent: VecDeque<Fenced>,
 }
 
-impl<'a> Fenced<'a> {
-    fn of(operation: Operation<'a>) -> Option<Fenced<'a>> {
-        Some(Fenced {
-            fence: operation.fence()?,
-            invoked: operation.invoke.time,
-            completed: operation.completion?.time,
-            operation,
-        })
-    }
-
-    fn to_report(&self) -> FencedOp {
-        FencedOp {
-            process: self.operation.invoke.process,
-            f: self.operation.invoke.f.clone(),
-            invoke_index: self.operation.invoke.index,
-            invoke_ms: ms(self.invoked),
-            completed_ms: ms(self.completed),
-            fence: self.fence,
-        }
-    }
-}
-
-/// An earlier and a later operation, by reference into one key's list.
-type Pair<'h, 'a> = (&'h Fenced<'a>, &'h Fenced<'a>);
-
-/// Each grant that repeats a fence, paired with the first grant (by invoke) of that fence.
-fn duplicate_fences<'h, 'a>(grants: &'h [Fenced<'a>]) -> impl Iterator<Item = Pair<'h, 'a>> {
-    let mut by_fence: Vec<&Fenced> = grants.iter().collect();
-    by_fence.sort_unstable_by_key(|g| (g.fence, g.invoked, g.operation.invoke.index));
-    let mut first = 0;
-    (1..by_fence.len()).filter_map(move |i| {
-        if by_fence[i].fence != by_fence[first].fence {
-            first = i;
-            return None;
-        }
-        Some((by_fence[first], by_fence[i]))
-    })
-}
-
-/// Each operation whose fence is smaller than that of an operation completed before it was
-/// invoked, paired with the completed one with the largest fence.
-fn overtaken<'h, 'a>(accesses: &'h [Fenced<'a>]) -> impl Iterator<Item = Pair<'h, 'a>> {
-    let mut by_invoke: Vec<&Fenced> = accesses.iter().collect();
-    by_invoke.sort_unstable_by_key(|a| (a.invoked, a.operation.invoke.index));
-    let mut by_completion: Vec<&Fenced> = accesses.iter().collect();
-    by_completion.sort_unstable_by_key(|a| a.completed);
-
-    let mut completed = by_completion.into_iter().peekable();
-    let mut highest: Option<&Fenced> = None;
-    by_invoke.into_iter().filter_map(move |later| {
-        while let Some(done) = completed.next_if(|done| done.completed < later.invoked) {
+impl Overtaking {
+    /// The operation with the largest fence completed before `invoked`, the first to complete
+    /// of equals.
+    fn highest_before(&self, invoked: u64) -> Option<&Fenced> {
+        let mut highest = self.highest_forgotten.as_ref();
+        for done in self.recent.iter().filter(|done| done.completed < invoked) {
             if highest.is_none_or(|h| done.fence > h.fence) {
                 highest = Some(done);
             }
         }
         highest
-            .filter(|earlier| earlier.fence > later.fence)
-            .map(|earlier| (earlier, later))
-    })
+    }
+
+    fn forget_before(&mut self, horizon: u64) {
+        while let Some(done) = self
+            .recent
+            .front()
+            .is_some_and(|done| done.completed < horizon)
+            .then(|| self.recent.pop_front())
+            .flatten()
+        {
+            if self
+                .highest_forgotten
+                .as_ref()
+                .is_none_or(|h| done.fence > h.fence)
+            {
+                self.highest_forgotten = Some(done);
+            }
+        }
+    }
 }
 
-/// The first [`REPORTED_VIOLATIONS`] pairs in order of the later operation's invoke.
-fn report(mut pairs: Vec<(&str, Pair)>) -> Vec<FencePair> {
-    let order = |(_, (earlier, later)): &(&str, Pair)| {
-        (later.operation.invoke.index, earlier.operation.invoke.index)
-    };
-    pairs.sort_unstable_by_key(order);
-    pairs.truncate(REPORTED_VIOLATIONS);
-    pairs
-        .into_iter()
-        .map(|(key, (earlier, later))| FencePair {
-            key: key.to_string(),
-            earlier: earlier.to_report(),
-            later: later.to_report(),
-        })
-        .collect()
+impl FencingChecker {
+    pub fn new(outline: &Outline) -> FencingChecker {
+        FencingChecker {
+            forgets: outline.in_time_order,
+            now: 0,
+            pending: HashMap::default(),
+            first_of_fence: HashMap::default(),
+            repeated: HashMap::default(),
+            grants: HashMap::default(),
+            storage: HashMap::default(),
+            grants_checked: 0,
+            storage_accesses_checked: 0,
+            rejected_storage_accesses: 0,
+            out_of_order: Found::new(),
+            stale: Found::new(),
+            forget_every: 64,
+        }
+    }
+
+    fn granted(&mut self, key: &str, grant: Fenced) {
+        self.grants_checked += 1;
+        let fences = self.first_of_fence.entry(key.to_string()).or_default();
+        match fences.get(&grant.fence) {
+            None => {
+                fences.insert(grant.fence, grant.clone());
+            }
+            Some(first) => {
+                let all = self
+                    .repeated
+                    .entry((key.to_string(), grant.fence))
+                    .or_insert_with(|| vec![first.clone()]);
+                all.push(grant.clone());
+            }
+        }
+        self.overtaken(key, grant, false);
+    }
+
+    /// Rules 2 and 3 for an operation just completed.
+    fn overtaken(&mut self, key: &str, later: Fenced, is_storage: bool) {
+        let by_key = if is_storage {
+            &mut self.storage
+        } else {
+            &mut self.grants
+        };
+        let on_key = match by_key.get_mut(key) {
+            Some(on_key) => on_key,
+            None => by_key.entry(key.to_string()).or_default(),
+        };
+        let found = if is_storage {
+            &mut self.stale
+        } else {
+            &mut self.out_of_order
+        };
+        if let Some(earlier) = on_key
+            .highest_before(later.invoked)
+            .filter(|earlier| earlier.fence > later.fence)
+        {
+            found.push(key, earlier, &later);
+        }
+        if self.forgets && on_key.recent.len() >= self.forget_every {
+            let horizon = self.pending.values().copied().fold(self.now, u64::min);
+            on_key.forget_before(horizon);
+        }
+        on_key.recent.push_back(later);
+    }
+}
+
+impl Checker for FencingChecker {
+    type Output = Fencing;
+
+    fn observe(&mut self, event: Event<'_>) {
+        let (invoke, completion) = match event {
+            Event::Invoke(op) => {
+                self.now = self.now.max(op.time);
+                self.pending.insert(op.process, op.time);
+                return;
+            }
+            Event::Abandoned(op) => {
+                self.pending.remove(&op.process);
+                return;
+            }
+            Event::Nemesis(_) => return,
+            Event::Complete { invoke, completion } => (invoke, completion),
+        };
+        self.now = self.now.max(completion.time);
+        self.pending.remove(&invoke.process);
+        let is_storage = match invoke.f.as_str() {
+            "acquire" => false,
+            "add" | "read" => true,
+            _ => return,
+        };
+        let Some(fence) = completion.fence.or(invoke.fence) else {
+            return;
+        };
+        let fenced = Fenced {
+            process: invoke.process,
+            f: invoke.f.clone(),
+            invoke_index: invoke.index,
+            fence,
+            invoked: invoke.time,
+            completed: completion.time,
+        };
+        let key = invoke
+            .key
+            .as_deref()
+            .or(completion.key.as_deref())
+            .unwrap_or_default();
+        match completion.kind {
+            OpType::Ok if is_storage => {
+                self.storage_accesses_checked += 1;
+                self.overtaken(key, fenced, true);
+            }
+            OpType::Ok => self.granted(key, fenced),
+            OpType::Fail if is_storage => self.rejected_storage_accesses += 1,
+            _ => {}
+        }
+    }
+
+    fn finish(self) -> Fencing {
+        let mut duplicates = Found::new();
+        for ((key, _), mut grants) in self.repeated {
+            grants.sort_unstable_by_key(|g| (g.invoked, g.invoke_index));
+            for later in &grants[1..] {
+                duplicates.push(&key, &grants[0], later);
+            }
+        }
+        let violations = duplicates.count + self.out_of_order.count + self.stale.count;
+        Fencing {
+            valid: if violations > 0 {
+                Valid::False
+            } else {
+                Valid::True
+            },
+            grants_checked: self.grants_checked,
+            storage_accesses_checked: self.storage_accesses_checked,
+            rejected_storage_accesses: self.rejected_storage_accesses,
+            duplicate_fence_count: duplicates.count,
+            duplicate_fences: duplicates.first.into_sorted(),
+            out_of_order_grant_count: self.out_of_order.count,
+            out_of_order_grants: self.out_of_order.first.into_sorted(),
+            stale_storage_access_count: self.stale.count,
+            stale_storage_accesses: self.stale.first.into_sorted(),
+        }
+    }
+}
+
+/// A completed operation with a fence.
+#[derive(Debug, Clone)]
+struct Fenced {
+    process: Process,
+    f: String,
+    invoke_index: u64,
+    fence: u64,
+    invoked: u64,
+    completed: u64,
+}
+
+impl Fenced {
+    fn to_report(&self) -> FencedOp {
+        FencedOp {
+            process: self.process,
+            f: self.f.clone(),
+            invoke_index: self.invoke_index,
+            invoke_ms: ms(self.invoked),
+            completed_ms: ms(self.completed),
+            fence: self.fence,
+        }
+    }
 }
 
 impl Checked for Fencing {

@@ -246,6 +246,8 @@ pub struct HistoryReader<R> {
     bytes: Vec<u8>,
     truncated_tail: bool,
     done: bool,
+    /// Client ops come with only what a [`crate::stream::Outline`] reads of them.
+    skim: bool,
 }
 
 impl<R: BufRead> HistoryReader<R> {
@@ -256,6 +258,17 @@ impl<R: BufRead> HistoryReader<R> {
             bytes: Vec::new(),
             truncated_tail: false,
             done: false,
+            skim: false,
+        }
+    }
+
+    /// A reader for a history's [`crate::stream::Outline`]: its client ops come with only the
+    /// fields the outline reads (`f`, `time`, `process`, `type`, `ttl_ms`, `renewal`), the
+    /// others skipped unread. A line that is not an op is an error all the same.
+    pub fn for_outline(reader: R) -> HistoryReader<R> {
+        HistoryReader {
+            skim: true,
+            ..HistoryReader::new(reader)
         }
     }
 
@@ -267,10 +280,18 @@ impl<R: BufRead> HistoryReader<R> {
 
     /// The next op, `None` at the end of the input (or of a cut-short last line).
     fn next_op(&mut self) -> Result<Option<Op>, HistoryError> {
+        let mut op = Op::new(Process::Client(0), OpType::Invoke, String::new());
+        Ok(self.next_into(&mut op)?.then_some(op))
+    }
+
+    /// Reads the next op into `op`, reusing the strings it holds: `false` at the end of the
+    /// input (or of a cut-short last line). For reading a long history without allocating an
+    /// op per line.
+    pub fn next_into(&mut self, op: &mut Op) -> Result<bool, HistoryError> {
         loop {
             self.bytes.clear();
             if self.reader.read_until(b'\n', &mut self.bytes)? == 0 {
-                return Ok(None);
+                return Ok(false);
             }
             self.line += 1;
             let bytes = &self.bytes;
@@ -282,18 +303,24 @@ impl<R: BufRead> HistoryReader<R> {
                 // The cut fell inside a character.
                 Err(e) if cut_short && e.error_len().is_none() => {
                     self.truncated_tail = true;
-                    return Ok(None);
+                    return Ok(false);
                 }
                 Err(_) => return Err(HistoryError::NotUtf8 { line: self.line }),
             };
             if text.trim().is_empty() {
                 continue;
             }
+            if crate::op_line::read_into(text, self.skim, op) {
+                return Ok(true);
+            }
             return match serde_json::from_str::<Op>(text) {
-                Ok(op) => Ok(Some(op)),
+                Ok(read) => {
+                    *op = read;
+                    Ok(true)
+                }
                 Err(e) if cut_short && e.is_eof() => {
                     self.truncated_tail = true;
-                    Ok(None)
+                    Ok(false)
                 }
                 Err(e) => {
                     // serde_json ends its message with its position, which ours replaces.

@@ -7,13 +7,18 @@ pub mod acquisition;
 pub mod acquisition_stats;
 pub mod coverage;
 pub mod edn;
+pub mod every;
 pub mod fencing;
 pub mod history;
 pub mod linearizability;
 pub mod lock_safety;
 pub mod lost_writes;
+mod op_line;
 pub mod operation;
 pub mod stats;
+pub mod stream;
+#[cfg(test)]
+mod stream_forgets;
 pub mod stuck_lock;
 #[doc(hidden)]
 pub mod testing;

@@ -40,14 +40,17 @@
 //!    (`fail`) by the storage. A `lease` double grant is never excused: two live leases are the
 //!    lock's own failure.
 //!
-//! The check is a sweep over holds sorted by start, so it runs in O(n log n) for a history of
-//! n ops when holds rarely overlap.
+//! The check reads the history as a stream ([`crate::stream`]): a hold is compared with the
+//! holds on its key once both have ended, and forgotten once no hold still to come can begin
+//! before it ended. It runs in O(n) for a history of n ops when holds rarely overlap, in
+//! memory bounded by the holds and acquires open at a time.
 
-use std::collections::HashMap;
+use foldhash::{HashMap, HashSet};
 
 use serde::{Deserialize, Serialize};
 
 use crate::operation::ms;
+use crate::stream::{replay, Checker, Event, Outline, Smallest};
 use crate::verdict::{count, seconds, Checked};
 use crate::{Op, OpType, Process, Renewal, Valid};
 
@@ -182,12 +185,23 @@ pub struct FaultWindow {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stop_ms: Option<f64>,
 }
-
 /// Every hold the checker derives from a history, in order of start: the definite ones and,
 /// with `ended_by` `unknown-outcome`, the possible ones (rule 4). For drawing a history; the
 /// verdict is [`check`]'s.
 pub fn holds(history: &[Op]) -> Vec<Hold> {
-    let (mut holds, _) = derive_holds(history, history_end(history));
+    struct Every(HoldTracker, Vec<Candidate>);
+    impl Checker for Every {
+        type Output = Vec<Candidate>;
+        fn observe(&mut self, event: Event<'_>) {
+            self.0.observe(event, &mut self.1);
+        }
+        fn finish(mut self) -> Vec<Candidate> {
+            self.0.finish(&mut self.1);
+            self.1
+        }
+    }
+    let tracker = HoldTracker::new(&Outline::of(history));
+    let mut holds = replay(history, Every(tracker, Vec::new()));
     holds.sort_by_key(|h| (h.start, h.acquire_index));
     holds.iter().map(Candidate::to_hold).collect()
 }
@@ -201,175 +215,416 @@ pub fn faults(history: &[Op]) -> Vec<FaultWindow> {
         .collect()
 }
 
-pub(crate) fn history_end(history: &[Op]) -> u64 {
-    history.iter().map(|op| op.time).max().unwrap_or(0)
-}
-
 /// Checks a history for double grants.
 pub fn check(history: &[Op]) -> LockSafety {
-    let (holds, unknown_acquires) = derive_holds(history, history_end(history));
-    let accesses = storage_accesses(history);
-    let faults = fault_windows(history);
-
-    let mut by_key: HashMap<&str, Vec<&Candidate>> = HashMap::new();
-    for hold in &holds {
-        by_key.entry(hold.key.as_str()).or_default().push(hold);
-    }
-    let mut keys: Vec<_> = by_key.keys().copied().collect();
-    keys.sort_unstable();
-
-    let mut definite = Vec::new();
-    let mut possible = Vec::new();
-    let mut fenced = Vec::new();
-    for key in keys {
-        let mut on_key = by_key.remove(key).unwrap_or_default();
-        on_key.sort_by_key(|h| (h.start, h.end));
-        let mut active: Vec<&Candidate> = Vec::new();
-        for hold in on_key {
-            active.retain(|a| a.end > hold.start);
-            for earlier in &active {
-                if earlier.process == hold.process || (!earlier.certain && !hold.certain) {
-                    continue;
-                }
-                let live = |c: &Candidate| c.end.min(c.lease_end);
-                let lease_overlap = live(earlier).min(live(hold)).saturating_sub(hold.start);
-                let overlap = earlier.end.min(hold.end).saturating_sub(hold.start);
-                let (kind, overlap) = match (lease_overlap, overlap) {
-                    (0, 0) => continue,
-                    (0, stale) => ("stale", stale),
-                    (live, _) => ("lease", live),
-                };
-                let zombies = [*earlier, hold]
-                    .into_iter()
-                    .filter(|c| c.end.min(c.lease_end) <= hold.start);
-                let kind =
-                    if kind == "stale" && zombies.into_iter().all(|z| z.fenced_off(&accesses)) {
-                        "fenced"
-                    } else {
-                        kind
-                    };
-                let pair = (*earlier, hold, kind, overlap);
-                if kind == "fenced" {
-                    fenced.push(pair);
-                } else if earlier.certain && hold.certain {
-                    definite.push(pair);
-                } else {
-                    possible.push(pair);
-                }
-            }
-            active.push(hold);
-        }
-    }
-
-    let by_time = |a: &Pair, b: &Pair| (a.1.start, a.0.start).cmp(&(b.1.start, b.0.start));
-    definite.sort_by(by_time);
-    possible.sort_by(by_time);
-    fenced.sort_by(by_time);
-    let to_double_grant = |&(first, second, kind, overlap): &Pair| DoubleGrant {
-        key: first.key.clone(),
-        kind: kind.to_string(),
-        first: first.to_hold(),
-        second: second.to_hold(),
-        overlap_ms: ms(overlap),
-        faults: faults
-            .iter()
-            .filter(|w| w.start < second.start + overlap && w.stop > first.start)
-            .map(|w| w.to_window())
-            .collect(),
-    };
-    let report = |pairs: &[Pair]| -> Vec<DoubleGrant> {
-        pairs
-            .iter()
-            .take(REPORTED_VIOLATIONS)
-            .map(to_double_grant)
-            .collect()
-    };
-    let possible_groups = group_by_unknown_acquire(&possible);
-
-    let valid = if !definite.is_empty() {
-        Valid::False
-    } else if !possible.is_empty() {
-        Valid::Unknown
-    } else {
-        Valid::True
-    };
-    LockSafety {
-        valid,
-        holds: holds.iter().filter(|h| h.certain).count(),
-        unknown_acquires,
-        double_grant_count: definite.len(),
-        stale_double_grant_count: definite.iter().filter(|p| p.2 == "stale").count(),
-        double_grants: report(&definite),
-        possible_double_grant_count: possible.len(),
-        possible_double_grant_acquires: possible_groups.len(),
-        possible_double_grant_groups: possible_groups
-            .iter()
-            .take(REPORTED_VIOLATIONS)
-            .map(|pairs| {
-                let unknown = unknown_side(pairs[0]);
-                PossibleDoubleGrants {
-                    key: unknown.key.clone(),
-                    unknown_acquire: unknown.to_hold(),
-                    overlapped_holds: pairs.len(),
-                    first: to_double_grant(pairs[0]),
-                }
-            })
-            .collect(),
-        fenced_double_grant_count: fenced.len(),
-        fenced_double_grants: report(&fenced),
-    }
+    replay(history, LockSafetyChecker::new(&Outline::of(history)))
 }
 
-/// Possible double grants (time-ordered; each pairs one unknown acquire with a definite
-/// hold) grouped by their unknown acquire, groups in order of their first pair.
-fn group_by_unknown_acquire<'a, 'p>(possible: &'p [Pair<'a>]) -> Vec<Vec<&'p Pair<'a>>> {
-    let mut groups: Vec<Vec<&Pair>> = Vec::new();
-    let mut group_of: HashMap<u64, usize> = HashMap::new();
-    for pair in possible {
-        let unknown = unknown_side(pair);
-        let next = groups.len();
-        let group = *group_of.entry(unknown.acquire_index).or_insert(next);
-        if group == next {
-            groups.push(Vec::new());
-        }
-        groups[group].push(pair);
-    }
-    groups
+/// The lock-safety check as a stream: each hold is compared with the holds on its key that
+/// could still overlap it once both have ended (their ends can still move until then), and a
+/// hold is forgotten once no hold still to come can begin before it ended.
+pub struct LockSafetyChecker {
+    tracker: HoldTracker,
+    faults: Vec<Window>,
+    /// Whether ops come in time order, so that what ended before "now" can be forgotten.
+    forgets: bool,
+    now: u64,
+    /// Holds just ended, from the tracker.
+    ended: Vec<Candidate>,
+    /// Per key, the ended holds a hold still to come may overlap.
+    retained: HashMap<String, Vec<Candidate>>,
+    /// Each process's storage accesses that a fenced hold's lease end may still come before:
+    /// invoke time and outcome (rule 6).
+    accesses: HashMap<Process, Vec<(u64, OpType)>>,
+    /// Processes that made a storage access; rule 6 asks a zombie to have made one.
+    accessed: HashSet<Process>,
+    /// Stale overlaps whose zombies all had fencing tokens: fenced or not is known once the
+    /// zombies' accesses after their leases have all come back.
+    undecided: Vec<Undecided>,
+    since_forgetting: usize,
+    /// How many events pass between two looks for what can be forgotten: fewer cost time,
+    /// more cost memory.
+    pub(crate) forget_every: usize,
+    tally: Tally,
 }
 
-/// The hold of a possible double grant that is an unknown acquire.
-fn unknown_side<'a>(pair: &Pair<'a>) -> &'a Candidate {
-    if pair.0.certain {
-        pair.1
-    } else {
-        pair.0
-    }
+/// The overlaps found, by kind: exact counts and the first few of each.
+struct Tally {
+    definite: usize,
+    stale: usize,
+    fenced: usize,
+    possible: usize,
+    first_definite: Smallest<PairOrder, Pair>,
+    first_fenced: Smallest<PairOrder, Pair>,
+    /// Per unknown acquire whose hold a later hold may still overlap, its possible double
+    /// grants: how many, and the first.
+    possible_groups: HashMap<u64, (usize, PairOrder, Pair)>,
+    /// The groups of unknown acquires no later hold can overlap: how many, and the first.
+    groups_done: usize,
+    first_groups: Smallest<PairOrder, (usize, Pair)>,
 }
 
-/// Each process's storage accesses (`read` and `add`): invoke time and how each ended.
-type Accesses = HashMap<Process, Vec<(u64, OpType)>>;
-
-fn storage_accesses(history: &[Op]) -> Accesses {
-    let mut pending: HashMap<Process, u64> = HashMap::new();
-    let mut accesses: Accesses = HashMap::new();
-    let is_access = |op: &Op| !op.process.is_nemesis() && (op.f == "read" || op.f == "add");
-    for op in history.iter().filter(|op| is_access(op)) {
-        if op.kind == OpType::Invoke {
-            pending.insert(op.process, op.time);
-        } else if let Some(invoked) = pending.remove(&op.process) {
-            accesses
-                .entry(op.process)
-                .or_default()
-                .push((invoked, op.kind));
-        }
-    }
-    accesses
-}
+/// Time order of overlaps: the second hold's start, then the first's; the rest only breaks
+/// ties the same way on every run.
+type PairOrder = (u64, u64, String, u64, u64, u64, u64);
 
 /// Two overlapping holds, the earlier first, with the kind and length of their overlap.
-type Pair<'a> = (&'a Candidate, &'a Candidate, &'static str, u64);
+struct Pair {
+    first: Candidate,
+    second: Candidate,
+    kind: &'static str,
+    overlap: u64,
+}
+
+impl Pair {
+    fn order(&self) -> PairOrder {
+        let (a, b) = (&self.first, &self.second);
+        (b.start, a.start, a.key.clone(), b.end, b.seq, a.end, a.seq)
+    }
+}
+
+/// A stale overlap waiting for its zombies' storage accesses (rule 6).
+struct Undecided {
+    pair: Pair,
+    /// Each zombie's process, and whether every access it began after its lease ended was
+    /// refused so far.
+    zombies: Vec<Zombie>,
+}
+
+struct Zombie {
+    process: Process,
+    lease_end: u64,
+    end: u64,
+    refused: bool,
+}
+
+impl Zombie {
+    fn covers(&self, invoked: u64) -> bool {
+        (self.lease_end..=self.end).contains(&invoked)
+    }
+}
+
+/// How many events pass between two looks for what can be forgotten, unless a test asks for
+/// fewer.
+pub(crate) const FORGET_EVERY: usize = 4096;
+
+impl LockSafetyChecker {
+    pub fn new(outline: &Outline) -> LockSafetyChecker {
+        LockSafetyChecker {
+            tracker: HoldTracker::new(outline),
+            faults: outline.windows(),
+            forgets: outline.in_time_order,
+            now: 0,
+            ended: Vec::new(),
+            retained: HashMap::default(),
+            accesses: HashMap::default(),
+            accessed: HashSet::default(),
+            undecided: Vec::new(),
+            since_forgetting: 0,
+            forget_every: FORGET_EVERY,
+            tally: Tally {
+                definite: 0,
+                stale: 0,
+                fenced: 0,
+                possible: 0,
+                first_definite: Smallest::new(REPORTED_VIOLATIONS),
+                first_fenced: Smallest::new(REPORTED_VIOLATIONS),
+                possible_groups: HashMap::default(),
+                groups_done: 0,
+                first_groups: Smallest::new(REPORTED_VIOLATIONS),
+            },
+        }
+    }
+
+    fn storage_access(&mut self, invoke: &Op, outcome: OpType) {
+        self.accessed.insert(invoke.process);
+        let invoked = invoke.time;
+        for undecided in &mut self.undecided {
+            for zombie in &mut undecided.zombies {
+                if zombie.process == invoke.process && zombie.covers(invoked) {
+                    zombie.refused &= outcome == OpType::Fail;
+                }
+            }
+        }
+        self.accesses
+            .entry(invoke.process)
+            .or_default()
+            .push((invoked, outcome));
+    }
+
+    /// Compares a hold that just ended with the ended holds on its key, then keeps it.
+    fn compare(&mut self, hold: Candidate) {
+        let on_key = self.retained.entry(hold.key.clone()).or_default();
+        for other in on_key.iter() {
+            if other.process == hold.process || (!other.certain && !hold.certain) {
+                continue;
+            }
+            let (earlier, later) =
+                if (other.start, other.end, other.seq) <= (hold.start, hold.end, hold.seq) {
+                    (other, &hold)
+                } else {
+                    (&hold, other)
+                };
+            let live = |c: &Candidate| c.end.min(c.lease_end);
+            let lease_overlap = live(earlier).min(live(later)).saturating_sub(later.start);
+            let overlap = earlier.end.min(later.end).saturating_sub(later.start);
+            let (kind, overlap) = match (lease_overlap, overlap) {
+                (0, 0) => continue,
+                (0, stale) => ("stale", stale),
+                (live, _) => ("lease", live),
+            };
+            let pair = Pair {
+                first: earlier.clone(),
+                second: later.clone(),
+                kind,
+                overlap,
+            };
+            if kind == "lease" {
+                self.tally.record(pair);
+                continue;
+            }
+            let zombies: Vec<&Candidate> = [earlier, later]
+                .into_iter()
+                .filter(|c| c.end.min(c.lease_end) <= later.start)
+                .collect();
+            if zombies.iter().any(|z| z.fence.is_none()) {
+                self.tally.record(pair);
+                continue;
+            }
+            let zombies = zombies
+                .into_iter()
+                .map(|z| Zombie {
+                    process: z.process,
+                    lease_end: z.lease_end,
+                    end: z.end,
+                    refused: self.accesses.get(&z.process).is_none_or(|list| {
+                        list.iter()
+                            .filter(|(invoked, _)| (z.lease_end..=z.end).contains(invoked))
+                            .all(|(_, outcome)| *outcome == OpType::Fail)
+                    }),
+                })
+                .collect();
+            self.undecided.push(Undecided { pair, zombies });
+        }
+        on_key.push(hold);
+    }
+
+    /// Forgets the ended holds no hold still to come can overlap, and the accesses no fenced
+    /// hold's window can hold.
+    fn forget(&mut self) {
+        self.since_forgetting = 0;
+        if !self.forgets {
+            return;
+        }
+        let horizon = self
+            .tracker
+            .earliest_start()
+            .unwrap_or(self.now)
+            .min(self.now);
+        let mut unknown_forgotten = Vec::new();
+        for on_key in self.retained.values_mut() {
+            on_key.retain(|hold| {
+                let kept = hold.end > horizon;
+                if !kept && !hold.certain {
+                    unknown_forgotten.push(hold.acquire_index);
+                }
+                kept
+            });
+        }
+        // An unknown acquire's group is complete once its hold is forgotten, unless an overlap
+        // of it still waits for a zombie's accesses.
+        for acquire in unknown_forgotten {
+            let waiting = self
+                .undecided
+                .iter()
+                .any(|u| !u.pair.certain() && u.pair.unknown_side().acquire_index == acquire);
+            if !waiting {
+                self.tally.close_group(acquire);
+            }
+        }
+        self.retained.retain(|_, on_key| !on_key.is_empty());
+        let mut floors: HashMap<Process, u64> = HashMap::default();
+        let fenced = self
+            .retained
+            .values()
+            .flatten()
+            .chain(self.tracker.open.values())
+            .filter(|hold| hold.fence.is_some());
+        for hold in fenced {
+            let floor = floors.entry(hold.process).or_insert(hold.lease_end);
+            *floor = (*floor).min(hold.lease_end);
+        }
+        for (process, list) in self.accesses.iter_mut() {
+            let floor = floors.get(process).copied().unwrap_or(u64::MAX);
+            list.retain(|(invoked, _)| *invoked >= floor);
+        }
+        self.accesses.retain(|_, list| !list.is_empty());
+    }
+}
+
+impl Checker for LockSafetyChecker {
+    type Output = LockSafety;
+
+    fn observe(&mut self, event: Event<'_>) {
+        if let Event::Complete { invoke, completion } = event {
+            if invoke.f == "read" || invoke.f == "add" {
+                self.storage_access(invoke, completion.kind);
+            }
+        }
+        let time = match event {
+            Event::Nemesis(op) | Event::Invoke(op) | Event::Abandoned(op) => op.time,
+            Event::Complete { completion, .. } => completion.time,
+        };
+        self.now = self.now.max(time);
+        self.tracker.observe(event, &mut self.ended);
+        for hold in std::mem::take(&mut self.ended) {
+            self.compare(hold);
+        }
+        self.since_forgetting += 1;
+        if self.since_forgetting >= self.forget_every {
+            self.forget();
+        }
+    }
+
+    fn finish(mut self) -> LockSafety {
+        self.tracker.finish(&mut self.ended);
+        for hold in std::mem::take(&mut self.ended) {
+            self.compare(hold);
+        }
+        for Undecided { mut pair, zombies } in std::mem::take(&mut self.undecided) {
+            if zombies
+                .iter()
+                .all(|z| z.refused && self.accessed.contains(&z.process))
+            {
+                pair.kind = "fenced";
+            }
+            self.tally.record(pair);
+        }
+        let faults = &self.faults;
+        let to_double_grant = |pair: &Pair| DoubleGrant {
+            key: pair.first.key.clone(),
+            kind: pair.kind.to_string(),
+            first: pair.first.to_hold(),
+            second: pair.second.to_hold(),
+            overlap_ms: ms(pair.overlap),
+            faults: faults
+                .iter()
+                .filter(|w| w.start < pair.second.start + pair.overlap && w.stop > pair.first.start)
+                .map(|w| w.to_window())
+                .collect(),
+        };
+        let mut tally = self.tally;
+        let open: Vec<u64> = tally.possible_groups.keys().copied().collect();
+        for acquire in open {
+            tally.close_group(acquire);
+        }
+        let valid = if tally.definite > 0 {
+            Valid::False
+        } else if tally.possible > 0 {
+            Valid::Unknown
+        } else {
+            Valid::True
+        };
+        LockSafety {
+            valid,
+            holds: self.tracker.certain,
+            unknown_acquires: self.tracker.unknown,
+            double_grant_count: tally.definite,
+            stale_double_grant_count: tally.stale,
+            double_grants: tally
+                .first_definite
+                .into_sorted()
+                .iter()
+                .map(to_double_grant)
+                .collect(),
+            possible_double_grant_count: tally.possible,
+            possible_double_grant_acquires: tally.groups_done,
+            possible_double_grant_groups: tally
+                .first_groups
+                .into_sorted()
+                .iter()
+                .map(|(overlapped_holds, first)| {
+                    let unknown = first.unknown_side();
+                    PossibleDoubleGrants {
+                        key: unknown.key.clone(),
+                        unknown_acquire: unknown.to_hold(),
+                        overlapped_holds: *overlapped_holds,
+                        first: to_double_grant(first),
+                    }
+                })
+                .collect(),
+            fenced_double_grant_count: tally.fenced,
+            fenced_double_grants: tally
+                .first_fenced
+                .into_sorted()
+                .iter()
+                .map(to_double_grant)
+                .collect(),
+        }
+    }
+}
+
+impl Tally {
+    /// Counts the group of an unknown acquire that no overlap can join any more, and keeps it
+    /// if it is among the first.
+    fn close_group(&mut self, acquire: u64) {
+        if let Some((count, order, first)) = self.possible_groups.remove(&acquire) {
+            self.groups_done += 1;
+            self.first_groups.push(order, (count, first));
+        }
+    }
+
+    /// Counts an overlap whose kind is settled, and keeps it if it is among the first.
+    fn record(&mut self, pair: Pair) {
+        let order = pair.order();
+        if pair.kind == "fenced" {
+            self.fenced += 1;
+            self.first_fenced.push(order, pair);
+        } else if pair.certain() {
+            self.definite += 1;
+            if pair.kind == "stale" {
+                self.stale += 1;
+            }
+            self.first_definite.push(order, pair);
+        } else {
+            self.possible += 1;
+            let group = self
+                .possible_groups
+                .entry(pair.unknown_side().acquire_index);
+            match group {
+                std::collections::hash_map::Entry::Vacant(slot) => {
+                    slot.insert((1, order, pair));
+                }
+                std::collections::hash_map::Entry::Occupied(mut slot) => {
+                    let (count, first_order, first) = slot.get_mut();
+                    *count += 1;
+                    if order < *first_order {
+                        (*first_order, *first) = (order, pair);
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl Pair {
+    /// Both holds are definite.
+    fn certain(&self) -> bool {
+        self.first.certain && self.second.certain
+    }
+
+    /// The hold of a possible double grant that is an unknown acquire.
+    fn unknown_side(&self) -> &Candidate {
+        if self.first.certain {
+            &self.second
+        } else {
+            &self.first
+        }
+    }
+}
 
 /// A definite or possible hold, in nanoseconds.
+#[derive(Debug, Clone)]
 pub(crate) struct Candidate {
     pub(crate) process: Process,
     key: String,
@@ -389,20 +644,11 @@ pub(crate) struct Candidate {
     renews_silently: bool,
     /// Granted with `ends_with_write`: the holder's write releases it (rule 2).
     ends_with_write: bool,
+    /// The order the holds were derived in, which breaks ties in time.
+    seq: u64,
 }
 
 impl Candidate {
-    /// Rule 6: this zombie's grant was fenced, and the storage refused everything it tried
-    /// once its lease had ended.
-    fn fenced_off(&self, accesses: &Accesses) -> bool {
-        self.fence.is_some()
-            && accesses.get(&self.process).is_some_and(|list| {
-                list.iter()
-                    .filter(|(invoked, _)| (self.lease_end..=self.end).contains(invoked))
-                    .all(|(_, outcome)| *outcome == OpType::Fail)
-            })
-    }
-
     fn to_hold(&self) -> Hold {
         Hold {
             process: self.process,
@@ -418,19 +664,53 @@ impl Candidate {
     }
 }
 
-/// Pairs every client invoke with its completion and turns acquires into holds.
-/// Returns the holds and the number of acquires whose outcome is unknown.
-pub(crate) fn derive_holds(history: &[Op], end_of_history: u64) -> (Vec<Candidate>, usize) {
-    let mut pending: HashMap<Process, &Op> = HashMap::new();
-    // Index into `holds` of each process's open hold per key, waiting for its release.
-    let mut open: HashMap<(Process, &str), usize> = HashMap::new();
-    let mut holds: Vec<Candidate> = Vec::new();
-    let mut unknown = 0;
+/// Turns acquires into holds as their ops come (rules 1 to 4), and hands each one over once
+/// its end can no longer move.
+pub(crate) struct HoldTracker {
+    end_of_history: u64,
+    /// Each process's definite hold per key, open until its process releases the key,
+    /// acquires it again, or the history ends: a renewal may extend it until then.
+    pub(crate) open: HashMap<(Process, String), Candidate>,
+    /// The invoke time of each process's acquire still pending: a possible hold may begin
+    /// there.
+    pending_acquires: HashMap<Process, u64>,
+    /// Definite holds made.
+    pub(crate) certain: usize,
+    /// Acquires whose outcome is unknown.
+    pub(crate) unknown: usize,
+    made: u64,
+}
 
-    let possible_hold = |invoke: &Op| {
+impl HoldTracker {
+    pub(crate) fn new(outline: &Outline) -> HoldTracker {
+        HoldTracker {
+            end_of_history: outline.end,
+            open: HashMap::default(),
+            pending_acquires: HashMap::default(),
+            certain: 0,
+            unknown: 0,
+            made: 0,
+        }
+    }
+
+    /// The earliest a hold not yet handed over may begin: a hold still open, or a possible
+    /// hold of an acquire still pending. A definite hold still to come begins later than any
+    /// op seen so far.
+    pub(crate) fn earliest_start(&self) -> Option<u64> {
+        let open = self.open.values().map(|hold| hold.start);
+        open.chain(self.pending_acquires.values().copied()).min()
+    }
+
+    fn next_seq(&mut self) -> u64 {
+        self.made += 1;
+        self.made
+    }
+
+    fn possible_hold(&mut self, invoke: &Op) -> Candidate {
+        self.unknown += 1;
         let lease_end = invoke
             .ttl_ms
-            .map_or(end_of_history, |ttl| invoke.time + ttl * 1_000_000);
+            .map_or(self.end_of_history, |ttl| invoke.time + ttl * 1_000_000);
         Candidate {
             process: invoke.process,
             key: invoke.key.clone().unwrap_or_default(),
@@ -445,98 +725,116 @@ pub(crate) fn derive_holds(history: &[Op], end_of_history: u64) -> (Vec<Candidat
             fence: None,
             renews_silently: false,
             ends_with_write: false,
+            seq: self.next_seq(),
         }
-    };
+    }
 
-    for op in history.iter().filter(|op| !op.process.is_nemesis()) {
-        if op.kind == OpType::Invoke {
-            if let Some(earlier) = pending.insert(op.process, op) {
-                // An invoke with no completion before the process's next invoke: unknown.
-                if earlier.f == "acquire" {
-                    holds.push(possible_hold(earlier));
-                    unknown += 1;
+    /// Takes in one event; the holds whose end it settled are pushed onto `ended`.
+    pub(crate) fn observe(&mut self, event: Event<'_>, ended: &mut Vec<Candidate>) {
+        match event {
+            Event::Nemesis(_) => {}
+            Event::Abandoned(invoke) => {
+                if invoke.f == "acquire" {
+                    self.pending_acquires.remove(&invoke.process);
+                    let hold = self.possible_hold(invoke);
+                    ended.push(hold);
                 }
             }
-            let key = op.key.as_deref().unwrap_or_default();
-            if op.f == "acquire" {
-                // A hold never released ended with its lease; a later release is not its.
-                open.remove(&(op.process, key));
-            }
-            if op.f == "release" {
-                if let Some(i) = open.remove(&(op.process, key)) {
-                    holds[i].end = op.time.max(holds[i].start);
-                    holds[i].ended_by = "release";
+            Event::Invoke(op) => {
+                let held = || (op.process, op.key.clone().unwrap_or_default());
+                match op.f.as_str() {
+                    // A hold never released ended with its lease; a later release is not its.
+                    "acquire" => {
+                        self.pending_acquires.insert(op.process, op.time);
+                        ended.extend(self.open.remove(&held()));
+                    }
+                    "release" => {
+                        if let Some(mut hold) = self.open.remove(&held()) {
+                            hold.end = op.time.max(hold.start);
+                            hold.ended_by = "release";
+                            ended.push(hold);
+                        }
+                    }
+                    "add" => {
+                        let committing = self
+                            .open
+                            .iter()
+                            .find(|((process, _), hold)| {
+                                *process == op.process && hold.ends_with_write
+                            })
+                            .map(|(held, _)| held.clone());
+                        if let Some(mut hold) = committing.and_then(|held| self.open.remove(&held))
+                        {
+                            hold.end = op.time.max(hold.start);
+                            hold.ended_by = "write";
+                            ended.push(hold);
+                        }
+                    }
+                    _ => {}
                 }
             }
-            if op.f == "add" {
-                let committing = open
-                    .iter()
-                    .find(|(&(process, _), &i)| process == op.process && holds[i].ends_with_write)
-                    .map(|(&held, &i)| (held, i));
-                if let Some((held, i)) = committing {
-                    open.remove(&held);
-                    holds[i].end = op.time.max(holds[i].start);
-                    holds[i].ended_by = "write";
-                }
-            }
-            continue;
-        }
-        let Some(invoke) = pending.remove(&op.process) else {
-            continue;
-        };
-        if invoke.f == "renew" && op.kind == OpType::Ok {
-            let key = invoke.key.as_deref().unwrap_or_default();
-            let open_hold = open
-                .get(&(op.process, key))
-                .filter(|&&i| !holds[i].renews_silently);
-            if let (Some(&i), Some(ttl)) = (open_hold, invoke.ttl_ms) {
-                let hold = &mut holds[i];
-                hold.lease_end = hold.lease_end.max(invoke.time + ttl * 1_000_000);
-                if hold.ended_by == "validity" {
-                    hold.end = hold.lease_end;
-                }
-            }
-        }
-        if invoke.f != "acquire" {
-            continue;
-        }
-        match op.kind {
-            OpType::Ok => {
-                let validity = op.validity_ms.or(invoke.ttl_ms);
-                let key = invoke.key.clone().unwrap_or_default();
-                let lease_end = validity.map_or(end_of_history, |v| {
-                    (invoke.time + v * 1_000_000).max(op.time)
-                });
-                holds.push(Candidate {
-                    process: op.process,
-                    acquire_index: invoke.index,
-                    token: op.token.clone().or_else(|| invoke.token.clone()),
-                    nodes: op.node.clone(),
-                    start: op.time,
-                    end: lease_end,
-                    lease_end,
-                    ended_by: "validity",
-                    certain: true,
-                    fence: op.fence.or(invoke.fence),
-                    renews_silently: op.renewal == Some(Renewal::Silent),
-                    ends_with_write: op.ends_with_write,
-                    key,
-                });
+            Event::Complete {
+                invoke,
+                completion: op,
+            } => {
                 let key = invoke.key.as_deref().unwrap_or_default();
-                open.insert((op.process, key), holds.len() - 1);
+                if invoke.f == "renew" && op.kind == OpType::Ok {
+                    let open_hold = self
+                        .open
+                        .get_mut(&(op.process, key.to_string()))
+                        .filter(|hold| !hold.renews_silently);
+                    if let (Some(hold), Some(ttl)) = (open_hold, invoke.ttl_ms) {
+                        hold.lease_end = hold.lease_end.max(invoke.time + ttl * 1_000_000);
+                        if hold.ended_by == "validity" {
+                            hold.end = hold.lease_end;
+                        }
+                    }
+                }
+                if invoke.f != "acquire" {
+                    return;
+                }
+                self.pending_acquires.remove(&invoke.process);
+                match op.kind {
+                    OpType::Ok => {
+                        let validity = op.validity_ms.or(invoke.ttl_ms);
+                        let lease_end = validity.map_or(self.end_of_history, |v| {
+                            (invoke.time + v * 1_000_000).max(op.time)
+                        });
+                        self.certain += 1;
+                        let hold = Candidate {
+                            process: op.process,
+                            key: key.to_string(),
+                            acquire_index: invoke.index,
+                            token: op.token.clone().or_else(|| invoke.token.clone()),
+                            nodes: op.node.clone(),
+                            start: op.time,
+                            end: lease_end,
+                            lease_end,
+                            ended_by: "validity",
+                            certain: true,
+                            fence: op.fence.or(invoke.fence),
+                            renews_silently: op.renewal == Some(Renewal::Silent),
+                            ends_with_write: op.ends_with_write,
+                            seq: self.next_seq(),
+                        };
+                        ended.extend(self.open.insert((op.process, key.to_string()), hold));
+                    }
+                    OpType::Info => {
+                        let hold = self.possible_hold(invoke);
+                        ended.push(hold);
+                    }
+                    OpType::Fail | OpType::Invoke => {}
+                }
             }
-            OpType::Info => {
-                holds.push(possible_hold(invoke));
-                unknown += 1;
-            }
-            OpType::Fail | OpType::Invoke => {}
         }
     }
-    for invoke in pending.values().filter(|op| op.f == "acquire") {
-        holds.push(possible_hold(invoke));
-        unknown += 1;
+
+    /// The end of the history: every hold still open ends as it stands.
+    pub(crate) fn finish(&mut self, ended: &mut Vec<Candidate>) {
+        let mut open: Vec<Candidate> = self.open.drain().map(|(_, hold)| hold).collect();
+        open.sort_by_key(|hold| hold.seq);
+        ended.extend(open);
     }
-    (holds, unknown)
 }
 
 /// A fault's window in nanoseconds; `stop` is `u64::MAX` for a fault never stopped.

@@ -29,7 +29,7 @@ use std::collections::{BTreeMap, HashSet};
 use serde::{Deserialize, Serialize};
 
 use crate::lock_safety::REPORTED_VIOLATIONS;
-use crate::operation::{operations, Operation};
+use crate::stream::{replay, Checker, Event};
 use crate::verdict::{count, Checked};
 use crate::{Op, OpType, Valid};
 
@@ -84,87 +84,152 @@ pub struct KeyResult {
 
 /// Checks a `lock-set` history for lost, unexpected and duplicated ids.
 pub fn check(history: &[Op]) -> LostWrites {
-    let mut adds: BTreeMap<&str, Vec<(i64, Operation)>> = BTreeMap::new();
-    let mut final_reads: BTreeMap<&str, Operation> = BTreeMap::new();
-    for operation in operations(history) {
-        match operation.invoke.f.as_str() {
-            "add" => {
-                if let Some(id) = added_id(&operation) {
-                    adds.entry(operation.key())
-                        .or_default()
-                        .push((id, operation));
-                }
+    replay(history, LostWritesChecker::default())
+}
+
+/// The lost-writes check as a stream: it keeps every add's id and outcome, which it must, and
+/// only each key's latest `ok` read.
+#[derive(Default)]
+pub struct LostWritesChecker {
+    adds: BTreeMap<String, Vec<Add>>,
+    final_reads: BTreeMap<String, FinalRead>,
+}
+
+/// An add, as rule 2 to 4 need it.
+struct Add {
+    id: i64,
+    /// `None` if never completed.
+    outcome: Option<OpType>,
+    completed: Option<u64>,
+}
+
+/// A key's last `ok` read.
+struct FinalRead {
+    /// `index` of its completion.
+    index: u64,
+    began: u64,
+    /// The integers it returned, in its order.
+    ids: Vec<i64>,
+}
+
+impl LostWritesChecker {
+    fn add(&mut self, invoke: &Op, completion: Option<&Op>) {
+        let Some(id) = invoke
+            .value
+            .as_ref()
+            .or_else(|| completion.and_then(|op| op.value.as_ref()))
+            .and_then(serde_json::Value::as_i64)
+        else {
+            return;
+        };
+        let add = Add {
+            id,
+            outcome: completion.map(|op| op.kind),
+            completed: completion.map(|op| op.time),
+        };
+        let key = key_of(invoke, completion);
+        match self.adds.get_mut(key) {
+            Some(adds) => adds.push(add),
+            None => {
+                self.adds.insert(key.to_string(), vec![add]);
             }
-            // Operations come in order of invoke; the final read is the last to complete.
-            "read" if operation.is_ok() => {
-                let latest = final_reads.entry(operation.key()).or_insert(operation);
-                if completion_index(&operation) > completion_index(latest) {
-                    *latest = operation;
-                }
+        }
+    }
+
+    /// Completions come in order: the latest `ok` read is the last to complete (rule 1).
+    fn read(&mut self, invoke: &Op, completion: &Op) {
+        let read = FinalRead {
+            index: completion.index,
+            began: invoke.time,
+            ids: completion
+                .value
+                .as_ref()
+                .and_then(serde_json::Value::as_array)
+                .map(|ids| ids.iter().filter_map(serde_json::Value::as_i64).collect())
+                .unwrap_or_default(),
+        };
+        let key = key_of(invoke, Some(completion));
+        match self.final_reads.get_mut(key) {
+            Some(latest) if read.index > latest.index => *latest = read,
+            Some(_) => {}
+            None => {
+                self.final_reads.insert(key.to_string(), read);
             }
+        }
+    }
+}
+
+/// The key the invoke named; clients repeat it on the completion, which is the fallback.
+fn key_of<'a>(invoke: &'a Op, completion: Option<&'a Op>) -> &'a str {
+    invoke
+        .key
+        .as_deref()
+        .or_else(|| completion.and_then(|op| op.key.as_deref()))
+        .unwrap_or_default()
+}
+
+impl Checker for LostWritesChecker {
+    type Output = LostWrites;
+
+    fn observe(&mut self, event: Event<'_>) {
+        match event {
+            Event::Complete { invoke, completion } => match invoke.f.as_str() {
+                "add" => self.add(invoke, Some(completion)),
+                "read" if completion.kind == OpType::Ok => self.read(invoke, completion),
+                _ => {}
+            },
+            Event::Abandoned(invoke) if invoke.f == "add" => self.add(invoke, None),
             _ => {}
         }
     }
 
-    let keys: Vec<KeyResult> = if adds.is_empty() {
-        Vec::new()
-    } else {
-        let mut names: Vec<&str> = adds.keys().chain(final_reads.keys()).copied().collect();
-        names.sort_unstable();
-        names.dedup();
-        names
-            .into_iter()
-            .map(|key| {
-                let on_key = adds.get(key).map_or(&[][..], Vec::as_slice);
-                check_key(key, on_key, final_reads.get(key).copied())
-            })
-            .collect()
-    };
+    fn finish(self) -> LostWrites {
+        let keys: Vec<KeyResult> = if self.adds.is_empty() {
+            Vec::new()
+        } else {
+            let mut names: Vec<&String> = self.adds.keys().chain(self.final_reads.keys()).collect();
+            names.sort_unstable();
+            names.dedup();
+            names
+                .into_iter()
+                .map(|key| {
+                    let on_key = self.adds.get(key).map_or(&[][..], Vec::as_slice);
+                    check_key(key, on_key, self.final_reads.get(key))
+                })
+                .collect()
+        };
 
-    let total = |count: fn(&KeyResult) -> usize| keys.iter().map(count).sum();
-    LostWrites {
-        valid: keys.iter().fold(Valid::True, |v, k| v.merge(k.valid)),
-        attempted: total(|k| k.attempted),
-        acknowledged: total(|k| k.acknowledged),
-        rejected: total(|k| k.rejected),
-        unknown: total(|k| k.unknown),
-        lost_count: total(|k| k.lost_count),
-        acknowledged_after_final_read: total(|k| k.acknowledged_after_final_read),
-        recovered: total(|k| k.recovered),
-        failed_but_present_count: total(|k| k.failed_but_present_count),
-        unexpected_count: total(|k| k.unexpected_count),
-        duplicate_count: total(|k| k.duplicate_count),
-        keys,
+        let total = |count: fn(&KeyResult) -> usize| keys.iter().map(count).sum();
+        LostWrites {
+            valid: keys.iter().fold(Valid::True, |v, k| v.merge(k.valid)),
+            attempted: total(|k| k.attempted),
+            acknowledged: total(|k| k.acknowledged),
+            rejected: total(|k| k.rejected),
+            unknown: total(|k| k.unknown),
+            lost_count: total(|k| k.lost_count),
+            acknowledged_after_final_read: total(|k| k.acknowledged_after_final_read),
+            recovered: total(|k| k.recovered),
+            failed_but_present_count: total(|k| k.failed_but_present_count),
+            unexpected_count: total(|k| k.unexpected_count),
+            duplicate_count: total(|k| k.duplicate_count),
+            keys,
+        }
     }
 }
 
-fn completion_index(operation: &Operation) -> u64 {
-    operation.completion.map_or(0, |op| op.index)
-}
-
-/// The id an add tried to add: its invoke's value, or its completion's if the invoke had none.
-fn added_id(add: &Operation) -> Option<i64> {
-    add.invoke
-        .value
-        .as_ref()
-        .or_else(|| add.completion.and_then(|op| op.value.as_ref()))
-        .and_then(serde_json::Value::as_i64)
-}
-
-fn check_key(key: &str, adds: &[(i64, Operation)], final_read: Option<Operation>) -> KeyResult {
-    let count = |wanted: OpType| {
-        adds.iter()
-            .filter(|(_, a)| a.outcome() == Some(wanted))
-            .count()
-    };
+fn check_key(key: &str, adds: &[Add], final_read: Option<&FinalRead>) -> KeyResult {
+    let count = |wanted: OpType| adds.iter().filter(|a| a.outcome == Some(wanted)).count();
     let mut result = KeyResult {
         key: key.to_string(),
         valid: Valid::True,
-        final_read_index: final_read.as_ref().map(completion_index),
+        final_read_index: final_read.map(|read| read.index),
         attempted: adds.len(),
         acknowledged: count(OpType::Ok),
         rejected: count(OpType::Fail),
-        unknown: adds.iter().filter(|(_, a)| a.is_unknown()).count(),
+        unknown: adds
+            .iter()
+            .filter(|a| matches!(a.outcome, None | Some(OpType::Info)))
+            .count(),
         lost_count: 0,
         lost: Vec::new(),
         acknowledged_after_final_read: 0,
@@ -183,12 +248,7 @@ fn check_key(key: &str, adds: &[(i64, Operation)], final_read: Option<Operation>
         return result;
     };
 
-    let mut present: Vec<i64> = read
-        .completion
-        .and_then(|op| op.value.as_ref())
-        .and_then(serde_json::Value::as_array)
-        .map(|ids| ids.iter().filter_map(serde_json::Value::as_i64).collect())
-        .unwrap_or_default();
+    let mut present = read.ids.clone();
     present.sort_unstable();
     let mut duplicates: Vec<i64> = present
         .windows(2)
@@ -199,26 +259,25 @@ fn check_key(key: &str, adds: &[(i64, Operation)], final_read: Option<Operation>
     present.dedup();
     let is_present = |id: &i64| present.binary_search(id).is_ok();
 
-    let read_began = read.invoke.time;
     let mut lost = Vec::new();
     let mut failed_but_present = Vec::new();
-    for (id, add) in adds {
-        match (add.outcome(), is_present(id)) {
+    for add in adds {
+        match (add.outcome, is_present(&add.id)) {
             (Some(OpType::Ok), false) => {
                 // Acknowledged while the read was in flight: the storage may have served the
                 // read first, so absence proves nothing.
-                if add.completion.is_some_and(|ok| ok.time < read_began) {
-                    lost.push(*id);
+                if add.completed.is_some_and(|ok| ok < read.began) {
+                    lost.push(add.id);
                 } else {
                     result.acknowledged_after_final_read += 1;
                 }
             }
-            (Some(OpType::Fail), true) => failed_but_present.push(*id),
+            (Some(OpType::Fail), true) => failed_but_present.push(add.id),
             (None | Some(OpType::Info), true) => result.recovered += 1,
             _ => {}
         }
     }
-    let attempted: HashSet<i64> = adds.iter().map(|(id, _)| *id).collect();
+    let attempted: HashSet<i64> = adds.iter().map(|add| add.id).collect();
     let unexpected = present
         .iter()
         .copied()

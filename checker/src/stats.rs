@@ -31,7 +31,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::operation::operations;
+use crate::stream::{replay, Checker, Event, Outline};
 use crate::verdict::Checked;
 use crate::{Op, OpType, Valid};
 
@@ -74,33 +74,71 @@ pub struct Stats {
 /// Counts `history`'s client operations by `f` and outcome, and says whether every entry of
 /// `needed` (an `f`, or `f`s separated by `|`, any of which will do) has an `ok` operation.
 pub fn check(history: &[Op], needed: &[&str]) -> Stats {
-    let mut by_f: BTreeMap<String, FCounts> = BTreeMap::new();
-    for operation in operations(history) {
-        let counts = by_f.entry(operation.invoke.f.clone()).or_default();
-        match operation.outcome() {
-            Some(OpType::Ok) => counts.ok += 1,
-            Some(OpType::Fail) => counts.fail += 1,
-            Some(OpType::Info) => counts.info += 1,
-            Some(OpType::Invoke) | None => counts.never_completed += 1,
+    replay(history, StatsChecker::new(needed))
+}
+
+/// The stats check as a stream.
+pub struct StatsChecker {
+    needed: Vec<String>,
+    by_f: BTreeMap<String, FCounts>,
+}
+
+impl StatsChecker {
+    pub fn new(needed: &[&str]) -> StatsChecker {
+        StatsChecker {
+            needed: needed.iter().map(|entry| entry.to_string()).collect(),
+            by_f: BTreeMap::new(),
         }
     }
-    let reason = if by_f.is_empty() {
-        Some("no client operation in the history".to_string())
-    } else {
-        let missing: Vec<String> = needed
-            .iter()
-            .filter_map(|entry| missing_evidence(entry, &by_f))
-            .collect();
-        (!missing.is_empty()).then(|| missing.join("; "))
-    };
-    Stats {
-        valid: if reason.is_some() {
-            Valid::Unknown
+
+    fn counts(&mut self, f: &str) -> &mut FCounts {
+        if !self.by_f.contains_key(f) {
+            self.by_f.insert(f.to_string(), FCounts::default());
+        }
+        self.by_f.get_mut(f).expect("inserted above")
+    }
+}
+
+impl Checker for StatsChecker {
+    type Output = Stats;
+
+    fn observe(&mut self, event: Event<'_>) {
+        match event {
+            Event::Complete { invoke, completion } => {
+                let counts = self.counts(&invoke.f);
+                match completion.kind {
+                    OpType::Ok => counts.ok += 1,
+                    OpType::Fail => counts.fail += 1,
+                    OpType::Info => counts.info += 1,
+                    OpType::Invoke => counts.never_completed += 1,
+                }
+            }
+            Event::Abandoned(invoke) => self.counts(&invoke.f).never_completed += 1,
+            Event::Invoke(_) | Event::Nemesis(_) => {}
+        }
+    }
+
+    fn finish(self) -> Stats {
+        let by_f = self.by_f;
+        let reason = if by_f.is_empty() {
+            Some("no client operation in the history".to_string())
         } else {
-            Valid::True
-        },
-        reason,
-        by_f,
+            let missing: Vec<String> = self
+                .needed
+                .iter()
+                .filter_map(|entry| missing_evidence(entry, &by_f))
+                .collect();
+            (!missing.is_empty()).then(|| missing.join("; "))
+        };
+        Stats {
+            valid: if reason.is_some() {
+                Valid::Unknown
+            } else {
+                Valid::True
+            },
+            reason,
+            by_f,
+        }
     }
 }
 
@@ -109,11 +147,12 @@ pub fn check(history: &[Op], needed: &[&str]) -> Stats {
 /// history (`add`) needs an `add`; a register history (`read`, `write` or `cas`) needs a `read`
 /// and a `write` or `cas`. Any other history needs nothing beyond a client operation.
 pub fn needed_for(history: &[Op]) -> Vec<&'static str> {
-    let has = |f: &str| {
-        history
-            .iter()
-            .any(|op| !op.process.is_nemesis() && op.f == f)
-    };
+    needed(&Outline::of(history))
+}
+
+/// [`needed_for`], from a history's outline.
+pub fn needed(outline: &Outline) -> Vec<&'static str> {
+    let has = |f: &str| outline.has(f);
     if has("acquire") {
         if has("add") {
             vec!["acquire", "add"]

@@ -50,17 +50,23 @@
 //!    from `free_from`, the `held_until` of its first refusal: for `stuck_ms` the key kept out
 //!    everyone though nobody should have held it. Its later stuck refusals are counted in it.
 //!
-//! Each key is one sweep over its events in time order: O(n log n) for n ops.
+//! Each key is one sweep over its events in time order: O(n log n) for n ops. The events wait
+//! in a queue until nothing still pending can come before them, so memory is bounded by the
+//! ops in flight, not the history's length.
 
-use std::collections::HashMap;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use foldhash::HashMap;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
 use crate::acquisition::Cause;
-use crate::lock_safety::REPORTED_VIOLATIONS;
-use crate::lock_safety::{fault_windows, Window};
-use crate::operation::{ms, operations, Operation};
+use crate::lock_safety::Window;
+use crate::lock_safety::{FORGET_EVERY, REPORTED_VIOLATIONS};
+use crate::operation::ms;
+use crate::stream::{replay, Checker, Outline, Smallest};
 use crate::verdict::{count, seconds, Checked};
 use crate::{Op, OpType, Process, Renewal, Valid};
 
@@ -102,80 +108,272 @@ pub struct StuckPeriod {
 /// to a lease past its TTL (at least the election timeout); `None` where leases run out on the
 /// server's clock alone (Redis).
 pub fn check(history: &[Op], bound: Duration, elections: Option<Duration>) -> StuckLock {
-    let bound_ns = u64::try_from(bound.as_nanos()).unwrap_or(u64::MAX);
-    let end_of_history = history.iter().map(|op| op.time).max().unwrap_or(0);
+    replay(
+        history,
+        StuckLockChecker::new(&Outline::of(history), bound, elections),
+    )
+}
 
-    let operations = operations(history);
-    let mut lifetimes = KeyLifetimes::new(history, &operations);
-    lifetimes.elections_ns = elections.map(|e| u64::try_from(e.as_nanos()).unwrap_or(u64::MAX));
-    let mut events: HashMap<&str, Vec<Event>> = HashMap::new();
-    let mut held_refusals = 0;
-    for operation in &operations {
-        let invoke = operation.invoke;
+/// The stuck-lock check as a stream. Each key's events are swept in time order (rule 3), but
+/// they become known out of it: a lease counts from its op's invoke and is known at its
+/// completion, or, for a grant kept until its release, at that release. So each key's events
+/// wait in a queue until nothing still pending can come before them.
+pub struct StuckLockChecker {
+    bound: u64,
+    end_of_history: u64,
+    lifetimes: KeyLifetimes,
+    /// Whether ops come in time order, so that a key's events can be swept before the end.
+    sweeps_early: bool,
+    now: u64,
+    keys: HashMap<String, KeyState>,
+    /// The invoke time of each process's acquire or renew still pending: its lease counts
+    /// from there.
+    pending: HashMap<Process, u64>,
+    /// Grants kept until their holder's release, waiting for it, per holder and key.
+    until_release: HashMap<(Process, String), Vec<KeptLease>>,
+    since_sweeping: usize,
+    /// How many events pass between two sweeps: fewer cost time, more cost memory.
+    pub(crate) sweep_every: usize,
+    held_refusals: usize,
+    stuck_refusals: usize,
+    periods: usize,
+    unrecovered: usize,
+    first_periods: Smallest<(u64, String), StuckPeriod>,
+}
+
+/// A grant whose key may live until a TTL after its holder's release.
+struct KeptLease {
+    invoked: u64,
+    granted: u64,
+    ttl_ms: Option<u64>,
+}
+
+/// One key's sweep: the events not yet swept, and where the sweep stands.
+#[derive(Default)]
+struct KeyState {
+    queued: BinaryHeap<Reverse<(u64, u8, u64)>>,
+    held_until: u64,
+    open: Option<Open>,
+}
+
+impl StuckLockChecker {
+    pub fn new(outline: &Outline, bound: Duration, elections: Option<Duration>) -> Self {
+        StuckLockChecker {
+            bound: u64::try_from(bound.as_nanos()).unwrap_or(u64::MAX),
+            end_of_history: outline.end,
+            lifetimes: KeyLifetimes {
+                faults: outline.windows(),
+                silent_library: outline.silent_library,
+                elections_ns: elections.map(|e| u64::try_from(e.as_nanos()).unwrap_or(u64::MAX)),
+            },
+            sweeps_early: outline.in_time_order,
+            now: 0,
+            keys: HashMap::default(),
+            pending: HashMap::default(),
+            until_release: HashMap::default(),
+            since_sweeping: 0,
+            sweep_every: FORGET_EVERY,
+            held_refusals: 0,
+            stuck_refusals: 0,
+            periods: 0,
+            unrecovered: 0,
+            first_periods: Smallest::new(REPORTED_VIOLATIONS),
+        }
+    }
+
+    fn queue(&mut self, key: &str, event: Event) {
+        let queued = match event {
+            Event::Lease { at, ends } => (at, 0, ends),
+            Event::Grant { at } => (at, 1, 0),
+            Event::Refusal { at, invoked } => (at, 2, invoked),
+        };
+        let state = match self.keys.get_mut(key) {
+            Some(state) => state,
+            None => self.keys.entry(key.to_string()).or_default(),
+        };
+        state.queued.push(Reverse(queued));
+    }
+
+    /// Sweeps every key's events that nothing still unknown can come before.
+    fn sweep(&mut self, until: u64) {
+        self.since_sweeping = 0;
+        for (key, state) in self.keys.iter_mut() {
+            while let Some(&Reverse((at, kind, value))) = state.queued.peek() {
+                if at >= until {
+                    break;
+                }
+                state.queued.pop();
+                let event = match kind {
+                    0 => Event::Lease { at, ends: value },
+                    1 => Event::Grant { at },
+                    _ => Event::Refusal { at, invoked: value },
+                };
+                if let Some((period, recovered)) = state.step(event, self.bound) {
+                    let until = if recovered { at } else { self.end_of_history };
+                    self.stuck_refusals += period.refused_attempts;
+                    self.periods += 1;
+                    self.first_periods.push(
+                        (period.first_refused, key.clone()),
+                        period.to_period(key, until, recovered),
+                    );
+                }
+            }
+        }
+    }
+
+    /// The earliest time an event still to be queued may have.
+    fn horizon(&self) -> u64 {
+        let pending = self.pending.values().copied();
+        let kept = self.until_release.values().flatten().map(|k| k.invoked);
+        pending.chain(kept).fold(self.now, u64::min)
+    }
+}
+
+impl Checker for StuckLockChecker {
+    type Output = StuckLock;
+
+    fn observe(&mut self, event: crate::stream::Event<'_>) {
+        use crate::stream::Event as Seen;
+        let (invoke, completion) = match event {
+            Seen::Nemesis(_) => return,
+            Seen::Invoke(op) => {
+                self.now = self.now.max(op.time);
+                match op.f.as_str() {
+                    "acquire" | "renew" => {
+                        self.pending.insert(op.process, op.time);
+                    }
+                    "release" => {
+                        let holder = (op.process, op.key.clone().unwrap_or_default());
+                        // The release ends the grants it came after; one it came before
+                        // (a history out of time order) waits for a later release.
+                        let kept = self.until_release.remove(&holder).unwrap_or_default();
+                        let (ended, waiting): (Vec<_>, Vec<_>) =
+                            kept.into_iter().partition(|lease| lease.granted <= op.time);
+                        for lease in ended {
+                            let ends = self.lifetimes.after(lease.invoked, lease.ttl_ms, op.time);
+                            self.queue(
+                                &holder.1,
+                                Event::Lease {
+                                    at: lease.invoked,
+                                    ends,
+                                },
+                            );
+                        }
+                        if !waiting.is_empty() {
+                            self.until_release.insert(holder, waiting);
+                        }
+                    }
+                    _ => {}
+                }
+                return;
+            }
+            Seen::Complete { invoke, completion } => {
+                self.now = self.now.max(completion.time);
+                (invoke, Some(completion))
+            }
+            Seen::Abandoned(invoke) => (invoke, None),
+        };
         let is_acquire = match invoke.f.as_str() {
             "acquire" => true,
             "renew" => false,
-            _ => continue,
+            _ => return,
         };
-        let on_key = events.entry(operation.key()).or_default();
-        if let Some(ends) = lifetimes.latest_end(operation) {
-            on_key.push(Event::Lease {
-                at: invoke.time,
-                ends,
-            });
-        }
-        let Some(completion) = operation.completion.filter(|_| is_acquire) else {
-            continue;
-        };
-        match completion.kind {
-            OpType::Ok => on_key.push(Event::Grant {
-                at: completion.time,
-            }),
-            OpType::Fail if Cause::of(completion.error.as_deref()) == Cause::Held => {
-                held_refusals += 1;
-                on_key.push(Event::Refusal {
-                    at: completion.time,
+        self.pending.remove(&invoke.process);
+        let key = invoke
+            .key
+            .as_deref()
+            .or_else(|| completion.and_then(|op| op.key.as_deref()))
+            .unwrap_or_default();
+        let kept = completion.filter(|c| c.kind == OpType::Ok && kept_until_release(invoke, c));
+        if let Some(granted) = kept {
+            self.until_release
+                .entry((invoke.process, key.to_string()))
+                .or_default()
+                .push(KeptLease {
                     invoked: invoke.time,
+                    granted: granted.time,
+                    ttl_ms: lease_ttl(invoke, completion),
                 });
+        } else if let Some(ends) = self.lifetimes.latest_end(invoke, completion) {
+            self.queue(
+                key,
+                Event::Lease {
+                    at: invoke.time,
+                    ends,
+                },
+            );
+        }
+        if let Some(completion) = completion.filter(|_| is_acquire) {
+            match completion.kind {
+                OpType::Ok => self.queue(
+                    key,
+                    Event::Grant {
+                        at: completion.time,
+                    },
+                ),
+                OpType::Fail if Cause::of(completion.error.as_deref()) == Cause::Held => {
+                    self.held_refusals += 1;
+                    self.queue(
+                        key,
+                        Event::Refusal {
+                            at: completion.time,
+                            invoked: invoke.time,
+                        },
+                    );
+                }
+                _ => {}
             }
-            _ => {}
+        }
+        self.since_sweeping += 1;
+        if self.sweeps_early && self.since_sweeping >= self.sweep_every {
+            self.sweep(self.horizon());
         }
     }
 
-    let mut periods: Vec<StuckPeriod> = Vec::new();
-    for (key, mut on_key) in events {
-        on_key.sort_unstable_by_key(|event| event.order());
-        periods.extend(stuck_periods(key, &on_key, bound_ns, end_of_history));
-    }
-    periods.sort_by(|a, b| {
-        (a.first_refused_ms, &a.key)
-            .partial_cmp(&(b.first_refused_ms, &b.key))
-            .expect("times are finite")
-    });
-
-    let stuck_period_count = periods.len();
-    let unrecovered_count = periods.iter().filter(|p| !p.recovered).count();
-    let stuck_refusals = periods.iter().map(|p| p.refused_attempts).sum();
-    periods.truncate(REPORTED_VIOLATIONS);
-    StuckLock {
-        valid: if stuck_period_count > 0 {
-            Valid::False
-        } else {
-            Valid::True
-        },
-        bound_ms: ms(bound_ns),
-        held_refusals,
-        stuck_refusals,
-        stuck_period_count,
-        unrecovered_count,
-        stuck_periods: periods,
+    fn finish(mut self) -> StuckLock {
+        // A grant kept until a release that never came may keep its key to the end and past.
+        for ((_, key), kept) in std::mem::take(&mut self.until_release) {
+            for lease in kept {
+                self.queue(
+                    &key,
+                    Event::Lease {
+                        at: lease.invoked,
+                        ends: u64::MAX,
+                    },
+                );
+            }
+        }
+        self.sweep(u64::MAX);
+        let end = self.end_of_history;
+        for (key, state) in self.keys.iter_mut() {
+            if let Some(period) = state.open.take() {
+                self.stuck_refusals += period.refused_attempts;
+                self.periods += 1;
+                self.unrecovered += 1;
+                self.first_periods.push(
+                    (period.first_refused, key.clone()),
+                    period.to_period(key, end, false),
+                );
+            }
+        }
+        StuckLock {
+            valid: if self.periods > 0 {
+                Valid::False
+            } else {
+                Valid::True
+            },
+            bound_ms: ms(self.bound),
+            held_refusals: self.held_refusals,
+            stuck_refusals: self.stuck_refusals,
+            stuck_period_count: self.periods,
+            unrecovered_count: self.unrecovered,
+            stuck_periods: self.first_periods.into_sorted(),
+        }
     }
 }
 
 /// What rule 1 needs to know of a history to say how long a key an op set may live.
 struct KeyLifetimes {
-    /// Each process's `release` invokes per key, in time order.
-    releases: HashMap<(Process, String), Vec<u64>>,
     faults: Vec<Window>,
     /// Some grant in the history was marked `renewal: silent`.
     silent_library: bool,
@@ -184,25 +382,6 @@ struct KeyLifetimes {
 }
 
 impl KeyLifetimes {
-    fn new(history: &[Op], operations: &[Operation]) -> KeyLifetimes {
-        let mut releases: HashMap<(Process, String), Vec<u64>> = HashMap::new();
-        for operation in operations.iter().filter(|o| o.invoke.f == "release") {
-            releases
-                .entry((operation.invoke.process, operation.key().to_string()))
-                .or_default()
-                .push(operation.invoke.time);
-        }
-        for times in releases.values_mut() {
-            times.sort_unstable();
-        }
-        KeyLifetimes {
-            releases,
-            faults: fault_windows(history),
-            silent_library: operations.iter().any(|o| o.is_ok() && renews_silently(o)),
-            elections_ns: None,
-        }
-    }
-
     /// A lease that would end at `end`, lengthened by the leader elections of the faults
     /// active while it ran (or an election after one stopped): each may keep it until two
     /// elections and the TTL after the fault stops, and a lengthened lease may meet the next
@@ -231,21 +410,22 @@ impl KeyLifetimes {
         }
     }
 
+    /// The latest a key set by an op invoked at `invoked` with `ttl_ms` may live, counted
+    /// from `from` (`u64::MAX` without a TTL: it may never expire).
+    fn after(&self, invoked: u64, ttl_ms: Option<u64>, from: u64) -> u64 {
+        ttl_ms.map_or(u64::MAX, |ttl| {
+            let ttl_ns = ttl.saturating_mul(1_000_000);
+            let end = from.saturating_add(ttl_ns);
+            self.through_elections(invoked, end, ttl_ns)
+        })
+    }
+
     /// Rule 1: the latest time the key an acquire or renew may have set could still exist, in
-    /// nanoseconds (`u64::MAX`: it may never expire); `None` for an op that set nothing.
-    fn latest_end(&self, operation: &Operation) -> Option<u64> {
-        let invoke = operation.invoke;
-        let ttl = invoke
-            .ttl_ms
-            .max(operation.completion.and_then(|c| c.validity_ms));
-        let after = |from: u64| {
-            ttl.map_or(u64::MAX, |ttl| {
-                let ttl_ns = ttl.saturating_mul(1_000_000);
-                let end = from.saturating_add(ttl_ns);
-                self.through_elections(invoke.time, end, ttl_ns)
-            })
-        };
-        let Some(completion) = operation.completion else {
+    /// nanoseconds (`u64::MAX`: it may never expire); `None` for an op that set nothing. A
+    /// grant kept until its release is not this function's: its end waits for the release.
+    fn latest_end(&self, invoke: &Op, completion: Option<&Op>) -> Option<u64> {
+        let ttl = lease_ttl(invoke, completion);
+        let Some(completion) = completion else {
             return Some(u64::MAX);
         };
         // A request to a frozen or cut-off node may be carried out when it wakes or the cut
@@ -261,7 +441,7 @@ impl KeyLifetimes {
                 .max()
                 .unwrap_or(gave_up);
             // A fault never stopped has `stop` u64::MAX, and the sum saturates there.
-            after(faults_end)
+            self.after(invoke.time, ttl, faults_end)
         };
         match completion.kind {
             OpType::Fail
@@ -271,31 +451,27 @@ impl KeyLifetimes {
                 Some(late(completion.time))
             }
             OpType::Fail | OpType::Invoke => None,
-            OpType::Ok if kept_until_release(operation) => Some(
-                self.releases
-                    .get(&(invoke.process, operation.key().to_string()))
-                    .and_then(|times| times.iter().find(|&&t| t >= completion.time))
-                    .map_or(u64::MAX, |&release| after(release)),
-            ),
-            OpType::Ok => Some(after(completion.time)),
+            OpType::Ok => Some(self.after(invoke.time, ttl, completion.time)),
             OpType::Info if self.silent_library && invoke.f == "acquire" => Some(u64::MAX),
             OpType::Info => Some(late(completion.time)),
         }
     }
 }
 
-/// An acquire granted with `renewal: silent`.
-fn renews_silently(operation: &Operation) -> bool {
-    operation.invoke.f == "acquire"
-        && operation.completion.and_then(|c| c.renewal) == Some(Renewal::Silent)
+/// The TTL of the key an op set: the one its invoke asked for, or the grant's validity if
+/// longer (the key's lifetime in Redis, not the client's shorter validity).
+fn lease_ttl(invoke: &Op, completion: Option<&Op>) -> Option<u64> {
+    invoke.ttl_ms.max(completion.and_then(|c| c.validity_ms))
 }
 
 /// A grant whose key may be kept until its holder releases it: renewed silently, or kept by
 /// the holder's connection.
-fn kept_until_release(operation: &Operation) -> bool {
-    renews_silently(operation)
-        || operation.invoke.f == "acquire"
-            && operation.completion.and_then(|c| c.renewal) == Some(Renewal::Connection)
+fn kept_until_release(invoke: &Op, completion: &Op) -> bool {
+    invoke.f == "acquire"
+        && matches!(
+            completion.renewal,
+            Some(Renewal::Silent | Renewal::Connection)
+        )
 }
 
 /// What happened to one key, in nanoseconds.
@@ -309,18 +485,6 @@ enum Event {
     Refusal { at: u64, invoked: u64 },
 }
 
-impl Event {
-    /// Time order; at one instant a lease counts first and a refusal last, so a tie never
-    /// makes a refusal look stuck nor keeps a period open past a grant.
-    fn order(&self) -> (u64, u8) {
-        match *self {
-            Event::Lease { at, .. } => (at, 0),
-            Event::Grant { at } => (at, 1),
-            Event::Refusal { at, .. } => (at, 2),
-        }
-    }
-}
-
 /// A stuck period still open, in nanoseconds.
 struct Open {
     free_from: u64,
@@ -328,33 +492,32 @@ struct Open {
     refused_attempts: usize,
 }
 
-/// One key's stuck periods, from its events in time order.
-fn stuck_periods(key: &str, events: &[Event], bound: u64, end: u64) -> Vec<StuckPeriod> {
-    let mut periods = Vec::new();
-    let mut close = |open: Open, until: u64, recovered: bool| {
-        periods.push(StuckPeriod {
+impl Open {
+    fn to_period(&self, key: &str, until: u64, recovered: bool) -> StuckPeriod {
+        StuckPeriod {
             key: key.to_string(),
-            free_from_ms: ms(open.free_from),
-            first_refused_ms: ms(open.first_refused),
+            free_from_ms: ms(self.free_from),
+            first_refused_ms: ms(self.first_refused),
             until_ms: ms(until),
-            stuck_ms: ms(until - open.free_from),
-            refused_attempts: open.refused_attempts,
+            stuck_ms: ms(until - self.free_from),
+            refused_attempts: self.refused_attempts,
             recovered,
-        });
-    };
-    let mut held_until = 0;
-    let mut open: Option<Open> = None;
-    for event in events {
-        match *event {
-            Event::Lease { ends, .. } => held_until = held_until.max(ends),
-            Event::Grant { at } => {
-                if let Some(period) = open.take() {
-                    close(period, at, true);
-                }
-            }
+        }
+    }
+}
+
+impl KeyState {
+    /// One step of the key's sweep, its events in time order (at one instant a lease counts
+    /// first and a refusal last, so a tie never makes a refusal look stuck nor keeps a period
+    /// open past a grant). Returns the period a grant closed.
+    fn step(&mut self, event: Event, bound: u64) -> Option<(Open, bool)> {
+        match event {
+            Event::Lease { ends, .. } => self.held_until = self.held_until.max(ends),
+            Event::Grant { .. } => return self.open.take().map(|period| (period, true)),
             Event::Refusal { at, invoked } => {
+                let held_until = self.held_until;
                 if invoked > held_until && at > held_until.saturating_add(bound) {
-                    let period = open.get_or_insert(Open {
+                    let period = self.open.get_or_insert(Open {
                         free_from: held_until,
                         first_refused: at,
                         refused_attempts: 0,
@@ -363,11 +526,8 @@ fn stuck_periods(key: &str, events: &[Event], bound: u64, end: u64) -> Vec<Stuck
                 }
             }
         }
+        None
     }
-    if let Some(period) = open {
-        close(period, end, false);
-    }
-    periods
 }
 
 impl Checked for StuckLock {

@@ -9,17 +9,19 @@
 //! by another client is not linearizable as a mutex, yet is exactly what a lease lock
 //! promises, and lock safety judges leases.
 
-use std::io::{Read, Seek};
+use std::io::Read;
 use std::path::Path;
 use std::time::Duration;
 
 use anyhow::Context;
 use serde::Serialize;
 use splitbrain_checker::coverage::RunFacts;
+use splitbrain_checker::every::{EveryChecker, Verdicts};
 use splitbrain_checker::linearizability::{self, find_model, Limits, Linearizability, MODELS};
+use splitbrain_checker::stream::{self, Checker, Outline, Pairing};
 use splitbrain_checker::{
-    acquisition_stats, coverage, fencing, lock_safety, lost_writes, read_edn_history, read_history,
-    stats, stuck_lock, EdnOptions, HistoryError, Op, Valid,
+    read_edn_history, read_history, stats, EdnOptions, HistoryError, HistoryReader, Op, OpType,
+    Process, Valid,
 };
 
 use crate::cli::CheckArgs;
@@ -118,30 +120,26 @@ pub fn check(args: &CheckArgs) -> Result<Exit, HarnessError> {
         })?;
         return check_edn(&path, &text, args, lin, &out);
     }
-    file.rewind().map_err(unreadable)?;
-    let read = read_history(std::io::BufReader::new(file)).map_err(|e| not_a_history(&path, e))?;
-    if read.truncated_tail {
+    drop(file);
+    let (interrupted, error) = recorded_outcome(&path);
+    let checked = check_file(&path, &lin, facts_of(&path)).map_err(|e| not_a_history(&path, e))?;
+    if let Some(e) = &checked.search_error {
+        return Err(HarnessError::BadInput(format!("{}: {e}", path.display())));
+    }
+    if checked.truncated_tail {
         eprintln!(
             "warning: {}: the last line was cut short (a run killed while writing?); checked \
              the history up to the last complete line",
             path.display()
         );
     }
-    let ops = read.ops;
     let title = format!("check {}", path.display());
-    let linearizability = model_for(&ops, &lin)
-        .map(|(model, counts)| {
-            search(&ops, model, counts, lin.limits).map(|result| (result, counts))
-        })
-        .transpose()
-        .map_err(|e| HarnessError::BadInput(format!("{}: {e}", path.display())))?;
-    let spec = stored_spec(&path);
-    let facts = spec.as_ref().map(TestSpec::run_facts).unwrap_or_default();
     // What the run recorded beside its history and the history cannot say: that it was
     // interrupted, or failed part way (which leaves its verdict unknown).
-    let (interrupted, error) = recorded_outcome(&path);
-    let mut results = check_ops(&ops, interrupted, error, facts, linearizability);
-    results.pace = spec.and_then(|spec| spec.pace).map(|pace| pace.line());
+    let mut results = checked.results(interrupted, error);
+    results.pace = stored_spec(&path)
+        .and_then(|spec| spec.pace)
+        .map(|pace| pace.line());
     out.write_results(&results)?;
     if args.report {
         let test = std::fs::read_to_string(path.with_file_name("test.json"))
@@ -149,6 +147,12 @@ pub fn check(args: &CheckArgs) -> Result<Exit, HarnessError> {
             .and_then(|text| serde_json::from_str(&text).ok())
             .unwrap_or_default();
         let results = serde_json::to_value(&results).context("serialising results")?;
+        // The report draws every op: it reads the history whole.
+        let ops = std::fs::File::open(&path)
+            .map_err(HistoryError::Io)
+            .and_then(|file| read_history(std::io::BufReader::new(file)))
+            .map_err(|e| not_a_history(&path, e))?
+            .ops;
         let run = StoredRun::of(out.dir, &test, ops, results, false);
         let report = crate::report::write_stored(&run)?;
         if !out.json {
@@ -311,6 +315,14 @@ fn is_edn(path: &Path, text: &str) -> bool {
     }
 }
 
+/// What the history alone does not say about the run that wrote it, from its `test.json`.
+fn facts_of(history: &Path) -> RunFacts {
+    stored_spec(history)
+        .as_ref()
+        .map(TestSpec::run_facts)
+        .unwrap_or_default()
+}
+
 /// Reads back a run's history and checks it with every checker; `facts` says what the
 /// history does not.
 pub fn check_history(
@@ -319,89 +331,202 @@ pub fn check_history(
     error: Option<String>,
     facts: RunFacts,
 ) -> Result<Results, HarnessError> {
-    let ops = match std::fs::File::open(path) {
-        Ok(file) => {
-            read_history(std::io::BufReader::new(file))
-                .with_context(|| format!("reading back {}", path.display()))?
-                .ops
-        }
-        // A run that failed before its clients started has no history.
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-        Err(e) => {
-            return Err(anyhow::Error::from(e)
-                .context(format!("opening {}", path.display()))
-                .into())
-        }
-    };
-    let linearizability = linearizable(&ops, &LinearizabilityCheck::default());
-    Ok(check_ops(&ops, interrupted, error, facts, linearizability))
+    // A run that failed before its clients started has no history.
+    if !path.exists() {
+        return Ok(check_ops(
+            &[],
+            interrupted,
+            error,
+            facts,
+            &LinearizabilityCheck::default(),
+        ));
+    }
+    let checked = check_file(path, &LinearizabilityCheck::default(), facts)
+        .with_context(|| format!("reading back {}", path.display()))?;
+    Ok(checked.results(interrupted, error))
 }
 
-/// Every checker on `ops`, with the linearizability result (and whether it counts in the
-/// verdict) where a model applies. A history that shows none of the successful operations its
-/// workload needs (Jepsen's stats checker) is at best `unknown`: nothing was tested.
+/// Every checker on `ops`, a history in memory, with the linearizability check `lin` asks for
+/// where a model applies (a history it cannot search is `unknown` there, with why).
 pub fn check_ops(
     ops: &[Op],
     interrupted: bool,
     error: Option<String>,
     facts: RunFacts,
-    linearizability: Option<(Linearizability, bool)>,
+    lin: &LinearizabilityCheck,
 ) -> Results {
-    let stats = stats::check(ops, &stats::needed_for(ops));
-    let coverage = coverage::check(ops, facts);
-    let lock_safety = lock_safety::check(ops);
-    let lost_writes = lost_writes::check(ops);
-    let fencing = fencing::check(ops);
-    let stuck_lock = stuck_lock::check(ops, stuck_bound(ops), facts.elections());
-    let (linearizability, counts) = match linearizability {
-        Some((result, counts)) => (Some(result), counts),
-        None => (None, false),
-    };
-    let mut results = Results {
-        verdict: String::new(),
-        valid: Valid::True,
-        interrupted,
-        ops: OpCounts::of(ops),
-        stats,
-        coverage,
-        pace: None,
-        faults: injected_faults(ops),
-        acquisition: acquisition_stats::check(ops),
-        lock_safety,
-        lost_writes,
-        fencing,
-        stuck_lock,
+    let outline = Outline::of(ops);
+    let mut counts = OpCounts::default();
+    ops.iter().for_each(|op| counts.add(op));
+    let verdicts = stream::replay(ops, EveryChecker::new(&outline, facts));
+    let (linearizability, _) = searched(ops, &outline, model_for(&outline, lin), lin.limits);
+    Checked {
+        outline,
+        counts,
+        verdicts,
         linearizability,
-        linearizability_counts: counts,
-        error,
-    };
-    let valid = results
-        .in_verdict()
-        .iter()
-        .fold(Valid::True, |valid, checker| valid.merge(checker.valid()));
-    // A run that failed part way has a history that says less than the run meant to.
-    results.valid = if results.error.is_some() {
-        valid.merge(Valid::Unknown)
-    } else {
-        valid
-    };
-    results.verdict = summary::verdict(&results);
-    results
+        search_error: None,
+        truncated_tail: false,
+    }
+    .results(interrupted, error)
 }
 
-/// The model to check `ops` with, and whether its verdict counts: the one asked for, which
-/// does; otherwise the one the operations call for (see the module's documentation).
-fn model_for(
+/// Checks the history at `path` with every checker, reading it as a stream twice: once for
+/// its [`Outline`] (its faults, its end), once through every checker. Memory is what the
+/// checkers hold open, not the history's length; the ops are kept only for a linearizability
+/// search, which needs them all.
+fn check_file(
+    path: &Path,
+    lin: &LinearizabilityCheck,
+    facts: RunFacts,
+) -> Result<Checked, HistoryError> {
+    let read = || -> Result<_, HistoryError> {
+        let file = std::fs::File::open(path)?;
+        Ok(std::io::BufReader::with_capacity(1 << 16, file))
+    };
+    let mut outline = Outline::new();
+    let mut ops = HistoryReader::for_outline(read()?);
+    let mut op = Op::new(Process::Client(0), OpType::Invoke, "");
+    while ops.next_into(&mut op)? {
+        outline.observe(&op);
+    }
+    let truncated_tail = ops.truncated_tail();
+    let model = model_for(&outline, lin);
+    let searched = model.filter(|&(_, counts)| counts || outline.client_ops <= BESIDE_MOST_OPS);
+    let mut counts = OpCounts::default();
+    let (verdicts, (linearizability, search_error)) = if searched.is_some() {
+        let ops = read_history(read()?)?.ops;
+        ops.iter().for_each(|op| counts.add(op));
+        let verdicts = stream::replay(&ops, EveryChecker::new(&outline, facts));
+        (verdicts, self::searched(&ops, &outline, model, lin.limits))
+    } else {
+        let mut checkers = EveryChecker::new(&outline, facts);
+        let mut pairing = Pairing::default();
+        let mut ops = HistoryReader::new(read()?);
+        while ops.next_into(&mut op)? {
+            counts.add(&op);
+            if op.kind == OpType::Invoke && !op.process.is_nemesis() {
+                // An invoke waits in the pairing for its completion; the next op is read into
+                // a new one.
+                let invoke =
+                    std::mem::replace(&mut op, Op::new(Process::Client(0), OpType::Invoke, ""));
+                pairing.feed(invoke, &mut checkers);
+            } else {
+                pairing.feed_completion(&op, &mut checkers);
+            }
+        }
+        pairing.finish(&mut checkers);
+        let skipped = model
+            .map(|(model, in_verdict)| (search_skipped(model, outline.client_ops), in_verdict));
+        (checkers.finish(), (skipped, None))
+    };
+    Ok(Checked {
+        outline,
+        counts,
+        verdicts,
+        linearizability,
+        search_error,
+        truncated_tail,
+    })
+}
+
+/// The linearizability search where a model applies, and whether it counts; a history it
+/// cannot search is `unknown` there, with why, and the error is returned beside.
+fn searched(
     ops: &[Op],
+    outline: &Outline,
+    model: Option<(&'static linearizability::RegisteredModel, bool)>,
+    limits: Limits,
+) -> (
+    Option<(Linearizability, bool)>,
+    Option<linearizability::CheckError>,
+) {
+    let Some((model, counts)) = model else {
+        return (None, None);
+    };
+    match search(ops, outline, model, counts, limits) {
+        Ok(result) => (Some((result, counts)), None),
+        Err(e) => {
+            let cause = format!("the history cannot be checked: {e}");
+            (Some((not_searched(model, cause), counts)), Some(e))
+        }
+    }
+}
+
+/// A history checked: what every checker found, and what it takes to say it.
+struct Checked {
+    outline: Outline,
+    counts: OpCounts,
+    verdicts: Verdicts,
+    linearizability: Option<(Linearizability, bool)>,
+    /// Why the linearizability search could not take the history, where it could not.
+    search_error: Option<linearizability::CheckError>,
+    truncated_tail: bool,
+}
+
+impl Checked {
+    /// The results, and the verdict they make. A history that shows none of the successful
+    /// operations its workload needs (Jepsen's stats checker) is at best `unknown`: nothing
+    /// was tested.
+    fn results(self, interrupted: bool, error: Option<String>) -> Results {
+        let Verdicts {
+            stats,
+            coverage,
+            lock_safety,
+            lost_writes,
+            fencing,
+            stuck_lock,
+            acquisition,
+        } = self.verdicts;
+        let (linearizability, counts) = match self.linearizability {
+            Some((result, counts)) => (Some(result), counts),
+            None => (None, false),
+        };
+        let mut results = Results {
+            verdict: String::new(),
+            valid: Valid::True,
+            interrupted,
+            ops: self.counts,
+            stats,
+            coverage,
+            pace: None,
+            faults: injected_faults(&self.outline.nemesis),
+            acquisition,
+            lock_safety,
+            lost_writes,
+            fencing,
+            stuck_lock,
+            linearizability,
+            linearizability_counts: counts,
+            error,
+        };
+        let valid = results
+            .in_verdict()
+            .iter()
+            .fold(Valid::True, |valid, checker| valid.merge(checker.valid()));
+        // A run that failed part way has a history that says less than the run meant to.
+        results.valid = if results.error.is_some() {
+            valid.merge(Valid::Unknown)
+        } else {
+            valid
+        };
+        results.verdict = summary::verdict(&results);
+        results
+    }
+}
+
+/// The model to check a history with, and whether its verdict counts: the one asked for,
+/// which does; otherwise the one the operations call for (see the module's documentation).
+fn model_for(
+    outline: &Outline,
     lin: &LinearizabilityCheck,
 ) -> Option<(&'static linearizability::RegisteredModel, bool)> {
     if let Some(model) = lin.model {
         return Some((model, true));
     }
-    let has = |f: &str| ops.iter().any(|op| op.f == f && !op.process.is_nemesis());
-    if has("acquire") {
+    if outline.has("acquire") {
         Some((find_model("owner-mutex")?, false))
-    } else if has("write") || has("cas") {
+    } else if outline.has("write") || outline.has("cas") {
         Some((find_model("cas-register")?, true))
     } else {
         None
@@ -417,22 +542,27 @@ const BESIDE_MOST_OPS: usize = 100_000;
 /// (`counts` false) and the history is longer than [`BESIDE_MOST_OPS`].
 fn search(
     ops: &[Op],
+    outline: &Outline,
     model: &'static linearizability::RegisteredModel,
     counts: bool,
     limits: Limits,
 ) -> Result<Linearizability, linearizability::CheckError> {
-    let client_ops = ops.iter().filter(|op| !op.process.is_nemesis()).count();
-    if !counts && client_ops > BESIDE_MOST_OPS {
-        return Ok(not_searched(
-            model,
-            format!(
-                "not searched: {client_ops} client ops, more than the {BESIDE_MOST_OPS} it takes \
-                 on beside the verdict; --model {} runs it",
-                model.name
-            ),
-        ));
+    if !counts && outline.client_ops > BESIDE_MOST_OPS {
+        return Ok(search_skipped(model, outline.client_ops));
     }
     linearizability::check(ops, model, limits)
+}
+
+/// The search beside the verdict, left out of a history of `client_ops`, and why.
+fn search_skipped(model: &linearizability::RegisteredModel, client_ops: usize) -> Linearizability {
+    not_searched(
+        model,
+        format!(
+            "not searched: {client_ops} client ops, more than the {BESIDE_MOST_OPS} it takes \
+             on beside the verdict; --model {} runs it",
+            model.name
+        ),
+    )
 }
 
 /// A linearizability result that searched nothing, and says why.
@@ -450,26 +580,6 @@ fn not_searched(model: &linearizability::RegisteredModel, cause: String) -> Line
         cause: Some(cause),
         failures: Vec::new(),
     }
-}
-
-/// The linearizability check where a model applies, and whether it counts; a history whose
-/// operations do not pair up is `unknown`, with why, rather than a failed run.
-fn linearizable(ops: &[Op], lin: &LinearizabilityCheck) -> Option<(Linearizability, bool)> {
-    let (model, counts) = model_for(ops, lin)?;
-    let result = search(ops, model, counts, lin.limits)
-        .unwrap_or_else(|e| not_searched(model, format!("the history cannot be checked: {e}")));
-    Some((result, counts))
-}
-
-/// How long a lock key may refuse everyone past its last lease before it counts as stuck:
-/// one more TTL (the longest asked for), so that retry and clock noise never count.
-fn stuck_bound(history: &[Op]) -> std::time::Duration {
-    let ttl_ms = history
-        .iter()
-        .filter_map(|op| op.ttl_ms)
-        .max()
-        .unwrap_or(1_000);
-    std::time::Duration::from_millis(ttl_ms)
 }
 
 #[cfg(test)]
@@ -493,8 +603,13 @@ mod tests {
     #[test]
     fn registers_count_in_the_verdict_and_locks_do_not() {
         let check = |ops: &[Op]| {
-            let result = linearizable(ops, &LinearizabilityCheck::default());
-            check_ops(ops, false, None, RunFacts::default(), result)
+            check_ops(
+                ops,
+                false,
+                None,
+                RunFacts::default(),
+                &LinearizabilityCheck::default(),
+            )
         };
         let stale_read = vec![
             op(0, OpType::Invoke, "write").value(1).key("r"),
@@ -539,7 +654,14 @@ mod tests {
                 ]
             })
             .collect();
-        let (beside, counts) = linearizable(&ops, &LinearizabilityCheck::default()).unwrap();
+        let linearizable = |ops: &[Op], lin: &LinearizabilityCheck| {
+            let results = check_ops(ops, false, None, RunFacts::default(), lin);
+            (
+                results.linearizability.unwrap(),
+                results.linearizability_counts,
+            )
+        };
+        let (beside, counts) = linearizable(&ops, &LinearizabilityCheck::default());
         assert!(!counts);
         assert_eq!(beside.valid, Valid::Unknown);
         assert!(
@@ -550,7 +672,7 @@ mod tests {
             model: find_model("owner-mutex"),
             ..LinearizabilityCheck::default()
         };
-        let (searched, counts) = linearizable(&ops, &asked).unwrap();
+        let (searched, counts) = linearizable(&ops, &asked);
         assert!(counts);
         assert_eq!(searched.valid, Valid::True, "{searched:?}");
     }
@@ -558,13 +680,12 @@ mod tests {
     #[test]
     fn the_verdict_line_says_what_each_checker_found() {
         let check = |ops: &[Op], error: Option<&str>| {
-            let result = linearizable(ops, &LinearizabilityCheck::default());
             check_ops(
                 ops,
                 false,
                 error.map(str::to_string),
                 RunFacts::default(),
-                result,
+                &LinearizabilityCheck::default(),
             )
         };
         let acquire = |p, kind, ms: u64| {

@@ -191,42 +191,36 @@ pub struct OpCounts {
 }
 
 impl OpCounts {
-    pub fn of(history: &[Op]) -> OpCounts {
-        let mut counts = OpCounts {
-            total: history.len(),
-            ..OpCounts::default()
-        };
-        for op in history {
-            if op.process.is_nemesis() {
-                counts.nemesis += 1;
-                continue;
-            }
-            let slot = match op.kind {
-                OpType::Invoke => {
-                    counts.invoke += 1;
-                    continue;
-                }
-                OpType::Ok => {
-                    counts.ok += 1;
-                    "ok"
-                }
-                OpType::Fail => {
-                    counts.fail += 1;
-                    "fail"
-                }
-                OpType::Info => {
-                    counts.info += 1;
-                    "info"
-                }
-            };
-            *counts
-                .by_f
-                .entry(op.f.clone())
-                .or_default()
-                .entry(slot)
-                .or_default() += 1;
+    /// Counts one more op.
+    pub fn add(&mut self, op: &Op) {
+        self.total += 1;
+        if op.process.is_nemesis() {
+            self.nemesis += 1;
+            return;
         }
-        counts
+        let slot = match op.kind {
+            OpType::Invoke => {
+                self.invoke += 1;
+                return;
+            }
+            OpType::Ok => {
+                self.ok += 1;
+                "ok"
+            }
+            OpType::Fail => {
+                self.fail += 1;
+                "fail"
+            }
+            OpType::Info => {
+                self.info += 1;
+                "info"
+            }
+        };
+        let by_outcome = match self.by_f.get_mut(&op.f) {
+            Some(by_outcome) => by_outcome,
+            None => self.by_f.entry(op.f.clone()).or_default(),
+        };
+        *by_outcome.entry(slot).or_default() += 1;
     }
 }
 
