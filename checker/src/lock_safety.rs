@@ -238,6 +238,8 @@ pub struct LockSafetyChecker {
     accesses: HashMap<Process, Vec<(u64, OpType)>>,
     /// Processes that made a storage access; rule 6 asks a zombie to have made one.
     accessed: HashSet<Process>,
+    /// When each process's storage access still pending was invoked.
+    pending_access: HashMap<Process, u64>,
     /// Stale overlaps whose zombies all had fencing tokens: fenced or not is known once the
     /// zombies' accesses after their leases have all come back.
     undecided: Vec<Undecided>,
@@ -319,6 +321,7 @@ impl LockSafetyChecker {
             retained: HashMap::default(),
             accesses: HashMap::default(),
             accessed: HashSet::default(),
+            pending_access: HashMap::default(),
             undecided: Vec::new(),
             since_forgetting: 0,
             forget_every: FORGET_EVERY,
@@ -459,6 +462,31 @@ impl LockSafetyChecker {
             list.retain(|(invoked, _)| *invoked >= floor);
         }
         self.accesses.retain(|_, list| !list.is_empty());
+        self.settle_stale_overlaps();
+    }
+
+    /// Settles the stale overlaps whose zombies can make no more accesses inside their
+    /// windows: each zombie's process made an access (rule 6), its window ended before now,
+    /// and it has no access pending that began inside it.
+    fn settle_stale_overlaps(&mut self) {
+        let settled = |zombie: &Zombie| {
+            self.accessed.contains(&zombie.process)
+                && zombie.end < self.now
+                && self
+                    .pending_access
+                    .get(&zombie.process)
+                    .is_none_or(|&invoked| !zombie.covers(invoked))
+        };
+        let (done, waiting): (Vec<Undecided>, Vec<Undecided>) = std::mem::take(&mut self.undecided)
+            .into_iter()
+            .partition(|undecided| undecided.zombies.iter().all(settled));
+        self.undecided = waiting;
+        for Undecided { mut pair, zombies } in done {
+            if zombies.iter().all(|z| z.refused) {
+                pair.kind = "fenced";
+            }
+            self.tally.record(pair);
+        }
     }
 }
 
@@ -466,10 +494,19 @@ impl Checker for LockSafetyChecker {
     type Output = LockSafety;
 
     fn observe(&mut self, event: Event<'_>) {
-        if let Event::Complete { invoke, completion } = event {
-            if invoke.f == "read" || invoke.f == "add" {
+        let is_access = |op: &Op| op.f == "read" || op.f == "add";
+        match event {
+            Event::Invoke(op) if is_access(op) => {
+                self.pending_access.insert(op.process, op.time);
+            }
+            Event::Abandoned(op) if is_access(op) => {
+                self.pending_access.remove(&op.process);
+            }
+            Event::Complete { invoke, completion } if is_access(invoke) => {
+                self.pending_access.remove(&invoke.process);
                 self.storage_access(invoke, completion.kind);
             }
+            _ => {}
         }
         let time = match event {
             Event::Nemesis(op) | Event::Invoke(op) | Event::Abandoned(op) => op.time,

@@ -391,11 +391,15 @@ fn check_file(
         outline.observe(&op);
     }
     let truncated_tail = ops.truncated_tail();
+    // The second pass reads no further than the first did: a history still being written
+    // may have grown in between, and its outline would not cover the new ops.
+    let outlined = outline.client_ops + outline.nemesis.len();
     let model = model_for(&outline, lin);
     let searched = model.filter(|&(_, counts)| counts || outline.client_ops <= BESIDE_MOST_OPS);
     let mut counts = OpCounts::default();
     let (verdicts, (linearizability, search_error)) = if searched.is_some() {
-        let ops = read_history(read()?)?.ops;
+        let mut ops = read_history(read()?)?.ops;
+        ops.truncate(outlined);
         ops.iter().for_each(|op| counts.add(op));
         let verdicts = stream::replay(&ops, EveryChecker::new(&outline, facts));
         (verdicts, self::searched(&ops, &outline, model, lin.limits))
@@ -403,7 +407,10 @@ fn check_file(
         let mut checkers = EveryChecker::new(&outline, facts);
         let mut pairing = Pairing::default();
         let mut ops = HistoryReader::new(read()?);
-        while ops.next_into(&mut op)? {
+        for _ in 0..outlined {
+            if !ops.next_into(&mut op)? {
+                break;
+            }
             counts.add(&op);
             if op.kind == OpType::Invoke && !op.process.is_nemesis() {
                 // An invoke waits in the pairing for its completion; the next op is read into
