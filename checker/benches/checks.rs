@@ -40,11 +40,7 @@ fn check_everything(jsonl: &[u8]) -> usize {
     let mut pairing = Pairing::default();
     let mut reader = HistoryReader::new(jsonl);
     while reader.next_into(&mut op).expect("the history reads back") {
-        if op.kind == OpType::Invoke && !op.process.is_nemesis() {
-            pairing.feed(std::mem::replace(&mut op, blank()), &mut checkers);
-        } else {
-            pairing.feed_completion(&op, &mut checkers);
-        }
+        pairing.feed_read(&mut op, &mut checkers);
     }
     pairing.finish(&mut checkers);
     checkers.finish().lock_safety.holds

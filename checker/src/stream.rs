@@ -97,6 +97,20 @@ impl<O: Borrow<Op>> Pairing<O> {
     }
 }
 
+impl Pairing<Op> {
+    /// [`Pairing::feed`] for an op read into a buffer that is reused for the next line
+    /// ([`crate::HistoryReader::next_into`]): an invoke waits for its completion, so it is
+    /// taken and the buffer left blank; any other op is only looked at.
+    pub fn feed_read(&mut self, op: &mut Op, checker: &mut impl Checker) {
+        if op.kind == OpType::Invoke && !op.process.is_nemesis() {
+            let blank = Op::new(Process::Client(0), OpType::Invoke, "");
+            self.feed(std::mem::replace(op, blank), checker);
+        } else {
+            self.feed_completion(op, checker);
+        }
+    }
+}
+
 /// Runs `checker` over a history held in memory.
 pub fn replay<C: Checker>(history: &[Op], mut checker: C) -> C::Output {
     let mut pairing = Pairing::default();

@@ -242,7 +242,7 @@ impl Checker for StuckLockChecker {
                     "acquire" | "renew" => {
                         self.pending.insert(op.process, op.time);
                     }
-                    "release" => {
+                    "release" if !self.until_release.is_empty() => {
                         let holder = (op.process, op.key.clone().unwrap_or_default());
                         // The release ends the grants it came after; one it came before
                         // (a history out of time order) waits for a later release.

@@ -412,15 +412,7 @@ fn check_file(
                 break;
             }
             counts.add(&op);
-            if op.kind == OpType::Invoke && !op.process.is_nemesis() {
-                // An invoke waits in the pairing for its completion; the next op is read into
-                // a new one.
-                let invoke =
-                    std::mem::replace(&mut op, Op::new(Process::Client(0), OpType::Invoke, ""));
-                pairing.feed(invoke, &mut checkers);
-            } else {
-                pairing.feed_completion(&op, &mut checkers);
-            }
+            pairing.feed_read(&mut op, &mut checkers);
         }
         pairing.finish(&mut checkers);
         let skipped = model
