@@ -8,6 +8,7 @@ pub mod acquisition_stats;
 pub mod coverage;
 pub mod edn;
 pub mod every;
+pub mod explain;
 pub mod fencing;
 pub mod history;
 pub mod linearizability;
@@ -22,6 +23,7 @@ mod stream_forgets;
 pub mod stuck_lock;
 #[doc(hidden)]
 pub mod testing;
+pub mod timeline;
 mod verdict;
 
 pub use edn::{read_edn_history, EdnOptions};

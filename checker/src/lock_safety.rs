@@ -49,8 +49,10 @@ use foldhash::{HashMap, HashSet};
 
 use serde::{Deserialize, Serialize};
 
+use crate::explain::{self, Context, Explanation, LateRelease};
 use crate::operation::ms;
 use crate::stream::{replay, Checker, Event, Outline, Smallest};
+use crate::timeline::Timeline;
 use crate::verdict::{count, seconds, Checked};
 use crate::{Op, OpType, Process, Renewal, Valid};
 
@@ -127,6 +129,9 @@ pub struct DoubleGrant {
     pub second: Hold,
     pub overlap_ms: f64,
     pub faults: Vec<FaultWindow>,
+    /// Its mechanism; `None` for a possible double grant.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub explanation: Option<Explanation>,
 }
 
 impl DoubleGrant {
@@ -226,6 +231,14 @@ pub fn check(history: &[Op]) -> LockSafety {
 pub struct LockSafetyChecker {
     tracker: HoldTracker,
     faults: Vec<Window>,
+    /// What the faults did to each node and client, for the explanations.
+    timeline: Timeline,
+    workers: usize,
+    /// Holds released after their lease ended, whose release has not come back yet.
+    releasing: HashMap<Process, Candidate>,
+    /// Such releases answered `ok`, as long as a double grant to be reported may follow them:
+    /// with a release that checks no token, each deleted whoever held the key then.
+    late_releases: Vec<LateRelease>,
     /// Whether ops come in time order, so that what ended before "now" can be forgotten.
     forgets: bool,
     now: u64,
@@ -315,6 +328,10 @@ impl LockSafetyChecker {
         LockSafetyChecker {
             tracker: HoldTracker::new(outline),
             faults: outline.windows(),
+            timeline: Timeline::of(&outline.nemesis),
+            workers: outline.inferred_concurrency(),
+            releasing: HashMap::default(),
+            late_releases: Vec::new(),
             forgets: outline.in_time_order,
             now: 0,
             ended: Vec::new(),
@@ -353,6 +370,26 @@ impl LockSafetyChecker {
             .entry(invoke.process)
             .or_default()
             .push((invoked, outcome));
+    }
+
+    /// Keeps a release that came after its lease for the explanations, unless no double grant
+    /// still to be reported can come after it.
+    fn late_release(&mut self, hold: Candidate) {
+        let reported_until = self.tally.first_definite.bound().map(|order| order.0);
+        if reported_until.is_some_and(|until| hold.end > until) {
+            return;
+        }
+        if let Some(until) = reported_until {
+            self.late_releases
+                .retain(|release| release.released_ms <= ms(until));
+        }
+        self.late_releases.push(LateRelease {
+            process: hold.process,
+            key: hold.key,
+            acquire_index: hold.acquire_index,
+            released_ms: ms(hold.end),
+            lease_end_ms: ms(hold.lease_end),
+        });
     }
 
     /// Compares a hold that just ended with the ended holds on its key, then keeps it.
@@ -506,6 +543,12 @@ impl Checker for LockSafetyChecker {
                 self.pending_access.remove(&invoke.process);
                 self.storage_access(invoke, completion.kind);
             }
+            Event::Complete { invoke, completion } if invoke.f == "release" => {
+                let late = self.releasing.remove(&invoke.process);
+                if let Some(hold) = late.filter(|_| completion.kind == OpType::Ok) {
+                    self.late_release(hold);
+                }
+            }
             _ => {}
         }
         let time = match event {
@@ -515,6 +558,9 @@ impl Checker for LockSafetyChecker {
         self.now = self.now.max(time);
         self.tracker.observe(event, &mut self.ended);
         for hold in std::mem::take(&mut self.ended) {
+            if hold.ended_by == "release" && hold.end > hold.lease_end {
+                self.releasing.insert(hold.process, hold.clone());
+            }
             self.compare(hold);
         }
         self.since_forgetting += 1;
@@ -538,6 +584,10 @@ impl Checker for LockSafetyChecker {
             self.tally.record(pair);
         }
         let faults = &self.faults;
+        let context = Context {
+            timeline: &self.timeline,
+            workers: self.workers,
+        };
         let to_double_grant = |pair: &Pair| DoubleGrant {
             key: pair.first.key.clone(),
             kind: pair.kind.to_string(),
@@ -549,6 +599,16 @@ impl Checker for LockSafetyChecker {
                 .filter(|w| w.start < pair.second.start + pair.overlap && w.stop > pair.first.start)
                 .map(|w| w.to_window())
                 .collect(),
+            explanation: None,
+        };
+        let explained = |pair: &Pair| {
+            let mut grant = to_double_grant(pair);
+            grant.explanation = Some(explain::double_grant(
+                &grant,
+                &self.late_releases,
+                &context,
+            ));
+            grant
         };
         let mut tally = self.tally;
         let open: Vec<u64> = tally.possible_groups.keys().copied().collect();
@@ -572,7 +632,7 @@ impl Checker for LockSafetyChecker {
                 .first_definite
                 .into_sorted()
                 .iter()
-                .map(to_double_grant)
+                .map(explained)
                 .collect(),
             possible_double_grant_count: tally.possible,
             possible_double_grant_acquires: tally.groups_done,
@@ -595,7 +655,7 @@ impl Checker for LockSafetyChecker {
                 .first_fenced
                 .into_sorted()
                 .iter()
-                .map(to_double_grant)
+                .map(explained)
                 .collect(),
         }
     }
@@ -960,13 +1020,16 @@ impl Checked for LockSafety {
         )]
     }
     fn findings(&self, limit: usize) -> Vec<String> {
-        let mut lines: Vec<String> = self
-            .double_grants
-            .iter()
-            .take(limit)
-            .enumerate()
-            .map(|(i, grant)| format!("#{} {}", i + 1, grant.line()))
-            .collect();
+        let mut lines: Vec<String> = Vec::new();
+        for (i, grant) in self.double_grants.iter().take(limit).enumerate() {
+            match &grant.explanation {
+                Some(explained) => {
+                    lines.push(format!("#{} {}", i + 1, explained.line()));
+                    lines.push(format!("   {}", grant.line()));
+                }
+                None => lines.push(format!("#{} {}", i + 1, grant.line())),
+            }
+        }
         if self.possible_double_grant_count > 0 {
             lines.push(format!(
                 "{} from {}",

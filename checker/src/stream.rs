@@ -240,6 +240,13 @@ impl<K: Ord, T> Smallest<K, T> {
         }
     }
 
+    /// The largest key kept, once `n` are kept: no item with a larger key will be.
+    pub(crate) fn bound(&self) -> Option<&K> {
+        (self.heap.len() == self.n)
+            .then(|| self.heap.peek().map(|largest| &largest.0))
+            .flatten()
+    }
+
     /// The items in order of key.
     pub(crate) fn into_sorted(self) -> Vec<T> {
         self.heap

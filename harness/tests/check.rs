@@ -78,7 +78,7 @@ fn check_writes_results_beside_the_history_and_prints_every_finding() {
         .unwrap();
     let text = printed(&out);
     assert!(
-        text.contains("    #1 key lock") && !text.contains("    #2"),
+        text.contains("    #1 [") && text.contains("       key lock") && !text.contains("    #2"),
         "{text}"
     );
 }

@@ -205,6 +205,7 @@ fn lock_safety(safety: &LockSafety) -> String {
         out += &anchored_table(
             &[
                 "#",
+                "why",
                 "key",
                 "kind",
                 "first hold",
@@ -227,8 +228,16 @@ fn grant_row(list: GrantList, i: usize, grant: &DoubleGrant) -> Vec<String> {
         .iter()
         .map(|f| esc(&faults::describe(f)))
         .collect();
+    let why = grant.explanation.as_ref().map_or("&mdash;".to_string(), |explained| {
+        format!(
+            "<b class=\"cause\">{}</b><br>{}",
+            esc(explained.cause.label()),
+            esc(&explained.sentence)
+        )
+    });
     vec![
         format!("{}", i + 1),
+        why,
         format!("<code>{}</code>", esc(&grant.key)),
         esc(&grant.kind),
         hold_cell(&grant.first),

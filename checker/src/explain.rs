@@ -1,0 +1,823 @@
+//! Why a violation happened, by its mechanism: the faults and node events that explain it, a
+//! named [`Cause`], and one sentence built from the history alone.
+//!
+//! A double grant is explained from its two holds, the nodes each grant names, the
+//! [`Timeline`] of the faults, and the releases that came after their own lease ended. Rules,
+//! in order, each with a unit test below:
+//!
+//! 1. A `stale` (or `fenced`) double grant has a **zombie**: the holder whose lease had ended
+//!    when the other was granted. It is a [`Cause::Zombie`] where its client worker
+//!    (`client-<process % workers>`) was frozen during its hold; a [`Cause::CutOffHolder`]
+//!    where a fault aimed at the holder cut its links; otherwise, where no fault touched its
+//!    client or its nodes during its hold, a [`Cause::SlowHolder`] (the work outlasted the
+//!    lease); otherwise [`Cause::Unexplained`].
+//! 2. A `lease` double grant (both leases live) is a [`Cause::Hijack`] where a third process
+//!    released the key, successfully, after its own lease had ended, between the two grants:
+//!    a release that does not check its token deletes whoever holds the key then.
+//! 3. Where both grants name their nodes and share some, each shared node granted both, so it
+//!    lost the first key while that lease was live: a [`Cause::RestartHazard`] where it was
+//!    killed and came back between the grants, a [`Cause::ClockJump`] where its clock was set
+//!    forward (or strobed, or drifted) between them. A shared node with neither leaves the
+//!    double grant unexplained.
+//! 4. Where they share no node, the lock moved to another master: a [`Cause::SplitBrain`]
+//!    where the first holder's node was cut off before it granted and still cut off when the
+//!    other node granted (two masters at once); a [`Cause::Failover`] where the first node was
+//!    cut off, killed, paused or failed over after its grant and before the second.
+//! 5. Anything else is [`Cause::Unexplained`], with the faults active named: that is the case
+//!    a user must look at.
+
+use serde::{Deserialize, Serialize};
+
+use crate::lock_safety::{DoubleGrant, Hold};
+use crate::timeline::{Spell, State, Timeline};
+use crate::verdict::seconds;
+use crate::Process;
+
+/// The mechanism behind a violation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Cause {
+    /// A node that granted the lock was restarted without the key and granted it again.
+    RestartHazard,
+    /// A node's clock jumped forward and expired the key early.
+    ClockJump,
+    /// The master holding the key went away and a replica without it was promoted.
+    Failover,
+    /// Two masters at once: a cut-off master went on granting while another was promoted.
+    SplitBrain,
+    /// A holder frozen inside its critical section outlived its lease.
+    Zombie,
+    /// A holder whose network was cut outlived its lease.
+    CutOffHolder,
+    /// A holder outlived its lease with no fault on it: its work took longer than the lease.
+    SlowHolder,
+    /// A holder past its lease deleted the next holder's key.
+    Hijack,
+    /// A client crashed between taking the lock and giving it a lease.
+    CrashedClient,
+    /// No mechanism splitbrain knows explains it.
+    Unexplained,
+}
+
+impl Cause {
+    pub fn label(self) -> &'static str {
+        match self {
+            Cause::RestartHazard => "restart hazard",
+            Cause::ClockJump => "clock jump",
+            Cause::Failover => "failover",
+            Cause::SplitBrain => "split brain",
+            Cause::Zombie => "zombie",
+            Cause::CutOffHolder => "cut-off holder",
+            Cause::SlowHolder => "slow holder",
+            Cause::Hijack => "hijack",
+            Cause::CrashedClient => "crashed client",
+            Cause::Unexplained => "unexplained",
+        }
+    }
+}
+
+/// A violation's mechanism and the evidence for it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Explanation {
+    pub cause: Cause,
+    /// One sentence, from the history alone.
+    pub sentence: String,
+    /// `index` of the ops it rests on: the acquires' invokes, the nemesis starts and stops.
+    pub ops: Vec<u64>,
+    /// The nodes (and client workers) it names: a report highlights their lanes.
+    pub nodes: Vec<String>,
+    /// The node events it names.
+    pub spells: Vec<Spell>,
+}
+
+impl Explanation {
+    fn new(cause: Cause, sentence: String) -> Explanation {
+        Explanation {
+            cause,
+            sentence,
+            ops: Vec::new(),
+            nodes: Vec::new(),
+            spells: Vec::new(),
+        }
+    }
+
+    /// Adds the holds' acquires and the spells to the evidence.
+    fn resting_on(mut self, holds: &[&Hold], spells: &[&Spell]) -> Explanation {
+        self.ops.extend(holds.iter().map(|h| h.acquire_index));
+        for spell in spells {
+            self.ops.push(spell.start_index);
+            self.ops.extend(spell.stop_index);
+            if !self.nodes.contains(&spell.node) {
+                self.nodes.push(spell.node.clone());
+            }
+            self.spells.push((*spell).clone());
+        }
+        self.ops.sort_unstable();
+        self.ops.dedup();
+        self
+    }
+
+    /// `[restart hazard] n3 granted both: ...`: the sentence as a summary line shows it.
+    pub fn line(&self) -> String {
+        format!("[{}] {}", self.cause.label(), self.sentence)
+    }
+}
+
+/// A release, answered `ok`, that came after its hold's lease had ended: a release that does
+/// not check its token deletes whoever holds the key by then (rule 2).
+#[derive(Debug, Clone, PartialEq)]
+pub struct LateRelease {
+    pub process: Process,
+    pub key: String,
+    /// `index` of the releasing hold's acquire.
+    pub acquire_index: u64,
+    pub released_ms: f64,
+    pub lease_end_ms: f64,
+}
+
+/// What the explanations know of a run beyond the finding itself.
+pub struct Context<'a> {
+    pub timeline: &'a Timeline,
+    /// How many client workers ran: process `p` ran on worker `p % workers`, the
+    /// `client-<worker>` a client fault names.
+    pub workers: usize,
+}
+
+impl Context<'_> {
+    fn worker(&self, process: Process) -> Option<String> {
+        match process {
+            Process::Client(p) => Some(format!("client-{}", p % self.workers.max(1) as u64)),
+            Process::Nemesis(_) => None,
+        }
+    }
+
+    /// Every spell on `nodes` (or the holder's client) on at some time in `[from, to]`.
+    fn spells_near<'a>(&'a self, hold: &Hold, from: f64, to: f64) -> Vec<&'a Spell> {
+        let client = self.worker(hold.process);
+        let nodes = hold.nodes.clone().unwrap_or_default();
+        self.timeline
+            .spells
+            .iter()
+            .filter(|s| s.touches(from, to))
+            .filter(|s| {
+                nodes.contains(&s.node)
+                    || client.as_deref() == Some(s.node.as_str())
+                    || s.holder.map(Process::Client) == Some(hold.process)
+            })
+            .collect()
+    }
+}
+
+/// Explains a double grant (rules 1 to 5); `late_releases` are those on its key.
+pub fn double_grant(
+    grant: &DoubleGrant,
+    late_releases: &[LateRelease],
+    context: &Context,
+) -> Explanation {
+    if grant.kind != "lease" {
+        return zombie(grant, context);
+    }
+    let (first, second) = (&grant.first, &grant.second);
+    if let Some(release) = late_releases.iter().find(|r| {
+        r.key == grant.key
+            && r.process != first.process
+            && r.process != second.process
+            && (first.start_ms..=second.start_ms).contains(&r.released_ms)
+    }) {
+        let mut explained = Explanation::new(
+            Cause::Hijack,
+            format!(
+                "process {} released the key at {}, after its own lease had ended at {}, and \
+                 so deleted process {}'s key: process {} was granted at {} while process {}'s \
+                 lease ran until {}",
+                release.process,
+                seconds(release.released_ms),
+                seconds(release.lease_end_ms),
+                first.process,
+                second.process,
+                seconds(second.start_ms),
+                first.process,
+                seconds(first.lease_end_ms),
+            ),
+        )
+        .resting_on(&[first, second], &[]);
+        explained.ops.push(release.acquire_index);
+        explained.ops.sort_unstable();
+        return explained;
+    }
+    let named = |hold: &Hold| hold.nodes.clone().filter(|nodes| !nodes.is_empty());
+    let (Some(first_nodes), Some(second_nodes)) = (named(first), named(second)) else {
+        return unexplained(
+            grant,
+            context,
+            "the grants do not name the nodes that gave them",
+        );
+    };
+    let shared: Vec<&String> = first_nodes
+        .iter()
+        .filter(|n| second_nodes.contains(n))
+        .collect();
+    if shared.is_empty() {
+        moved(grant, &first_nodes, &second_nodes, context)
+    } else {
+        forgotten(grant, &shared, context)
+    }
+}
+
+/// Rule 3: shared nodes that granted both, each having lost the first key.
+fn forgotten(grant: &DoubleGrant, shared: &[&String], context: &Context) -> Explanation {
+    let (first, second) = (&grant.first, &grant.second);
+    let (from, to) = (first.start_ms, second.start_ms);
+    // The nemesis records a restart once the node answers again, which may be after the node
+    // granted the second; a kill after the first grant and before the second is what counts.
+    let mut stories: Vec<(Cause, &Spell, Vec<&str>)> = Vec::new();
+    let mut evidence: Vec<&Spell> = Vec::new();
+    for node in shared {
+        let restart = context
+            .timeline
+            .on(node, &[State::Down], from, to)
+            .find(|s| s.start_ms >= from);
+        let jump = context
+            .timeline
+            .on(node, &[State::Clock], from, to)
+            .find(|s| s.offset_ms.is_none_or(|offset| offset > 0.0));
+        let (cause, spell) = match (restart, jump) {
+            (Some(spell), _) => (Cause::RestartHazard, spell),
+            (None, Some(spell)) => (Cause::ClockJump, spell),
+            (None, None) => {
+                return unexplained(
+                    grant,
+                    context,
+                    &format!(
+                        "{node} granted both, and was neither restarted nor had its clock \
+                         moved between the grants"
+                    ),
+                )
+            }
+        };
+        evidence.push(spell);
+        let same = |(c, s, _): &&mut (Cause, &Spell, Vec<&str>)| {
+            *c == cause && s.start_index == spell.start_index && s.offset_ms == spell.offset_ms
+        };
+        match stories.iter_mut().find(same) {
+            Some((_, _, nodes)) => nodes.push(node),
+            None => stories.push((cause, spell, vec![node])),
+        }
+    }
+    let names: Vec<&str> = shared.iter().map(|n| n.as_str()).collect();
+    let what: Vec<String> = stories
+        .iter()
+        .map(|(cause, spell, nodes)| {
+            let all = nodes.len() == names.len();
+            let who = match (all, nodes.len()) {
+                (true, 1) => "it".to_string(),
+                (true, _) => "they".to_string(),
+                _ => and_list(nodes),
+            };
+            let at = |ms: f64| seconds(ms);
+            match cause {
+                Cause::RestartHazard => format!(
+                    "{who} {} killed at {} and came back{} without the key",
+                    if nodes.len() == 1 { "was" } else { "were" },
+                    at(spell.start_ms),
+                    spell
+                        .stop_ms
+                        .filter(|&back| back <= to)
+                        .map_or(String::new(), |back| format!(" at {}", at(back))),
+                ),
+                _ => format!(
+                    "{} set {} at {}, expiring the key early",
+                    match (nodes.len(), all) {
+                        (1, true) => "its clock was".to_string(),
+                        (1, false) => format!("{who}'s clock was"),
+                        (_, true) => "their clocks were".to_string(),
+                        (_, false) => format!("the clocks of {who} were"),
+                    },
+                    spell
+                        .offset_ms
+                        .map_or("off".to_string(), |o| format!("{o:+.0} ms")),
+                    at(spell.start_ms),
+                ),
+            }
+        })
+        .collect();
+    let quorums = match (&first.nodes, &second.nodes) {
+        (Some(a), Some(b)) if a.len() > 1 || b.len() > 1 => format!(
+            "; process {}'s quorum {} overlapped process {}'s {} only in {}",
+            second.process,
+            b.join(","),
+            first.process,
+            a.join(","),
+            names.join(",")
+        ),
+        _ => format!(
+            "; {} then granted process {} at {}",
+            names.join(","),
+            second.process,
+            seconds(second.start_ms)
+        ),
+    };
+    let sentence = format!(
+        "{} granted both: {}, while process {}'s lease ran until {}{}",
+        and_list(&names),
+        what.join("; "),
+        first.process,
+        seconds(first.lease_end_ms),
+        quorums
+    );
+    Explanation::new(stories[0].0, sentence).resting_on(&[first, second], &evidence)
+}
+
+/// Rule 4: the lock moved from the first holder's node to another.
+fn moved(
+    grant: &DoubleGrant,
+    first_nodes: &[String],
+    second_nodes: &[String],
+    context: &Context,
+) -> Explanation {
+    let (first, second) = (&grant.first, &grant.second);
+    let (from, to) = (first.start_ms, second.start_ms);
+    let old = and_list(&first_nodes.iter().map(String::as_str).collect::<Vec<_>>());
+    let new = and_list(&second_nodes.iter().map(String::as_str).collect::<Vec<_>>());
+    let cut_before = first_nodes.iter().find_map(|node| {
+        context
+            .timeline
+            .on(node, &[State::CutOff], from, to)
+            .find(|s| s.start_ms <= from && s.stop_ms.is_none_or(|stop| stop >= to))
+    });
+    if let Some(cut) = cut_before {
+        let sentence = format!(
+            "{} and went on granting as master: process {} at {}; {}, promoted on the other \
+             side, granted process {} at {}, while process {}'s lease ran until {}: two \
+             masters at once",
+            cut.phrase_until(to),
+            first.process,
+            seconds(first.start_ms),
+            new,
+            second.process,
+            seconds(second.start_ms),
+            first.process,
+            seconds(first.lease_end_ms),
+        );
+        return Explanation::new(Cause::SplitBrain, sentence).resting_on(&[first, second], &[cut]);
+    }
+    let went_away = first_nodes.iter().find_map(|node| {
+        context
+            .timeline
+            .on(
+                node,
+                &[State::CutOff, State::Down, State::Paused, State::Failover],
+                from,
+                to,
+            )
+            .find(|s| s.start_ms >= from && s.start_ms <= to)
+    });
+    if let Some(spell) = went_away {
+        let sentence = format!(
+            "process {} held the lock on {} from {}; {}; {}, promoted, granted process {} at \
+             {} while process {}'s lease ran until {}: the key process {} set on {} had not \
+             reached {}",
+            first.process,
+            old,
+            seconds(first.start_ms),
+            spell.phrase_until(to),
+            new,
+            second.process,
+            seconds(second.start_ms),
+            first.process,
+            seconds(first.lease_end_ms),
+            first.process,
+            old,
+            new,
+        );
+        return Explanation::new(Cause::Failover, sentence).resting_on(&[first, second], &[spell]);
+    }
+    unexplained(
+        grant,
+        context,
+        &format!("{old} granted the first, {new} the second, and nothing happened to {old} between them"),
+    )
+}
+
+/// Rule 1: a holder that had outlived its lease.
+fn zombie(grant: &DoubleGrant, context: &Context) -> Explanation {
+    let (first, second) = (&grant.first, &grant.second);
+    let outlived = |h: &Hold| h.end_ms.min(h.lease_end_ms) <= second.start_ms;
+    let (zombie, other) = if outlived(first) || !outlived(second) {
+        (first, second)
+    } else {
+        (second, first)
+    };
+    let granted = format!(
+        "its lease ended at {}; process {} was granted at {}; process {} went on as holder \
+         until {}{}",
+        seconds(zombie.lease_end_ms),
+        other.process,
+        seconds(other.start_ms),
+        zombie.process,
+        seconds(zombie.end_ms),
+        if grant.kind == "fenced" {
+            ", and the storage refused every access it made after its lease (fenced)"
+        } else {
+            ""
+        }
+    );
+    let near = context.spells_near(zombie, zombie.start_ms, zombie.end_ms);
+    let client = context.worker(zombie.process);
+    let frozen = near
+        .iter()
+        .find(|s| s.state == State::ClientPaused && client.as_deref() == Some(s.node.as_str()));
+    if let Some(pause) = frozen {
+        let sentence = format!(
+            "process {} (on {}) was frozen from {} to {}, inside its critical section; {}",
+            zombie.process,
+            pause.node,
+            seconds(pause.start_ms.max(zombie.start_ms)),
+            pause.stop_ms.map_or("the end".to_string(), seconds),
+            granted
+        );
+        return Explanation::new(Cause::Zombie, sentence).resting_on(&[first, second], &[pause]);
+    }
+    let cut = near.iter().find(|s| {
+        matches!(s.state, State::Links | State::CutOff)
+            && s.holder.map(Process::Client) == Some(zombie.process)
+            && s.start_ms <= zombie.lease_end_ms
+    });
+    if let Some(cut) = cut {
+        let sentence = format!(
+            "process {} was cut off just after its grant at {} ({}, {}); {}",
+            zombie.process,
+            seconds(zombie.start_ms),
+            cut.fault,
+            cut.phrase_until(zombie.end_ms),
+            granted
+        );
+        let cuts: Vec<&Spell> = near
+            .iter()
+            .copied()
+            .filter(|s| s.start_index == cut.start_index)
+            .collect();
+        return Explanation::new(Cause::CutOffHolder, sentence).resting_on(&[first, second], &cuts);
+    }
+    if near.is_empty() {
+        let sentence = format!(
+            "process {} held the lock past its lease with no fault on it or its nodes: {}",
+            zombie.process, granted
+        );
+        return Explanation::new(Cause::SlowHolder, sentence).resting_on(&[first, second], &[]);
+    }
+    unexplained(
+        grant,
+        context,
+        &format!("process {} outlived its lease", zombie.process),
+    )
+}
+
+/// Rule 5: what is known, and the faults active from the first grant to the end of the
+/// overlap, named.
+fn unexplained(grant: &DoubleGrant, context: &Context, known: &str) -> Explanation {
+    let (first, second) = (&grant.first, &grant.second);
+    let to = second.start_ms + grant.overlap_ms;
+    let active: Vec<&Spell> = context
+        .timeline
+        .spells
+        .iter()
+        .filter(|s| s.touches(first.start_ms, to))
+        .collect();
+    let faults = if active.is_empty() {
+        "no fault was active".to_string()
+    } else {
+        let phrases: Vec<String> = active.iter().map(|s| s.phrase()).collect();
+        format!("faults active: {}", phrases.join("; "))
+    };
+    let sentence = format!(
+        "no mechanism splitbrain knows explains it: {known}; {faults}; look at this one"
+    );
+    Explanation::new(Cause::Unexplained, sentence).resting_on(&[first, second], &active)
+}
+
+/// `n1, n2 and n3`.
+fn and_list(names: &[&str]) -> String {
+    match names {
+        [] => String::new(),
+        [one] => one.to_string(),
+        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
+    }
+}
+
+impl Spell {
+    /// The spell's phrase, leaving out a stop that came after `until_ms` (a sentence about
+    /// what happened before then).
+    fn phrase_until(&self, until_ms: f64) -> String {
+        if self.stop_ms.is_some_and(|stop| stop > until_ms) {
+            Spell {
+                stop_ms: None,
+                ..self.clone()
+            }
+            .phrase()
+        } else {
+            self.phrase()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lock_safety::check;
+    use crate::{Op, OpType};
+    use serde_json::{json, Value};
+
+    /// A history made op by op, in time order; indexes are given at the end.
+    #[derive(Default)]
+    struct History(Vec<Op>);
+
+    impl History {
+        fn push(&mut self, op: Op, at_ms: u64) -> &mut Self {
+            let index = self.0.len() as u64;
+            self.0.push(op.at(index, at_ms * 1_000_000));
+            self
+        }
+
+        /// `process` asks at `at_ms` and is granted at `ok_ms` by `nodes`, for `validity_ms`.
+        fn grant(&mut self, process: u64, at_ms: u64, ok_ms: u64, validity_ms: u64, nodes: &[&str]) -> &mut Self {
+            let mut invoke = Op::new(Process::Client(process), OpType::Invoke, "acquire").key("lock");
+            invoke.ttl_ms = Some(validity_ms);
+            let mut ok = Op::new(Process::Client(process), OpType::Ok, "acquire")
+                .key("lock")
+                .token(format!("t{process}"))
+                .nodes(nodes.iter().map(|n| n.to_string()).collect());
+            ok.validity_ms = Some(validity_ms);
+            self.push(invoke, at_ms).push(ok, ok_ms)
+        }
+
+        fn release(&mut self, process: u64, at_ms: u64, outcome: OpType) -> &mut Self {
+            let op = |kind| Op::new(Process::Client(process), kind, "release").key("lock");
+            self.push(op(OpType::Invoke), at_ms).push(op(outcome), at_ms + 1)
+        }
+
+        fn fault(&mut self, f: &str, at_ms: u64, fault: &str, nodes: &[&str], value: Value, measured: Value) -> &mut Self {
+            let mut op = Op::new(Process::NEMESIS, OpType::Info, f)
+                .nodes(nodes.iter().map(|n| n.to_string()).collect());
+            op.fault = Some(fault.to_string());
+            op.value = (!value.is_null()).then_some(value);
+            op.measured = (!measured.is_null()).then_some(measured);
+            self.push(op, at_ms)
+        }
+
+        /// The explanation of each double grant found, in order.
+        fn explained(&self) -> Vec<Explanation> {
+            let mut ops = self.0.clone();
+            ops.sort_by_key(|op| op.time);
+            for (index, op) in ops.iter_mut().enumerate() {
+                op.index = index as u64;
+            }
+            let safety = check(&ops);
+            safety
+                .double_grants
+                .iter()
+                .chain(&safety.fenced_double_grants)
+                .map(|grant| grant.explanation.clone().expect("every double grant is explained"))
+                .collect()
+        }
+    }
+
+    fn causes(explained: &[Explanation]) -> Vec<Cause> {
+        explained.iter().map(|e| e.cause).collect()
+    }
+
+    const REDLOCK: [&str; 5] = ["n1", "n2", "n3", "n4", "n5"];
+
+    #[test]
+    fn a_node_restarted_between_two_overlapping_quorums_is_the_restart_hazard() {
+        let mut history = History::default();
+        history
+            .grant(0, 1_000, 1_010, 10_000, &["n1", "n2", "n3"])
+            .fault("start", 2_000, "kill", &["n3"], Value::Null, Value::Null)
+            .fault("stop", 2_100, "kill", &["n3"], Value::Null, Value::Null)
+            .grant(1, 3_000, 3_010, 10_000, &["n3", "n4", "n5"]);
+        let explained = history.explained();
+        assert_eq!(causes(&explained), vec![Cause::RestartHazard]);
+        assert_eq!(
+            explained[0].sentence,
+            "n3 granted both: it was killed at 2.000s and came back at 2.100s without the key, \
+             while process 0's lease ran until 11.000s; process 1's quorum n3,n4,n5 overlapped process \
+             0's n1,n2,n3 only in n3"
+        );
+        assert_eq!(explained[0].nodes, vec!["n3"]);
+        assert_eq!(explained[0].ops, vec![0, 2, 3, 4]);
+    }
+
+    #[test]
+    fn a_kill_that_ended_before_the_first_grant_or_after_the_second_explains_nothing() {
+        for (start, stop) in [(100, 900), (3_500, 3_600)] {
+            let mut history = History::default();
+            history
+                .fault("start", start, "kill", &["n3"], Value::Null, Value::Null)
+                .fault("stop", stop, "kill", &["n3"], Value::Null, Value::Null)
+                .grant(0, 1_000, 1_010, 10_000, &["n1", "n2", "n3"])
+                .grant(1, 3_000, 3_010, 10_000, &["n3", "n4", "n5"]);
+            let explained = history.explained();
+            assert_eq!(causes(&explained), vec![Cause::Unexplained], "kill {start}-{stop}");
+            assert!(explained[0].sentence.contains("n3 granted both, and was neither restarted"));
+        }
+    }
+
+    #[test]
+    fn a_single_node_restarted_empty_is_the_restart_hazard_too() {
+        let mut history = History::default();
+        history
+            .grant(0, 1_000, 1_001, 5_000, &["n1"])
+            .fault("start", 1_500, "kill-holder", &["n1"], Value::Null, json!({"holder": 0, "granted_by": ["n1"]}))
+            .fault("stop", 1_600, "kill-holder", &["n1"], Value::Null, Value::Null)
+            .grant(1, 1_700, 1_701, 5_000, &["n1"]);
+        let explained = history.explained();
+        assert_eq!(causes(&explained), vec![Cause::RestartHazard]);
+        assert!(explained[0].sentence.ends_with("n1 then granted process 1 at 1.701s"));
+    }
+
+    #[test]
+    fn a_clock_set_forward_on_the_shared_node_is_a_clock_jump_and_backward_explains_nothing() {
+        for (offset, cause) in [(3_000.0, Cause::ClockJump), (-3_000.0, Cause::Unexplained)] {
+            let mut history = History::default();
+            history
+                .grant(0, 1_000, 1_010, 10_000, &REDLOCK[..3])
+                .fault("start", 2_000, "clock-holder", &["n2", "n3"], json!({"offset_ms": 3000}),
+                    json!({"skew_ms": {"n2": offset, "n3": offset}, "holder": 0}))
+                .grant(1, 3_000, 3_010, 10_000, &REDLOCK[1..4])
+                .fault("stop", 4_000, "clock-holder", &["n2", "n3"], Value::Null, Value::Null);
+            let explained = history.explained();
+            assert_eq!(causes(&explained), vec![cause], "offset {offset}");
+            if cause == Cause::ClockJump {
+                assert!(explained[0].sentence.starts_with(
+                    "n2 and n3 granted both: their clocks were set +3000 ms at 2.000s, expiring the \
+                     key early, while process 0's lease ran until 11.000s"
+                ), "{}", explained[0].sentence);
+            }
+        }
+    }
+
+    #[test]
+    fn the_lock_on_another_master_after_its_master_failed_over_is_a_failover() {
+        let mut history = History::default();
+        history
+            .grant(0, 1_000, 1_001, 5_000, &["n1"])
+            .fault("start", 2_000, "failover", &[], json!({"pick": 1}), json!({"master": "n1", "asked": "n2"}))
+            .grant(1, 3_000, 3_001, 5_000, &["n2"])
+            .fault("stop", 3_500, "failover", &[], Value::Null, Value::Null);
+        let explained = history.explained();
+        assert_eq!(causes(&explained), vec![Cause::Failover]);
+        assert_eq!(
+            explained[0].sentence,
+            "process 0 held the lock on n1 from 1.001s; the Sentinels were asked to fail over n1 \
+             at 2.000s; n2, promoted, granted process 1 at 3.001s while process 0's lease ran \
+             until 6.000s: the key process 0 set on n1 had not reached n2"
+        );
+    }
+
+    #[test]
+    fn a_master_cut_off_before_it_granted_and_still_cut_off_at_the_second_grant_is_a_split_brain() {
+        let grudge = json!({"grudge": {"n1": ["n2", "n3"], "n2": ["n1"], "n3": ["n1"]}});
+        let mut history = History::default();
+        history
+            .fault("start", 500, "partition-primary", &["n1", "n2", "n3"], Value::Null, grudge.clone())
+            .grant(0, 1_000, 1_001, 5_000, &["n1"])
+            .grant(1, 3_000, 3_001, 5_000, &["n2"])
+            .fault("stop", 5_000, "partition-primary", &["n1", "n2", "n3"], Value::Null, Value::Null);
+        let explained = history.explained();
+        assert_eq!(causes(&explained), vec![Cause::SplitBrain]);
+        assert!(explained[0].sentence.starts_with(
+            "n1 was cut off from n2,n3 at 0.500s and went on granting as master: process 0 at 1.001s; \
+             n2, promoted on the other side"
+        ), "{}", explained[0].sentence);
+
+        // Cut off after its grant: the key was lost in a failover, not granted twice by two masters.
+        let mut history = History::default();
+        history
+            .grant(0, 1_000, 1_001, 5_000, &["n1"])
+            .fault("start", 1_500, "partition-primary", &["n1", "n2", "n3"], Value::Null, grudge)
+            .grant(1, 3_000, 3_001, 5_000, &["n2"]);
+        assert_eq!(causes(&history.explained()), vec![Cause::Failover]);
+    }
+
+    #[test]
+    fn another_master_granting_with_nothing_done_to_the_first_is_unexplained() {
+        let mut history = History::default();
+        history
+            .grant(0, 1_000, 1_001, 5_000, &["n1"])
+            .fault("start", 2_000, "kill", &["n3"], Value::Null, Value::Null)
+            .grant(1, 3_000, 3_001, 5_000, &["n2"]);
+        let explained = history.explained();
+        assert_eq!(causes(&explained), vec![Cause::Unexplained]);
+        assert!(explained[0].sentence.contains(
+            "n1 granted the first, n2 the second, and nothing happened to n1 between them; \
+             faults active: n3 was killed at 2.000s; look at this one"
+        ), "{}", explained[0].sentence);
+    }
+
+    /// Processes 0 to 2 on workers client-0 to client-2.
+    fn workers(history: &mut History) {
+        for process in 0..3 {
+            let op = |kind| Op::new(Process::Client(process), kind, "read").key("other");
+            history.push(op(OpType::Invoke), 1).push(op(OpType::Ok), 2);
+        }
+    }
+
+    #[test]
+    fn a_holder_frozen_past_its_lease_is_a_zombie_and_one_untouched_a_slow_holder() {
+        for (frozen, cause) in [(true, Cause::Zombie), (false, Cause::SlowHolder)] {
+            let mut history = History::default();
+            workers(&mut history);
+            history
+                .grant(0, 1_000, 1_001, 1_000, &["n1"])
+                .grant(1, 2_500, 2_501, 5_000, &["n1"])
+                .release(0, 5_100, OpType::Ok);
+            if frozen {
+                history
+                    .fault("start", 1_100, "client-pause", &["client-0"], json!({"pause_ms": 4000}), Value::Null)
+                    .fault("stop", 5_000, "client-pause", &["client-0"], Value::Null, Value::Null);
+            }
+            let explained = history.explained();
+            assert_eq!(causes(&explained), vec![cause]);
+            let tail = "its lease ended at 2.000s; process 1 was granted at 2.501s; process 0 went on as \
+                        holder until 5.100s";
+            let expected = if frozen {
+                format!("process 0 (on client-0) was frozen from 1.100s to 5.000s, inside its critical section; {tail}")
+            } else {
+                format!("process 0 held the lock past its lease with no fault on it or its nodes: {tail}")
+            };
+            assert_eq!(explained[0].sentence, expected);
+        }
+    }
+
+    #[test]
+    fn a_pause_of_another_worker_does_not_make_a_zombie() {
+        let mut history = History::default();
+        workers(&mut history);
+        history
+            .grant(0, 1_000, 1_001, 1_000, &["n1"])
+            .fault("start", 1_100, "client-pause", &["client-2"], json!({"pause_ms": 4000}), Value::Null)
+            .grant(1, 2_500, 2_501, 5_000, &["n1"])
+            .release(0, 5_100, OpType::Ok);
+        assert_eq!(causes(&history.explained()), vec![Cause::SlowHolder]);
+    }
+
+    #[test]
+    fn a_holder_whose_links_were_cut_just_after_its_grant_is_cut_off() {
+        let mut history = History::default();
+        workers(&mut history);
+        history
+            .grant(0, 1_000, 1_001, 1_000, &["n1"])
+            .fault("start", 1_050, "link-drop-holder", &["g0->n1"], Value::Null, json!({"holder": 0, "granted_by": ["n1"]}))
+            .grant(1, 2_500, 2_501, 5_000, &["n1"])
+            .fault("stop", 4_000, "link-drop-holder", &["g0->n1"], Value::Null, Value::Null)
+            .release(0, 5_100, OpType::Ok);
+        let explained = history.explained();
+        assert_eq!(causes(&explained), vec![Cause::CutOffHolder]);
+        assert!(explained[0].sentence.starts_with(
+            "process 0 was cut off just after its grant at 1.001s (link-drop-holder, the links to n1 \
+             from client group g0 were cut at 1.050s, restored at 4.000s)"
+        ), "{}", explained[0].sentence);
+    }
+
+    #[test]
+    fn a_late_release_that_succeeded_between_two_live_leases_is_a_hijack() {
+        for (outcome, cause) in [(OpType::Ok, Cause::Hijack), (OpType::Fail, Cause::Unexplained)] {
+            let mut history = History::default();
+            workers(&mut history);
+            history
+                .grant(0, 1_000, 1_001, 1_000, &["n1"])
+                .grant(1, 2_500, 2_501, 5_000, &["n1"])
+                .release(0, 3_000, outcome)
+                .grant(2, 3_500, 3_501, 5_000, &["n1"]);
+            let explained = history.explained();
+            // Process 0 was a slow holder over process 1's grant; process 2's came after its
+            // release deleted process 1's key.
+            assert_eq!(causes(&explained), vec![Cause::SlowHolder, cause], "{outcome:?}");
+            if cause == Cause::Hijack {
+                assert_eq!(
+                    explained[1].sentence,
+                    "process 0 released the key at 3.000s, after its own lease had ended at \
+                     2.000s, and so deleted process 1's key: process 2 was granted at 3.501s \
+                     while process 1's lease ran until 7.500s"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn grants_that_name_no_nodes_are_unexplained_with_the_faults_active() {
+        let mut history = History::default();
+        history
+            .grant(0, 1_000, 1_001, 5_000, &[])
+            .fault("start", 1_500, "kill", &["n1"], Value::Null, Value::Null)
+            .fault("stop", 1_600, "kill", &["n1"], Value::Null, Value::Null)
+            .grant(1, 2_000, 2_001, 5_000, &[]);
+        let explained = history.explained();
+        assert_eq!(causes(&explained), vec![Cause::Unexplained]);
+        assert!(explained[0].sentence.contains(
+            "the grants do not name the nodes that gave them; faults active: n1 was killed at \
+             1.500s, back at 1.600s"
+        ));
+    }
+}
