@@ -30,11 +30,14 @@ pub struct EveryChecker {
 
 impl EveryChecker {
     pub fn new(outline: &Outline, facts: RunFacts) -> EveryChecker {
+        let mut outline = outline.clone();
+        outline.known_workers = facts.concurrency.filter(|&c| c > 0);
+        let outline = &outline;
         EveryChecker {
             stats: stats::StatsChecker::new(&stats::needed(outline)),
             coverage: coverage::CoverageChecker::new(outline, facts),
             lock_safety: lock_safety::LockSafetyChecker::new(outline),
-            lost_writes: lost_writes::LostWritesChecker::default(),
+            lost_writes: lost_writes::LostWritesChecker::new(outline),
             fencing: fencing::FencingChecker::new(outline),
             stuck_lock: stuck_lock::StuckLockChecker::new(
                 outline,

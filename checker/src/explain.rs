@@ -11,24 +11,31 @@
 //!    where a fault aimed at the holder cut its links; otherwise, where no fault touched its
 //!    client or its nodes during its hold, a [`Cause::SlowHolder`] (the work outlasted the
 //!    lease); otherwise [`Cause::Unexplained`].
-//! 2. A `lease` double grant (both leases live) is a [`Cause::Hijack`] where a third process
-//!    released the key, successfully, after its own lease had ended, between the two grants:
-//!    a release that does not check its token deletes whoever holds the key then.
+//! 2. A `lease` double grant (both leases live) that rule 3 finds no node story for is a
+//!    [`Cause::Hijack`] where another process than the first holder released the key,
+//!    successfully, on a node the first grant came from, between the two grants: a release
+//!    that does not check its token deletes whoever holds the key then (one that does cannot
+//!    succeed while the first holder's key is there).
 //! 3. Where both grants name their nodes and share some, each shared node granted both, so it
 //!    lost the first key while that lease was live: a [`Cause::RestartHazard`] where it was
 //!    killed and came back between the grants, a [`Cause::ClockJump`] where its clock was set
-//!    forward (or strobed, or drifted) between them. A shared node with neither leaves the
-//!    double grant unexplained.
+//!    forward (or strobed, or drifted) between them. A shared node with neither is rule 2's,
+//!    or leaves the double grant unexplained.
 //! 4. Where they share no node, the lock moved to another master: a [`Cause::SplitBrain`]
-//!    where the first holder's node was cut off before it granted and still cut off when the
-//!    other node granted (two masters at once); a [`Cause::Failover`] where the first node was
-//!    cut off, killed, paused or failed over after its grant and before the second.
+//!    where the first holder's node was cut off when it granted (a master on the minority
+//!    side), or where either node granted while the deployment named other nodes master and
+//!    not it (a master left behind by a failover, or not yet demoted after a heal): two
+//!    masters at once. A [`Cause::Failover`] where the first node was cut off, killed, paused
+//!    or failed over after its grant and before the second.
 //! 5. Anything else is [`Cause::Unexplained`], with the faults active named: that is the case
 //!    a user must look at.
+//!
+//! A stuck lock is explained by rule 6 ([`stuck`]), lost writes by rule 7 ([`lost_writes`]).
 
 use serde::{Deserialize, Serialize};
 
 use crate::lock_safety::{DoubleGrant, Hold};
+use crate::stuck_lock::StuckPeriod;
 use crate::timeline::{Spell, State, Timeline};
 use crate::verdict::seconds;
 use crate::Process;
@@ -123,16 +130,20 @@ impl Explanation {
     }
 }
 
-/// A release, answered `ok`, that came after its hold's lease had ended: a release that does
-/// not check its token deletes whoever holds the key by then (rule 2).
+/// A release answered `ok`: one that checks no token deletes whoever holds the key by then
+/// (rule 2).
 #[derive(Debug, Clone, PartialEq)]
-pub struct LateRelease {
+pub struct Release {
     pub process: Process,
     pub key: String,
     /// `index` of the releasing hold's acquire.
     pub acquire_index: u64,
+    /// Its invoke: the key was deleted after it.
     pub released_ms: f64,
+    /// When the releasing hold's lease ended.
     pub lease_end_ms: f64,
+    /// The nodes its grant came from, where named.
+    pub nodes: Option<Vec<String>>,
 }
 
 /// What the explanations know of a run beyond the finding itself.
@@ -149,6 +160,23 @@ impl Context<'_> {
             Process::Client(p) => Some(format!("client-{}", p % self.workers.max(1) as u64)),
             Process::Nemesis(_) => None,
         }
+    }
+
+    /// The nodes the deployment named master around `at_ms`, allowing for the nemesis's
+    /// polling; `None` where the history records no master at all.
+    fn masters_around(&self, at_ms: f64) -> Option<Vec<&Spell>> {
+        let masters = self
+            .timeline
+            .spells
+            .iter()
+            .filter(|s| s.state == State::Master);
+        let mut masters = masters.peekable();
+        masters.peek()?;
+        Some(
+            masters
+                .filter(|s| s.touches(at_ms - MASTER_POLL_MS, at_ms + MASTER_POLL_MS))
+                .collect(),
+        )
     }
 
     /// Every spell on `nodes` (or the holder's client) on at some time in `[from, to]`.
@@ -168,50 +196,21 @@ impl Context<'_> {
     }
 }
 
-/// Explains a double grant (rules 1 to 5); `late_releases` are those on its key.
-pub fn double_grant(
-    grant: &DoubleGrant,
-    late_releases: &[LateRelease],
-    context: &Context,
-) -> Explanation {
+/// Explains a double grant (rules 1 to 5); `releases` are those on its key.
+pub fn double_grant(grant: &DoubleGrant, releases: &[Release], context: &Context) -> Explanation {
     if grant.kind != "lease" {
         return zombie(grant, context);
     }
     let (first, second) = (&grant.first, &grant.second);
-    if let Some(release) = late_releases.iter().find(|r| {
-        r.key == grant.key
-            && r.process != first.process
-            && r.process != second.process
-            && (first.start_ms..=second.start_ms).contains(&r.released_ms)
-    }) {
-        let mut explained = Explanation::new(
-            Cause::Hijack,
-            format!(
-                "process {} released the key at {}, after its own lease had ended at {}, and \
-                 so deleted process {}'s key: process {} was granted at {} while process {}'s \
-                 lease ran until {}",
-                release.process,
-                seconds(release.released_ms),
-                seconds(release.lease_end_ms),
-                first.process,
-                second.process,
-                seconds(second.start_ms),
-                first.process,
-                seconds(first.lease_end_ms),
-            ),
-        )
-        .resting_on(&[first, second], &[]);
-        explained.ops.push(release.acquire_index);
-        explained.ops.sort_unstable();
-        return explained;
-    }
     let named = |hold: &Hold| hold.nodes.clone().filter(|nodes| !nodes.is_empty());
     let (Some(first_nodes), Some(second_nodes)) = (named(first), named(second)) else {
-        return unexplained(
-            grant,
-            context,
-            "the grants do not name the nodes that gave them",
-        );
+        return hijack(grant, releases).unwrap_or_else(|| {
+            unexplained(
+                grant,
+                context,
+                "the grants do not name the nodes that gave them",
+            )
+        });
     };
     let shared: Vec<&String> = first_nodes
         .iter()
@@ -220,12 +219,68 @@ pub fn double_grant(
     if shared.is_empty() {
         moved(grant, &first_nodes, &second_nodes, context)
     } else {
-        forgotten(grant, &shared, context)
+        forgotten(grant, &shared, releases, context)
     }
 }
 
+/// Rule 2: a release of another process than the first holder, on a node the first holder's
+/// grant came from, between the two grants.
+fn hijack(grant: &DoubleGrant, releases: &[Release]) -> Option<Explanation> {
+    let (first, second) = (&grant.first, &grant.second);
+    let same_node = |release: &Release| match (&release.nodes, &first.nodes) {
+        (Some(theirs), Some(ours)) if !theirs.is_empty() && !ours.is_empty() => {
+            theirs.iter().any(|n| ours.contains(n))
+        }
+        _ => true,
+    };
+    let release = releases.iter().find(|r| {
+        r.key == grant.key
+            && r.process != first.process
+            && (first.start_ms..=second.start_ms).contains(&r.released_ms)
+            && same_node(r)
+    })?;
+    let why = if release.released_ms > release.lease_end_ms {
+        format!(
+            ", after its own lease had ended at {},",
+            seconds(release.lease_end_ms)
+        )
+    } else {
+        " when its own key was gone already (a release that checks no token deletes whoever \
+         holds the key),"
+            .to_string()
+    };
+    let mut explained = Explanation::new(
+        Cause::Hijack,
+        format!(
+            "process {} released the key at {}{why} and so deleted process {}'s key: process {} \
+             was granted at {} while process {}'s lease ran until {}",
+            release.process,
+            seconds(release.released_ms),
+            first.process,
+            second.process,
+            seconds(second.start_ms),
+            first.process,
+            seconds(first.lease_end_ms),
+        ),
+    )
+    .resting_on(&[first, second], &[]);
+    explained.ops.push(release.acquire_index);
+    explained.ops.sort_unstable();
+    explained.ops.dedup();
+    Some(explained)
+}
+
+/// How much later than a client met it the nemesis may record a change of master: it asks the
+/// deployment who is master every 200 ms, and asking takes time of its own.
+const MASTER_POLL_MS: f64 = 500.0;
+
 /// Rule 3: shared nodes that granted both, each having lost the first key.
-fn forgotten(grant: &DoubleGrant, shared: &[&String], context: &Context) -> Explanation {
+fn forgotten(
+    grant: &DoubleGrant,
+    shared: &[&String],
+    releases: &[Release],
+    context: &Context,
+) -> Explanation {
     let (first, second) = (&grant.first, &grant.second);
     let (from, to) = (first.start_ms, second.start_ms);
     // The nemesis records a restart once the node answers again, which may be after the node
@@ -245,14 +300,16 @@ fn forgotten(grant: &DoubleGrant, shared: &[&String], context: &Context) -> Expl
             (Some(spell), _) => (Cause::RestartHazard, spell),
             (None, Some(spell)) => (Cause::ClockJump, spell),
             (None, None) => {
-                return unexplained(
-                    grant,
-                    context,
-                    &format!(
-                        "{node} granted both, and was neither restarted nor had its clock \
-                         moved between the grants"
-                    ),
-                )
+                return hijack(grant, releases).unwrap_or_else(|| {
+                    unexplained(
+                        grant,
+                        context,
+                        &format!(
+                            "{node} granted both, and was neither restarted nor had its clock \
+                             moved between the grants"
+                        ),
+                    )
+                })
             }
         };
         evidence.push(spell);
@@ -343,14 +400,93 @@ fn moved(
         context
             .timeline
             .on(node, &[State::CutOff], from, to)
-            .find(|s| s.start_ms <= from && s.stop_ms.is_none_or(|stop| stop >= to))
+            .find(|s| s.earliest_ms() <= from && s.stop_ms.is_none_or(|stop| stop >= from))
     });
+    // The deployment's master, as the nemesis polled it, may be recorded a little after a
+    // client found it.
+    let promotion = second_nodes.iter().find_map(|node| {
+        context
+            .timeline
+            .on(
+                node,
+                &[State::Master],
+                to - MASTER_POLL_MS,
+                to + MASTER_POLL_MS,
+            )
+            .filter(|s| s.promoted_by.is_some())
+            .last()
+    });
+    let promoted = |side: &str| match promotion {
+        Some(spell) => format!(
+            "{new}, which became master{side} at {}{},",
+            seconds(spell.start_ms),
+            spell
+                .promoted_by
+                .as_ref()
+                .map_or(String::new(), |by| format!(" (promoted by {by})"))
+        ),
+        None => format!("{new}, promoted{side},"),
+    };
+    let evidence = |spell: &Spell| -> Vec<Spell> {
+        std::iter::once(spell).chain(promotion).cloned().collect()
+    };
     if let Some(cut) = cut_before {
         let sentence = format!(
-            "{} and went on granting as master: process {} at {}; {}, promoted on the other \
-             side, granted process {} at {}, while process {}'s lease ran until {}: two \
-             masters at once",
-            cut.phrase_until(to),
+            "{} and went on granting as master: process {} at {}; {} granted process {} at {}, \
+             while process {}'s lease ran until {}: two masters at once",
+            cut.phrase_until(from),
+            first.process,
+            seconds(first.start_ms),
+            promoted(" on the other side"),
+            second.process,
+            seconds(second.start_ms),
+            first.process,
+            seconds(first.lease_end_ms),
+        );
+        let spells = evidence(cut);
+        return Explanation::new(Cause::SplitBrain, sentence)
+            .resting_on(&[first, second], &spells.iter().collect::<Vec<_>>());
+    }
+    // A node the deployment no longer (or not yet) named master that granted all the same
+    // was a second master: the one it was replaced by, or that replaced it, granted the other.
+    let stale = [(first, first_nodes), (second, second_nodes)]
+        .into_iter()
+        .find_map(|(hold, nodes)| {
+            let node = nodes.first()?;
+            let named = context.masters_around(hold.start_ms)?;
+            (!named.iter().any(|m| m.node == *node)).then_some((hold, node, named))
+        });
+    if let Some((hold, node, named)) = stale {
+        let at = hold.start_ms;
+        let masters: Vec<&str> = named
+            .iter()
+            .filter(|s| s.touches(at, at))
+            .map(|s| s.node.as_str())
+            .collect();
+        let demoted = context
+            .timeline
+            .spells
+            .iter()
+            .filter(|s| s.state == State::Master && s.node == *node)
+            .filter_map(|s| s.stop_ms.filter(|&stop| stop <= at))
+            .fold(None, |latest: Option<f64>, stop| {
+                Some(latest.map_or(stop, |l| l.max(stop)))
+            });
+        let sentence = format!(
+            "{node} granted process {} at {} as master, though the deployment {}{}; process {} \
+             held the lock on {old} from {}, and {} granted process {} at {}, while process \
+             {}'s lease ran until {}: two masters at once",
+            hold.process,
+            seconds(at),
+            demoted.map_or("had never named it master".to_string(), |stop| format!(
+                "had named it master no more since {}",
+                seconds(stop)
+            )),
+            if masters.is_empty() {
+                String::new()
+            } else {
+                format!(", naming {} instead", and_list(&masters))
+            },
             first.process,
             seconds(first.start_ms),
             new,
@@ -359,7 +495,8 @@ fn moved(
             first.process,
             seconds(first.lease_end_ms),
         );
-        return Explanation::new(Cause::SplitBrain, sentence).resting_on(&[first, second], &[cut]);
+        let spells: Vec<&Spell> = named.into_iter().chain(promotion).collect();
+        return Explanation::new(Cause::SplitBrain, sentence).resting_on(&[first, second], &spells);
     }
     let went_away = first_nodes.iter().find_map(|node| {
         context
@@ -370,18 +507,17 @@ fn moved(
                 from,
                 to,
             )
-            .find(|s| s.start_ms >= from && s.start_ms <= to)
+            .find(|s| s.start_ms >= from && s.earliest_ms() <= to)
     });
     if let Some(spell) = went_away {
         let sentence = format!(
-            "process {} held the lock on {} from {}; {}; {}, promoted, granted process {} at \
-             {} while process {}'s lease ran until {}: the key process {} set on {} had not \
-             reached {}",
+            "process {} held the lock on {} from {}; {}; {} granted process {} at {} while \
+             process {}'s lease ran until {}: the key process {} set on {} had not reached {}",
             first.process,
             old,
             seconds(first.start_ms),
             spell.phrase_until(to),
-            new,
+            promoted(""),
             second.process,
             seconds(second.start_ms),
             first.process,
@@ -390,12 +526,16 @@ fn moved(
             old,
             new,
         );
-        return Explanation::new(Cause::Failover, sentence).resting_on(&[first, second], &[spell]);
+        let spells = evidence(spell);
+        return Explanation::new(Cause::Failover, sentence)
+            .resting_on(&[first, second], &spells.iter().collect::<Vec<_>>());
     }
     unexplained(
         grant,
         context,
-        &format!("{old} granted the first, {new} the second, and nothing happened to {old} between them"),
+        &format!(
+            "{old} granted the first, {new} the second, and nothing happened to {old} between them"
+        ),
     )
 }
 
@@ -473,6 +613,242 @@ fn zombie(grant: &DoubleGrant, context: &Context) -> Explanation {
     )
 }
 
+/// Explains a stuck period (rule 6): a client that crashed during the lease that ran out
+/// last, the op that set the key, is a [`Cause::CrashedClient`]: the key it left behind
+/// outlived every lease (a `SETNX` whose `EXPIRE` never came, say).
+pub fn stuck(period: &StuckPeriod, context: &Context) -> Explanation {
+    let (since, until) = (period.last_lease_from_ms, period.free_from_ms);
+    let crash = context
+        .timeline
+        .spells
+        .iter()
+        .find(|s| s.state == State::ClientCrashed && (since..=until).contains(&s.start_ms));
+    let refused = format!(
+        "no lease explains the key after {}, yet {} acquires were refused until {}",
+        seconds(period.free_from_ms),
+        period.refused_attempts,
+        if period.recovered {
+            seconds(period.until_ms)
+        } else {
+            format!("the end at {}", seconds(period.until_ms))
+        }
+    );
+    let Some(crash) = crash else {
+        let active: Vec<&Spell> = context
+            .timeline
+            .spells
+            .iter()
+            .filter(|s| s.touches(since, period.first_refused_ms))
+            .collect();
+        let phrases: Vec<String> = active.iter().map(|s| s.phrase()).collect();
+        let sentence = format!(
+            "no mechanism splitbrain knows explains it: {refused}; {}; look at this one",
+            if phrases.is_empty() {
+                "no fault was active".to_string()
+            } else {
+                format!("faults active: {}", phrases.join("; "))
+            }
+        );
+        return Explanation::new(Cause::Unexplained, sentence).resting_on(&[], &active);
+    };
+    let sentence = format!(
+        "{} while it held or was taking the lock; {refused}: the key the crash left behind {}",
+        crash.phrase(),
+        if period.recovered {
+            format!("outlived every lease by {:.1} s", period.stuck_ms / 1000.0)
+        } else {
+            "never expired".to_string()
+        }
+    );
+    Explanation::new(Cause::CrashedClient, sentence).resting_on(&[], &[crash])
+}
+
+/// An acknowledged write, as rule 7 needs it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Write<'a> {
+    pub id: i64,
+    pub process: Process,
+    pub invoked_ms: f64,
+    pub acknowledged_ms: f64,
+    /// When the read its document came from was invoked, where its process read the key
+    /// before (`lock-set` writes the document it read, with its id added).
+    pub read_ms: Option<f64>,
+    /// The node that acknowledged it, where the client named it.
+    pub node: Option<&'a str>,
+}
+
+/// Explains the lost writes of a key (rule 7): `lost` are the acknowledged writes the final
+/// read, invoked at `final_read_ms`, did not hold, in order of acknowledgement; `written`
+/// every acknowledged write to the key.
+///
+/// - A later write of another process whose document was read before a lost write was
+///   acknowledged wrote over it: a [`Cause::Zombie`] where that process was frozen between
+///   its read and its write, a [`Cause::CutOffHolder`] where a fault aimed at it cut it off.
+/// - Otherwise, where the lost writes name the node that acknowledged them: a
+///   [`Cause::SplitBrain`] where that node was cut off when it acknowledged them (a master on
+///   the minority side, whose writes the majority's new master never saw), a
+///   [`Cause::Failover`] where it was cut off, killed, paused or failed over after it
+///   acknowledged them and before the final read.
+pub fn lost_writes(
+    lost: &[Write],
+    written: &[Write],
+    final_read_ms: f64,
+    context: &Context,
+) -> Explanation {
+    let Some(first) = lost.first() else {
+        return Explanation::new(Cause::Unexplained, "nothing was lost".to_string());
+    };
+    let overwriter = written
+        .iter()
+        .filter(|w| w.process != first.process && w.acknowledged_ms > first.acknowledged_ms)
+        .filter(|w| w.read_ms.is_some_and(|read| read < first.acknowledged_ms))
+        .min_by(|a, b| a.acknowledged_ms.total_cmp(&b.acknowledged_ms));
+    if let Some(over) = overwriter {
+        return overwritten(first, over, lost, context);
+    }
+    let last = lost.last().unwrap_or(first);
+    let span = format!(
+        "{} acknowledged {}{}",
+        count_writes(lost.len()),
+        first.node.map_or(String::new(), |n| format!("by {n} ")),
+        if lost.len() == 1 {
+            format!("at {}", seconds(first.acknowledged_ms))
+        } else {
+            format!(
+                "from {} to {}",
+                seconds(first.acknowledged_ms),
+                seconds(last.acknowledged_ms)
+            )
+        }
+    );
+    let were = if lost.len() == 1 { "was" } else { "were" };
+    if let Some(node) = first.node {
+        let cut_while = context
+            .timeline
+            .on(
+                node,
+                &[State::CutOff],
+                first.acknowledged_ms,
+                last.acknowledged_ms,
+            )
+            .find(|s| s.start_ms <= first.acknowledged_ms);
+        if let Some(cut) = cut_while {
+            let sentence = format!(
+                "{span}, while {node} was cut off{} (from {}), {were} lost: a replica was promoted \
+                 on the other side, and {node} went on taking writes as master until it \
+                 rejoined as a replica: two masters at once",
+                if cut.peers.is_empty() {
+                    String::new()
+                } else {
+                    format!(" from {}", cut.peers.join(","))
+                },
+                seconds(cut.start_ms),
+            );
+            return Explanation::new(Cause::SplitBrain, sentence).resting_on(&[], &[cut]);
+        }
+        let went_away = context
+            .timeline
+            .on(
+                node,
+                &[State::CutOff, State::Down, State::Paused, State::Failover],
+                first.acknowledged_ms,
+                final_read_ms,
+            )
+            .find(|s| s.start_ms >= first.acknowledged_ms);
+        if let Some(spell) = went_away {
+            let sentence = format!(
+                "{span} {were} lost: {}, and the replica promoted in its place had not received \
+                 {}",
+                spell.phrase_until(final_read_ms),
+                if lost.len() == 1 { "it" } else { "them" }
+            );
+            return Explanation::new(Cause::Failover, sentence).resting_on(&[], &[spell]);
+        }
+    }
+    let active: Vec<&Spell> = context
+        .timeline
+        .spells
+        .iter()
+        .filter(|s| s.touches(first.invoked_ms, final_read_ms))
+        .collect();
+    let phrases: Vec<String> = active.iter().map(|s| s.phrase()).collect();
+    let sentence = format!(
+        "no mechanism splitbrain knows explains it: {span} {were} lost, and no later write was \
+         made from a document read before them; {}; look at this one",
+        if phrases.is_empty() {
+            "no fault was active".to_string()
+        } else {
+            format!("faults active: {}", phrases.join("; "))
+        }
+    );
+    Explanation::new(Cause::Unexplained, sentence).resting_on(&[], &active)
+}
+
+/// Rule 7's first case: `over` wrote a document read before `first` was acknowledged.
+fn overwritten(first: &Write, over: &Write, lost: &[Write], context: &Context) -> Explanation {
+    let read = over.read_ms.unwrap_or(over.invoked_ms);
+    let lost_by_it = lost
+        .iter()
+        .filter(|w| w.acknowledged_ms > read && w.acknowledged_ms < over.acknowledged_ms)
+        .count();
+    let what = format!(
+        "and wrote it back at {} without the ids acknowledged meanwhile: {} lost, the first \
+         id {}, by process {} at {}",
+        seconds(over.invoked_ms),
+        count_writes(lost_by_it),
+        first.id,
+        first.process,
+        seconds(first.acknowledged_ms)
+    );
+    let client = context.worker(over.process);
+    let near: Vec<&Spell> = context
+        .timeline
+        .spells
+        .iter()
+        .filter(|s| s.touches(read, over.invoked_ms))
+        .collect();
+    let frozen = near
+        .iter()
+        .find(|s| s.state == State::ClientPaused && client.as_deref() == Some(s.node.as_str()));
+    if let Some(pause) = frozen {
+        let sentence = format!(
+            "process {} read the document at {}, was frozen from {} to {} (on {}), {what}",
+            over.process,
+            seconds(read),
+            seconds(pause.start_ms.max(read)),
+            pause.stop_ms.map_or("the end".to_string(), seconds),
+            pause.node,
+        );
+        return Explanation::new(Cause::Zombie, sentence).resting_on(&[], &[pause]);
+    }
+    let cut = near.iter().find(|s| {
+        matches!(s.state, State::Links | State::CutOff)
+            && s.holder.map(Process::Client) == Some(over.process)
+    });
+    if let Some(cut) = cut {
+        let sentence = format!(
+            "process {} read the document at {}, was cut off ({}, {}), {what}",
+            over.process,
+            seconds(read),
+            cut.fault,
+            cut.phrase_until(over.invoked_ms),
+        );
+        return Explanation::new(Cause::CutOffHolder, sentence).resting_on(&[], &[cut]);
+    }
+    let sentence = format!(
+        "no mechanism splitbrain knows explains why two processes held the lock: process {} \
+         read the document at {}, {what}; look at this one",
+        over.process,
+        seconds(read),
+    );
+    Explanation::new(Cause::Unexplained, sentence).resting_on(&[], &near)
+}
+
+/// `1 write`, `412 writes`.
+fn count_writes(n: usize) -> String {
+    format!("{n} write{}", if n == 1 { "" } else { "s" })
+}
+
 /// Rule 5: what is known, and the faults active from the first grant to the end of the
 /// overlap, named.
 fn unexplained(grant: &DoubleGrant, context: &Context, known: &str) -> Explanation {
@@ -490,9 +866,8 @@ fn unexplained(grant: &DoubleGrant, context: &Context, known: &str) -> Explanati
         let phrases: Vec<String> = active.iter().map(|s| s.phrase()).collect();
         format!("faults active: {}", phrases.join("; "))
     };
-    let sentence = format!(
-        "no mechanism splitbrain knows explains it: {known}; {faults}; look at this one"
-    );
+    let sentence =
+        format!("no mechanism splitbrain knows explains it: {known}; {faults}; look at this one");
     Explanation::new(Cause::Unexplained, sentence).resting_on(&[first, second], &active)
 }
 
@@ -540,8 +915,16 @@ mod tests {
         }
 
         /// `process` asks at `at_ms` and is granted at `ok_ms` by `nodes`, for `validity_ms`.
-        fn grant(&mut self, process: u64, at_ms: u64, ok_ms: u64, validity_ms: u64, nodes: &[&str]) -> &mut Self {
-            let mut invoke = Op::new(Process::Client(process), OpType::Invoke, "acquire").key("lock");
+        fn grant(
+            &mut self,
+            process: u64,
+            at_ms: u64,
+            ok_ms: u64,
+            validity_ms: u64,
+            nodes: &[&str],
+        ) -> &mut Self {
+            let mut invoke =
+                Op::new(Process::Client(process), OpType::Invoke, "acquire").key("lock");
             invoke.ttl_ms = Some(validity_ms);
             let mut ok = Op::new(Process::Client(process), OpType::Ok, "acquire")
                 .key("lock")
@@ -553,10 +936,19 @@ mod tests {
 
         fn release(&mut self, process: u64, at_ms: u64, outcome: OpType) -> &mut Self {
             let op = |kind| Op::new(Process::Client(process), kind, "release").key("lock");
-            self.push(op(OpType::Invoke), at_ms).push(op(outcome), at_ms + 1)
+            self.push(op(OpType::Invoke), at_ms)
+                .push(op(outcome), at_ms + 1)
         }
 
-        fn fault(&mut self, f: &str, at_ms: u64, fault: &str, nodes: &[&str], value: Value, measured: Value) -> &mut Self {
+        fn fault(
+            &mut self,
+            f: &str,
+            at_ms: u64,
+            fault: &str,
+            nodes: &[&str],
+            value: Value,
+            measured: Value,
+        ) -> &mut Self {
             let mut op = Op::new(Process::NEMESIS, OpType::Info, f)
                 .nodes(nodes.iter().map(|n| n.to_string()).collect());
             op.fault = Some(fault.to_string());
@@ -577,7 +969,12 @@ mod tests {
                 .double_grants
                 .iter()
                 .chain(&safety.fenced_double_grants)
-                .map(|grant| grant.explanation.clone().expect("every double grant is explained"))
+                .map(|grant| {
+                    grant
+                        .explanation
+                        .clone()
+                        .expect("every double grant is explained")
+                })
                 .collect()
         }
     }
@@ -618,8 +1015,14 @@ mod tests {
                 .grant(0, 1_000, 1_010, 10_000, &["n1", "n2", "n3"])
                 .grant(1, 3_000, 3_010, 10_000, &["n3", "n4", "n5"]);
             let explained = history.explained();
-            assert_eq!(causes(&explained), vec![Cause::Unexplained], "kill {start}-{stop}");
-            assert!(explained[0].sentence.contains("n3 granted both, and was neither restarted"));
+            assert_eq!(
+                causes(&explained),
+                vec![Cause::Unexplained],
+                "kill {start}-{stop}"
+            );
+            assert!(explained[0]
+                .sentence
+                .contains("n3 granted both, and was neither restarted"));
         }
     }
 
@@ -628,12 +1031,28 @@ mod tests {
         let mut history = History::default();
         history
             .grant(0, 1_000, 1_001, 5_000, &["n1"])
-            .fault("start", 1_500, "kill-holder", &["n1"], Value::Null, json!({"holder": 0, "granted_by": ["n1"]}))
-            .fault("stop", 1_600, "kill-holder", &["n1"], Value::Null, Value::Null)
+            .fault(
+                "start",
+                1_500,
+                "kill-holder",
+                &["n1"],
+                Value::Null,
+                json!({"holder": 0, "granted_by": ["n1"]}),
+            )
+            .fault(
+                "stop",
+                1_600,
+                "kill-holder",
+                &["n1"],
+                Value::Null,
+                Value::Null,
+            )
             .grant(1, 1_700, 1_701, 5_000, &["n1"]);
         let explained = history.explained();
         assert_eq!(causes(&explained), vec![Cause::RestartHazard]);
-        assert!(explained[0].sentence.ends_with("n1 then granted process 1 at 1.701s"));
+        assert!(explained[0]
+            .sentence
+            .ends_with("n1 then granted process 1 at 1.701s"));
     }
 
     #[test]
@@ -642,10 +1061,23 @@ mod tests {
             let mut history = History::default();
             history
                 .grant(0, 1_000, 1_010, 10_000, &REDLOCK[..3])
-                .fault("start", 2_000, "clock-holder", &["n2", "n3"], json!({"offset_ms": 3000}),
-                    json!({"skew_ms": {"n2": offset, "n3": offset}, "holder": 0}))
+                .fault(
+                    "start",
+                    2_000,
+                    "clock-holder",
+                    &["n2", "n3"],
+                    json!({"offset_ms": 3000}),
+                    json!({"skew_ms": {"n2": offset, "n3": offset}, "holder": 0}),
+                )
                 .grant(1, 3_000, 3_010, 10_000, &REDLOCK[1..4])
-                .fault("stop", 4_000, "clock-holder", &["n2", "n3"], Value::Null, Value::Null);
+                .fault(
+                    "stop",
+                    4_000,
+                    "clock-holder",
+                    &["n2", "n3"],
+                    Value::Null,
+                    Value::Null,
+                );
             let explained = history.explained();
             assert_eq!(causes(&explained), vec![cause], "offset {offset}");
             if cause == Cause::ClockJump {
@@ -662,7 +1094,14 @@ mod tests {
         let mut history = History::default();
         history
             .grant(0, 1_000, 1_001, 5_000, &["n1"])
-            .fault("start", 2_000, "failover", &[], json!({"pick": 1}), json!({"master": "n1", "asked": "n2"}))
+            .fault(
+                "start",
+                2_000,
+                "failover",
+                &[],
+                json!({"pick": 1}),
+                json!({"master": "n1", "asked": "n2"}),
+            )
             .grant(1, 3_000, 3_001, 5_000, &["n2"])
             .fault("stop", 3_500, "failover", &[], Value::Null, Value::Null);
         let explained = history.explained();
@@ -676,14 +1115,81 @@ mod tests {
     }
 
     #[test]
+    fn a_failover_names_the_promotion_the_nemesis_recorded() {
+        let mut promoted = master(&["n2"]);
+        promoted.measured = Some(json!({"from": ["n1"], "by": "sentinel"}));
+        let mut history = History::default();
+        history
+            .push(master(&["n1"]), 0)
+            .grant(0, 1_000, 1_001, 5_000, &["n1"])
+            .fault("start", 2_000, "kill", &["n1"], Value::Null, Value::Null)
+            .push(promoted, 3_200)
+            .grant(1, 3_000, 3_001, 5_000, &["n2"]);
+        let explained = history.explained();
+        assert_eq!(causes(&explained), vec![Cause::Failover]);
+        assert!(explained[0].sentence.contains(
+            "n1 was killed at 2.000s; n2, which became master at 3.200s (promoted by sentinel), \
+             granted process 1 at 3.001s"
+        ), "{}", explained[0].sentence);
+        assert_eq!(explained[0].spells.len(), 2);
+    }
+
+    /// The nemesis's record of who is master.
+    fn master(nodes: &[&str]) -> Op {
+        Op::new(Process::NEMESIS, OpType::Info, "master")
+            .nodes(nodes.iter().map(|n| n.to_string()).collect())
+    }
+
+    #[test]
+    fn a_node_granting_when_the_deployment_named_another_master_is_a_split_brain() {
+        let mut history = History::default();
+        history
+            .push(master(&["n1"]), 0)
+            .fault(
+                "start",
+                100,
+                "failover",
+                &[],
+                Value::Null,
+                json!({"master": "n1"}),
+            )
+            .push(master(&["n3"]), 500)
+            .grant(0, 2_000, 2_001, 5_000, &["n1"])
+            .grant(1, 3_000, 3_001, 5_000, &["n3"]);
+        let explained = history.explained();
+        assert_eq!(causes(&explained), vec![Cause::SplitBrain]);
+        assert_eq!(
+            explained[0].sentence,
+            "n1 granted process 0 at 2.001s as master, though the deployment had named it master \
+             no more since 0.500s, naming n3 instead; process 0 held the lock on n1 from 2.001s, \
+             and n3 granted process 1 at 3.001s, while process 0's lease ran until 7.000s: two \
+             masters at once"
+        );
+    }
+
+    #[test]
     fn a_master_cut_off_before_it_granted_and_still_cut_off_at_the_second_grant_is_a_split_brain() {
         let grudge = json!({"grudge": {"n1": ["n2", "n3"], "n2": ["n1"], "n3": ["n1"]}});
         let mut history = History::default();
         history
-            .fault("start", 500, "partition-primary", &["n1", "n2", "n3"], Value::Null, grudge.clone())
+            .fault(
+                "start",
+                500,
+                "partition-primary",
+                &["n1", "n2", "n3"],
+                Value::Null,
+                grudge.clone(),
+            )
             .grant(0, 1_000, 1_001, 5_000, &["n1"])
             .grant(1, 3_000, 3_001, 5_000, &["n2"])
-            .fault("stop", 5_000, "partition-primary", &["n1", "n2", "n3"], Value::Null, Value::Null);
+            .fault(
+                "stop",
+                5_000,
+                "partition-primary",
+                &["n1", "n2", "n3"],
+                Value::Null,
+                Value::Null,
+            );
         let explained = history.explained();
         assert_eq!(causes(&explained), vec![Cause::SplitBrain]);
         assert!(explained[0].sentence.starts_with(
@@ -695,7 +1201,14 @@ mod tests {
         let mut history = History::default();
         history
             .grant(0, 1_000, 1_001, 5_000, &["n1"])
-            .fault("start", 1_500, "partition-primary", &["n1", "n2", "n3"], Value::Null, grudge)
+            .fault(
+                "start",
+                1_500,
+                "partition-primary",
+                &["n1", "n2", "n3"],
+                Value::Null,
+                grudge,
+            )
             .grant(1, 3_000, 3_001, 5_000, &["n2"]);
         assert_eq!(causes(&history.explained()), vec![Cause::Failover]);
     }
@@ -709,10 +1222,14 @@ mod tests {
             .grant(1, 3_000, 3_001, 5_000, &["n2"]);
         let explained = history.explained();
         assert_eq!(causes(&explained), vec![Cause::Unexplained]);
-        assert!(explained[0].sentence.contains(
-            "n1 granted the first, n2 the second, and nothing happened to n1 between them; \
+        assert!(
+            explained[0].sentence.contains(
+                "n1 granted the first, n2 the second, and nothing happened to n1 between them; \
              faults active: n3 was killed at 2.000s; look at this one"
-        ), "{}", explained[0].sentence);
+            ),
+            "{}",
+            explained[0].sentence
+        );
     }
 
     /// Processes 0 to 2 on workers client-0 to client-2.
@@ -734,12 +1251,27 @@ mod tests {
                 .release(0, 5_100, OpType::Ok);
             if frozen {
                 history
-                    .fault("start", 1_100, "client-pause", &["client-0"], json!({"pause_ms": 4000}), Value::Null)
-                    .fault("stop", 5_000, "client-pause", &["client-0"], Value::Null, Value::Null);
+                    .fault(
+                        "start",
+                        1_100,
+                        "client-pause",
+                        &["client-0"],
+                        json!({"pause_ms": 4000}),
+                        Value::Null,
+                    )
+                    .fault(
+                        "stop",
+                        5_000,
+                        "client-pause",
+                        &["client-0"],
+                        Value::Null,
+                        Value::Null,
+                    );
             }
             let explained = history.explained();
             assert_eq!(causes(&explained), vec![cause]);
-            let tail = "its lease ended at 2.000s; process 1 was granted at 2.501s; process 0 went on as \
+            let tail =
+                "its lease ended at 2.000s; process 1 was granted at 2.501s; process 0 went on as \
                         holder until 5.100s";
             let expected = if frozen {
                 format!("process 0 (on client-0) was frozen from 1.100s to 5.000s, inside its critical section; {tail}")
@@ -756,7 +1288,14 @@ mod tests {
         workers(&mut history);
         history
             .grant(0, 1_000, 1_001, 1_000, &["n1"])
-            .fault("start", 1_100, "client-pause", &["client-2"], json!({"pause_ms": 4000}), Value::Null)
+            .fault(
+                "start",
+                1_100,
+                "client-pause",
+                &["client-2"],
+                json!({"pause_ms": 4000}),
+                Value::Null,
+            )
             .grant(1, 2_500, 2_501, 5_000, &["n1"])
             .release(0, 5_100, OpType::Ok);
         assert_eq!(causes(&history.explained()), vec![Cause::SlowHolder]);
@@ -768,9 +1307,23 @@ mod tests {
         workers(&mut history);
         history
             .grant(0, 1_000, 1_001, 1_000, &["n1"])
-            .fault("start", 1_050, "link-drop-holder", &["g0->n1"], Value::Null, json!({"holder": 0, "granted_by": ["n1"]}))
+            .fault(
+                "start",
+                1_050,
+                "link-drop-holder",
+                &["g0->n1"],
+                Value::Null,
+                json!({"holder": 0, "granted_by": ["n1"]}),
+            )
             .grant(1, 2_500, 2_501, 5_000, &["n1"])
-            .fault("stop", 4_000, "link-drop-holder", &["g0->n1"], Value::Null, Value::Null)
+            .fault(
+                "stop",
+                4_000,
+                "link-drop-holder",
+                &["g0->n1"],
+                Value::Null,
+                Value::Null,
+            )
             .release(0, 5_100, OpType::Ok);
         let explained = history.explained();
         assert_eq!(causes(&explained), vec![Cause::CutOffHolder]);
@@ -782,7 +1335,10 @@ mod tests {
 
     #[test]
     fn a_late_release_that_succeeded_between_two_live_leases_is_a_hijack() {
-        for (outcome, cause) in [(OpType::Ok, Cause::Hijack), (OpType::Fail, Cause::Unexplained)] {
+        for (outcome, cause) in [
+            (OpType::Ok, Cause::Hijack),
+            (OpType::Fail, Cause::Unexplained),
+        ] {
             let mut history = History::default();
             workers(&mut history);
             history
@@ -793,7 +1349,11 @@ mod tests {
             let explained = history.explained();
             // Process 0 was a slow holder over process 1's grant; process 2's came after its
             // release deleted process 1's key.
-            assert_eq!(causes(&explained), vec![Cause::SlowHolder, cause], "{outcome:?}");
+            assert_eq!(
+                causes(&explained),
+                vec![Cause::SlowHolder, cause],
+                "{outcome:?}"
+            );
             if cause == Cause::Hijack {
                 assert_eq!(
                     explained[1].sentence,
@@ -803,6 +1363,55 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn a_release_of_a_holder_whose_key_was_gone_or_of_the_next_holder_itself_is_a_hijack() {
+        let mut history = History::default();
+        history
+            .grant(0, 1_000, 1_001, 5_000, &["n1"])
+            .grant(1, 2_000, 2_001, 5_000, &["n1"])
+            .release(1, 2_500, OpType::Ok)
+            .grant(2, 3_000, 3_001, 5_000, &["n1"]);
+        let explained = history.explained();
+        assert_eq!(causes(&explained), vec![Cause::Unexplained, Cause::Hijack]);
+        assert!(
+            explained[1].sentence.starts_with(
+                "process 1 released the key at 2.500s when its own key was gone already"
+            ),
+            "{}",
+            explained[1].sentence
+        );
+
+        // A zombie's release deletes the next holder's key, and the zombie takes the lock again.
+        let mut history = History::default();
+        workers(&mut history);
+        history
+            .grant(0, 1_000, 1_001, 1_000, &["n1"])
+            .grant(1, 2_500, 2_501, 5_000, &["n1"])
+            .release(0, 3_000, OpType::Ok)
+            .grant(0, 3_500, 3_501, 5_000, &["n1"]);
+        let explained = history.explained();
+        assert_eq!(causes(&explained), vec![Cause::SlowHolder, Cause::Hijack]);
+        assert!(explained[1].sentence.ends_with(
+            "and so deleted process 1's key: process 0 was granted at 3.501s while process 1's \
+             lease ran until 7.500s"
+        ), "{}", explained[1].sentence);
+    }
+
+    #[test]
+    fn a_release_on_another_master_hijacks_nothing() {
+        let mut history = History::default();
+        history
+            .grant(0, 1_000, 1_001, 5_000, &["n1"])
+            .grant(1, 1_200, 1_201, 5_000, &["n2"])
+            .release(1, 1_500, OpType::Ok)
+            .grant(2, 2_000, 2_001, 5_000, &["n1"]);
+        let explained = history.explained();
+        assert!(
+            !causes(&explained).contains(&Cause::Hijack),
+            "{explained:?}"
+        );
     }
 
     #[test]

@@ -49,7 +49,7 @@ use foldhash::{HashMap, HashSet};
 
 use serde::{Deserialize, Serialize};
 
-use crate::explain::{self, Context, Explanation, LateRelease};
+use crate::explain::{self, Context, Explanation, Release};
 use crate::operation::ms;
 use crate::stream::{replay, Checker, Event, Outline, Smallest};
 use crate::timeline::Timeline;
@@ -234,11 +234,11 @@ pub struct LockSafetyChecker {
     /// What the faults did to each node and client, for the explanations.
     timeline: Timeline,
     workers: usize,
-    /// Holds released after their lease ended, whose release has not come back yet.
+    /// Holds ended by a release that has not come back yet.
     releasing: HashMap<Process, Candidate>,
-    /// Such releases answered `ok`, as long as a double grant to be reported may follow them:
-    /// with a release that checks no token, each deleted whoever held the key then.
-    late_releases: Vec<LateRelease>,
+    /// Releases answered `ok`, for as long as a double grant still to be found may have one
+    /// between its grants: a release that checks no token deletes whoever holds the key.
+    releases: Vec<Release>,
     /// Whether ops come in time order, so that what ended before "now" can be forgotten.
     forgets: bool,
     now: u64,
@@ -289,6 +289,9 @@ struct Pair {
     second: Candidate,
     kind: &'static str,
     overlap: u64,
+    /// Made when the pair is recorded among the first few, while the releases between its
+    /// grants are still known.
+    explanation: Option<Explanation>,
 }
 
 impl Pair {
@@ -329,9 +332,9 @@ impl LockSafetyChecker {
             tracker: HoldTracker::new(outline),
             faults: outline.windows(),
             timeline: Timeline::of(&outline.nemesis),
-            workers: outline.inferred_concurrency(),
+            workers: outline.workers(),
             releasing: HashMap::default(),
-            late_releases: Vec::new(),
+            releases: Vec::new(),
             forgets: outline.in_time_order,
             now: 0,
             ended: Vec::new(),
@@ -342,17 +345,7 @@ impl LockSafetyChecker {
             undecided: Vec::new(),
             since_forgetting: 0,
             forget_every: FORGET_EVERY,
-            tally: Tally {
-                definite: 0,
-                stale: 0,
-                fenced: 0,
-                possible: 0,
-                first_definite: Smallest::new(REPORTED_VIOLATIONS),
-                first_fenced: Smallest::new(REPORTED_VIOLATIONS),
-                possible_groups: HashMap::default(),
-                groups_done: 0,
-                first_groups: Smallest::new(REPORTED_VIOLATIONS),
-            },
+            tally: Tally::new(),
         }
     }
 
@@ -372,29 +365,27 @@ impl LockSafetyChecker {
             .push((invoked, outcome));
     }
 
-    /// Keeps a release that came after its lease for the explanations, unless no double grant
-    /// still to be reported can come after it.
-    fn late_release(&mut self, hold: Candidate) {
+    /// Keeps a release for the explanations, unless no double grant still to be reported can
+    /// come after it.
+    fn released(&mut self, hold: Candidate) {
         let reported_until = self.tally.first_definite.bound().map(|order| order.0);
         if reported_until.is_some_and(|until| hold.end > until) {
             return;
         }
-        if let Some(until) = reported_until {
-            self.late_releases
-                .retain(|release| release.released_ms <= ms(until));
-        }
-        self.late_releases.push(LateRelease {
+        self.releases.push(Release {
             process: hold.process,
             key: hold.key,
             acquire_index: hold.acquire_index,
             released_ms: ms(hold.end),
             lease_end_ms: ms(hold.lease_end),
+            nodes: hold.nodes,
         });
     }
 
     /// Compares a hold that just ended with the ended holds on its key, then keeps it.
     fn compare(&mut self, hold: Candidate) {
         let on_key = self.retained.entry(hold.key.clone()).or_default();
+        let mut found = Vec::new();
         for other in on_key.iter() {
             if other.process == hold.process || (!other.certain && !hold.certain) {
                 continue;
@@ -418,9 +409,10 @@ impl LockSafetyChecker {
                 second: later.clone(),
                 kind,
                 overlap,
+                explanation: None,
             };
             if kind == "lease" {
-                self.tally.record(pair);
+                found.push(pair);
                 continue;
             }
             let zombies: Vec<&Candidate> = [earlier, later]
@@ -428,7 +420,7 @@ impl LockSafetyChecker {
                 .filter(|c| c.end.min(c.lease_end) <= later.start)
                 .collect();
             if zombies.iter().any(|z| z.fence.is_none()) {
-                self.tally.record(pair);
+                found.push(pair);
                 continue;
             }
             let zombies = zombies
@@ -447,6 +439,52 @@ impl LockSafetyChecker {
             self.undecided.push(Undecided { pair, zombies });
         }
         on_key.push(hold);
+        for pair in found {
+            self.record(pair);
+        }
+    }
+
+    /// Counts an overlap whose kind is settled, explaining it first if it is among the first
+    /// few to be reported.
+    fn record(&mut self, mut pair: Pair) {
+        let order = pair.order();
+        let reported = match pair.kind {
+            "fenced" => self.tally.first_fenced.would_keep(&order),
+            _ => pair.certain() && self.tally.first_definite.would_keep(&order),
+        };
+        if reported {
+            let context = Context {
+                timeline: &self.timeline,
+                workers: self.workers,
+            };
+            let on_key: Vec<Release> = self
+                .releases
+                .iter()
+                .filter(|r| r.key == pair.first.key)
+                .cloned()
+                .collect();
+            let grant = self.double_grant(&pair);
+            pair.explanation = Some(explain::double_grant(&grant, &on_key, &context));
+        }
+        self.tally.record(pair);
+    }
+
+    /// A pair as the result reports it.
+    fn double_grant(&self, pair: &Pair) -> DoubleGrant {
+        DoubleGrant {
+            key: pair.first.key.clone(),
+            kind: pair.kind.to_string(),
+            first: pair.first.to_hold(),
+            second: pair.second.to_hold(),
+            overlap_ms: ms(pair.overlap),
+            faults: self
+                .faults
+                .iter()
+                .filter(|w| w.start < pair.second.start + pair.overlap && w.stop > pair.first.start)
+                .map(|w| w.to_window())
+                .collect(),
+            explanation: pair.explanation.clone(),
+        }
     }
 
     /// Forgets the ended holds no hold still to come can overlap, and the accesses no fenced
@@ -483,6 +521,15 @@ impl LockSafetyChecker {
             }
         }
         self.retained.retain(|_, on_key| !on_key.is_empty());
+        // A double grant still to be found is between holds retained or still to end: a
+        // release before all of them began lies between the grants of none.
+        let earliest_retained = self.retained.values().flatten().map(|hold| hold.start);
+        let floor = ms(earliest_retained.fold(horizon, u64::min));
+        let reported_until = self.tally.first_definite.bound().map(|order| ms(order.0));
+        self.releases.retain(|release| {
+            release.released_ms >= floor
+                && reported_until.is_none_or(|until| release.released_ms <= until)
+        });
         let mut floors: HashMap<Process, u64> = HashMap::default();
         let fenced = self
             .retained
@@ -522,7 +569,7 @@ impl LockSafetyChecker {
             if zombies.iter().all(|z| z.refused) {
                 pair.kind = "fenced";
             }
-            self.tally.record(pair);
+            self.record(pair);
         }
     }
 }
@@ -544,9 +591,9 @@ impl Checker for LockSafetyChecker {
                 self.storage_access(invoke, completion.kind);
             }
             Event::Complete { invoke, completion } if invoke.f == "release" => {
-                let late = self.releasing.remove(&invoke.process);
-                if let Some(hold) = late.filter(|_| completion.kind == OpType::Ok) {
-                    self.late_release(hold);
+                let released = self.releasing.remove(&invoke.process);
+                if let Some(hold) = released.filter(|_| completion.kind == OpType::Ok) {
+                    self.released(hold);
                 }
             }
             _ => {}
@@ -558,7 +605,7 @@ impl Checker for LockSafetyChecker {
         self.now = self.now.max(time);
         self.tracker.observe(event, &mut self.ended);
         for hold in std::mem::take(&mut self.ended) {
-            if hold.ended_by == "release" && hold.end > hold.lease_end {
+            if hold.ended_by == "release" {
                 self.releasing.insert(hold.process, hold.clone());
             }
             self.compare(hold);
@@ -581,36 +628,9 @@ impl Checker for LockSafetyChecker {
             {
                 pair.kind = "fenced";
             }
-            self.tally.record(pair);
+            self.record(pair);
         }
-        let faults = &self.faults;
-        let context = Context {
-            timeline: &self.timeline,
-            workers: self.workers,
-        };
-        let to_double_grant = |pair: &Pair| DoubleGrant {
-            key: pair.first.key.clone(),
-            kind: pair.kind.to_string(),
-            first: pair.first.to_hold(),
-            second: pair.second.to_hold(),
-            overlap_ms: ms(pair.overlap),
-            faults: faults
-                .iter()
-                .filter(|w| w.start < pair.second.start + pair.overlap && w.stop > pair.first.start)
-                .map(|w| w.to_window())
-                .collect(),
-            explanation: None,
-        };
-        let explained = |pair: &Pair| {
-            let mut grant = to_double_grant(pair);
-            grant.explanation = Some(explain::double_grant(
-                &grant,
-                &self.late_releases,
-                &context,
-            ));
-            grant
-        };
-        let mut tally = self.tally;
+        let mut tally = std::mem::replace(&mut self.tally, Tally::new());
         let open: Vec<u64> = tally.possible_groups.keys().copied().collect();
         for acquire in open {
             tally.close_group(acquire);
@@ -632,7 +652,7 @@ impl Checker for LockSafetyChecker {
                 .first_definite
                 .into_sorted()
                 .iter()
-                .map(explained)
+                .map(|pair| self.double_grant(pair))
                 .collect(),
             possible_double_grant_count: tally.possible,
             possible_double_grant_acquires: tally.groups_done,
@@ -646,7 +666,7 @@ impl Checker for LockSafetyChecker {
                         key: unknown.key.clone(),
                         unknown_acquire: unknown.to_hold(),
                         overlapped_holds: *overlapped_holds,
-                        first: to_double_grant(first),
+                        first: self.double_grant(first),
                     }
                 })
                 .collect(),
@@ -655,13 +675,27 @@ impl Checker for LockSafetyChecker {
                 .first_fenced
                 .into_sorted()
                 .iter()
-                .map(explained)
+                .map(|pair| self.double_grant(pair))
                 .collect(),
         }
     }
 }
 
 impl Tally {
+    fn new() -> Tally {
+        Tally {
+            definite: 0,
+            stale: 0,
+            fenced: 0,
+            possible: 0,
+            first_definite: Smallest::new(REPORTED_VIOLATIONS),
+            first_fenced: Smallest::new(REPORTED_VIOLATIONS),
+            possible_groups: HashMap::default(),
+            groups_done: 0,
+            first_groups: Smallest::new(REPORTED_VIOLATIONS),
+        }
+    }
+
     /// Counts the group of an unknown acquire that no overlap can join any more, and keeps it
     /// if it is among the first.
     fn close_group(&mut self, acquire: u64) {

@@ -28,10 +28,15 @@ use std::collections::{BTreeMap, HashSet};
 
 use serde::{Deserialize, Serialize};
 
+use foldhash::HashMap;
+
+use crate::explain::{self, Context, Explanation};
 use crate::lock_safety::REPORTED_VIOLATIONS;
-use crate::stream::{replay, Checker, Event};
+use crate::operation::ms;
+use crate::stream::{replay, Checker, Event, Outline};
+use crate::timeline::Timeline;
 use crate::verdict::{count, Checked};
-use crate::{Op, OpType, Valid};
+use crate::{Op, OpType, Process, Valid};
 
 /// The result of the lost-writes check: totals over all keys, and each key's own result.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -80,27 +85,43 @@ pub struct KeyResult {
     pub unexpected: Vec<i64>,
     pub duplicate_count: usize,
     pub duplicates: Vec<i64>,
+    /// Why its lost writes were lost, where it lost some.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub explanation: Option<Explanation>,
 }
 
 /// Checks a `lock-set` history for lost, unexpected and duplicated ids.
 pub fn check(history: &[Op]) -> LostWrites {
-    replay(history, LostWritesChecker::default())
+    replay(history, LostWritesChecker::new(&Outline::of(history)))
 }
 
 /// The lost-writes check as a stream: it keeps every add's id and outcome, which it must, and
 /// only each key's latest `ok` read.
-#[derive(Default)]
 pub struct LostWritesChecker {
     adds: BTreeMap<String, Vec<Add>>,
     final_reads: BTreeMap<String, FinalRead>,
+    /// When each process's latest `ok` read of each key was invoked: the document a
+    /// `lock-set` client writes is the one it read, with its id added.
+    last_read: HashMap<(Process, String), u64>,
+    /// The nodes that acknowledged adds, each named once, for [`Add::node`].
+    nodes: Vec<String>,
+    /// What the faults did to each node and client, for the explanations.
+    timeline: Timeline,
+    workers: usize,
 }
 
-/// An add, as rule 2 to 4 need it.
+/// An add, as rule 2 to 4 and the explanations need it.
 struct Add {
     id: i64,
     /// `None` if never completed.
     outcome: Option<OpType>,
     completed: Option<u64>,
+    invoked: u64,
+    process: Process,
+    /// When the read its document came from was invoked.
+    read: Option<u64>,
+    /// The node that acknowledged it, as an index into [`LostWritesChecker::nodes`].
+    node: Option<u16>,
 }
 
 /// A key's last `ok` read.
@@ -113,6 +134,30 @@ struct FinalRead {
 }
 
 impl LostWritesChecker {
+    pub fn new(outline: &Outline) -> LostWritesChecker {
+        LostWritesChecker {
+            adds: BTreeMap::new(),
+            final_reads: BTreeMap::new(),
+            last_read: HashMap::default(),
+            nodes: Vec::new(),
+            timeline: Timeline::of(&outline.nemesis),
+            workers: outline.workers(),
+        }
+    }
+
+    /// The index of the node that acknowledged `completion`, where it names one.
+    fn node_of(&mut self, completion: Option<&Op>) -> Option<u16> {
+        let name = completion?.node.as_ref()?.first()?;
+        let index = match self.nodes.iter().position(|n| n == name) {
+            Some(index) => index,
+            None => {
+                self.nodes.push(name.clone());
+                self.nodes.len() - 1
+            }
+        };
+        u16::try_from(index).ok()
+    }
+
     fn add(&mut self, invoke: &Op, completion: Option<&Op>) {
         let Some(id) = invoke
             .value
@@ -122,12 +167,19 @@ impl LostWritesChecker {
         else {
             return;
         };
+        let key = key_of(invoke, completion);
         let add = Add {
             id,
             outcome: completion.map(|op| op.kind),
             completed: completion.map(|op| op.time),
+            invoked: invoke.time,
+            process: invoke.process,
+            read: self
+                .last_read
+                .get(&(invoke.process, key.to_string()))
+                .copied(),
+            node: self.node_of(completion),
         };
-        let key = key_of(invoke, completion);
         match self.adds.get_mut(key) {
             Some(adds) => adds.push(add),
             None => {
@@ -149,6 +201,8 @@ impl LostWritesChecker {
                 .unwrap_or_default(),
         };
         let key = key_of(invoke, Some(completion));
+        self.last_read
+            .insert((invoke.process, key.to_string()), invoke.time);
         match self.final_reads.get_mut(key) {
             Some(latest) if read.index > latest.index => *latest = read,
             Some(_) => {}
@@ -194,7 +248,12 @@ impl Checker for LostWritesChecker {
                 .into_iter()
                 .map(|key| {
                     let on_key = self.adds.get(key).map_or(&[][..], Vec::as_slice);
-                    check_key(key, on_key, self.final_reads.get(key))
+                    let read = self.final_reads.get(key);
+                    let mut result = check_key(key, on_key, read);
+                    if let Some(read) = read.filter(|_| result.lost_count > 0) {
+                        result.explanation = Some(self.explain(on_key, read));
+                    }
+                    result
                 })
                 .collect()
         };
@@ -214,6 +273,39 @@ impl Checker for LostWritesChecker {
             duplicate_count: total(|k| k.duplicate_count),
             keys,
         }
+    }
+}
+
+impl LostWritesChecker {
+    /// Rule 7 of [`explain`]: why the acknowledged adds the final read lacks were lost.
+    fn explain(&self, adds: &[Add], read: &FinalRead) -> Explanation {
+        let present: HashSet<i64> = read.ids.iter().copied().collect();
+        let write = |add: &Add| explain::Write {
+            id: add.id,
+            process: add.process,
+            invoked_ms: ms(add.invoked),
+            acknowledged_ms: ms(add.completed.unwrap_or(add.invoked)),
+            read_ms: add.read.map(ms),
+            node: add
+                .node
+                .and_then(|n| self.nodes.get(usize::from(n)))
+                .map(String::as_str),
+        };
+        let acknowledged = |add: &&Add| add.outcome == Some(OpType::Ok);
+        let written: Vec<explain::Write> = adds.iter().filter(acknowledged).map(write).collect();
+        let mut lost: Vec<explain::Write> = adds
+            .iter()
+            .filter(acknowledged)
+            .filter(|add| !present.contains(&add.id))
+            .filter(|add| add.completed.is_some_and(|ok| ok < read.began))
+            .map(write)
+            .collect();
+        lost.sort_by(|a, b| a.acknowledged_ms.total_cmp(&b.acknowledged_ms));
+        let context = Context {
+            timeline: &self.timeline,
+            workers: self.workers,
+        };
+        explain::lost_writes(&lost, &written, ms(read.began), &context)
     }
 }
 
@@ -240,6 +332,7 @@ fn check_key(key: &str, adds: &[Add], final_read: Option<&FinalRead>) -> KeyResu
         unexpected: Vec::new(),
         duplicate_count: 0,
         duplicates: Vec::new(),
+        explanation: None,
     };
     let Some(read) = final_read else {
         if !adds.is_empty() {
@@ -354,7 +447,7 @@ impl Checked for LostWrites {
         self.keys
             .iter()
             .filter(|k| k.lost_count > 0)
-            .map(|k| {
+            .flat_map(|k| {
                 // Ids are short: four times as many fit the line a longer finding takes.
                 let shown: Vec<String> =
                     k.lost.iter().take(limit * 4).map(i64::to_string).collect();
@@ -362,7 +455,11 @@ impl Checked for LostWrites {
                     0 => String::new(),
                     more => format!(" and {more} more"),
                 };
-                format!("lost from {}: ids {}{more}", k.key, shown.join(", "))
+                let line = format!("lost from {}: ids {}{more}", k.key, shown.join(", "));
+                match &k.explanation {
+                    Some(explained) => vec![explained.line(), format!("   {line}")],
+                    None => vec![line],
+                }
             })
             .collect()
     }
@@ -465,6 +562,122 @@ mod tests {
         assert_eq!(r.keys[0].lost, [3, 7]);
     }
 
+    fn nemesis(f: &str, fault: &str, nodes: &[&str], measured: serde_json::Value) -> Op {
+        let mut op = Op::new(Process::NEMESIS, OpType::Info, f)
+            .nodes(nodes.iter().map(|n| n.to_string()).collect());
+        op.fault = Some(fault.to_string());
+        op.measured = (!measured.is_null()).then_some(measured);
+        op
+    }
+
+    /// Process `p` reads the document, as a `lock-set` client does before it writes.
+    fn read_by(s: &mut Script, ms: u64, p: u64) {
+        let read = |kind| Op::new(Process::Client(p), kind, "read").key("doc");
+        s.push(ms, read(OpType::Invoke))
+            .push(ms + 1, read(OpType::Ok).value(Vec::<i64>::new()));
+    }
+
+    #[test]
+    fn explained_a_write_from_a_document_read_before_a_lost_write_wrote_over_it() {
+        for (frozen, cause) in [
+            (true, explain::Cause::Zombie),
+            (false, explain::Cause::Unexplained),
+        ] {
+            let mut s = Script::default();
+            read_by(&mut s, 1_000, 0);
+            read_by(&mut s, 1_001, 1);
+            if frozen {
+                s.push(
+                    1_100,
+                    nemesis(
+                        "start",
+                        "client-pause",
+                        &["client-0"],
+                        serde_json::Value::Null,
+                    ),
+                );
+                s.push(
+                    5_000,
+                    nemesis(
+                        "stop",
+                        "client-pause",
+                        &["client-0"],
+                        serde_json::Value::Null,
+                    ),
+                );
+            }
+            read_by(&mut s, 2_000, 1);
+            s.add(2_100, 1, 2, OpType::Ok);
+            s.add(5_050, 0, 1, OpType::Ok);
+            let r = s.read(6_000, &[1]).check();
+            let explained = r.keys[0].explanation.as_ref().unwrap();
+            assert_eq!(explained.cause, cause);
+            let story = "read the document at 1.000s, was frozen from 1.100s to 5.000s (on \
+                         client-0), and wrote it back at 5.050s without the ids acknowledged \
+                         meanwhile: 1 write lost, the first id 2, by process 1 at 2.101s";
+            if frozen {
+                assert_eq!(explained.sentence, format!("process 0 {story}"));
+            } else {
+                assert!(explained
+                    .sentence
+                    .contains("process 0 read the document at 1.000s, and wrote"));
+            }
+        }
+    }
+
+    #[test]
+    fn explained_writes_a_cut_off_master_acknowledged_are_a_split_brain_and_before_a_kill_a_failover(
+    ) {
+        let acked_by = |s: &mut Script, ms: u64, id: i64| {
+            let add = |kind| {
+                Op::new(Process::Client(1), kind, "add")
+                    .key("doc")
+                    .value(id)
+            };
+            s.push(ms, add(OpType::Invoke))
+                .push(ms + 1, add(OpType::Ok).nodes(vec!["n1".into()]));
+        };
+        let grudge = serde_json::json!({"grudge": {"n1": ["n2", "n3"]}});
+        let mut s = Script::default();
+        s.push(
+            500,
+            nemesis("start", "partition-primary", &["n1", "n2", "n3"], grudge),
+        );
+        acked_by(&mut s, 1_000, 1);
+        acked_by(&mut s, 1_500, 2);
+        s.push(
+            4_000,
+            nemesis(
+                "stop",
+                "partition-primary",
+                &["n1", "n2", "n3"],
+                serde_json::Value::Null,
+            ),
+        );
+        let r = s.read(6_000, &[]).check();
+        let explained = r.keys[0].explanation.as_ref().unwrap();
+        assert_eq!(explained.cause, explain::Cause::SplitBrain);
+        assert!(explained.sentence.starts_with(
+            "2 writes acknowledged by n1 from 1.001s to 1.501s, while n1 was cut off from n2,n3 \
+             (from 0.500s), were lost"
+        ), "{}", explained.sentence);
+
+        let mut s = Script::default();
+        acked_by(&mut s, 1_000, 1);
+        s.push(
+            1_200,
+            nemesis("start", "kill", &["n1"], serde_json::Value::Null),
+        );
+        let r = s.read(6_000, &[]).check();
+        let explained = r.keys[0].explanation.as_ref().unwrap();
+        assert_eq!(explained.cause, explain::Cause::Failover);
+        assert_eq!(
+            explained.sentence,
+            "1 write acknowledged by n1 at 1.001s was lost: n1 was killed at 1.200s, and the \
+             replica promoted in its place had not received it"
+        );
+    }
+
     #[test]
     fn it_tells_the_verdict_what_it_found_and_lists_the_lost_ids() {
         let mut s = Script::default();
@@ -479,7 +692,9 @@ mod tests {
                 "1 unexpected id in the storage"
             ]
         );
-        assert_eq!(r.findings(1), ["lost from doc: ids 1, 2, 3, 4 and 1 more"]);
+        let findings = r.findings(1);
+        assert!(findings[0].starts_with("[unexplained] "), "{findings:?}");
+        assert_eq!(findings[1], "   lost from doc: ids 1, 2, 3, 4 and 1 more");
         assert_eq!(r.summary()[0].0, "writes");
         assert!(r.summary()[0].1.contains("5 lost (83.3% of acknowledged)"));
         assert_eq!(r.vouches().as_deref(), Some("no acknowledged write lost"));

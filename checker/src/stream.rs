@@ -138,6 +138,8 @@ pub struct Outline {
     pub client_ops: usize,
     /// Every op came at or after the time of the one before it.
     pub in_time_order: bool,
+    /// The number of client workers, where the run says it; see [`Outline::workers`].
+    pub known_workers: Option<usize>,
     /// The largest client process that invoked before the first client `info`.
     largest_before_info: Option<u64>,
     seen_info: bool,
@@ -191,6 +193,13 @@ impl Outline {
         self.largest_before_info.map_or(1, |p| p as usize + 1)
     }
 
+    /// The number of client workers: process `p` ran on worker `p % workers`, which a client
+    /// fault names `client-<worker>`. The run's own count where known, else inferred.
+    pub fn workers(&self) -> usize {
+        self.known_workers
+            .unwrap_or_else(|| self.inferred_concurrency())
+    }
+
     /// The faults, from each start to its stop.
     pub(crate) fn windows(&self) -> Vec<Window> {
         fault_windows(&self.nemesis)
@@ -238,6 +247,11 @@ impl<K: Ord, T> Smallest<K, T> {
             self.heap.pop();
             self.heap.push(Ranked(key, item));
         }
+    }
+
+    /// Whether an item with `key` pushed now would be kept.
+    pub(crate) fn would_keep(&self, key: &K) -> bool {
+        self.bound().is_none_or(|largest| key < largest)
     }
 
     /// The largest key kept, once `n` are kept: no item with a larger key will be.

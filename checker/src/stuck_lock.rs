@@ -63,10 +63,12 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::acquisition::Cause;
+use crate::explain::{self, Context, Explanation};
 use crate::lock_safety::Window;
 use crate::lock_safety::{FORGET_EVERY, REPORTED_VIOLATIONS};
 use crate::operation::ms;
 use crate::stream::{replay, Checker, Outline, Smallest};
+use crate::timeline::Timeline;
 use crate::verdict::{count, seconds, Checked};
 use crate::{Op, OpType, Process, Renewal, Valid};
 
@@ -93,6 +95,9 @@ pub struct StuckPeriod {
     pub key: String,
     /// When the last lease that could explain the key ran out.
     pub free_from_ms: f64,
+    /// When the op whose lease that was was invoked.
+    #[serde(default)]
+    pub last_lease_from_ms: f64,
     /// When the first stuck refusal came back.
     pub first_refused_ms: f64,
     /// When an acquire next succeeded, or the end of the history.
@@ -101,6 +106,9 @@ pub struct StuckPeriod {
     pub stuck_ms: f64,
     pub refused_attempts: usize,
     pub recovered: bool,
+    /// Its mechanism.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub explanation: Option<Explanation>,
 }
 
 /// Checks a history for lock keys that outlived every holder by more than `bound`.
@@ -139,6 +147,9 @@ pub struct StuckLockChecker {
     periods: usize,
     unrecovered: usize,
     first_periods: Smallest<(u64, String), StuckPeriod>,
+    /// What the faults did to each node and client, for the explanations.
+    timeline: Timeline,
+    workers: usize,
 }
 
 /// A grant whose key may live until a TTL after its holder's release.
@@ -153,6 +164,8 @@ struct KeptLease {
 struct KeyState {
     queued: BinaryHeap<Reverse<(u64, u8, u64)>>,
     held_until: u64,
+    /// When the op whose lease ends at `held_until` was invoked.
+    held_since: u64,
     open: Option<Open>,
 }
 
@@ -167,6 +180,8 @@ impl StuckLockChecker {
                 elections_ns: elections.map(|e| u64::try_from(e.as_nanos()).unwrap_or(u64::MAX)),
             },
             sweeps_early: outline.in_time_order,
+            timeline: Timeline::of(&outline.nemesis),
+            workers: outline.workers(),
             now: 0,
             keys: HashMap::default(),
             pending: HashMap::default(),
@@ -367,7 +382,19 @@ impl Checker for StuckLockChecker {
             stuck_refusals: self.stuck_refusals,
             stuck_period_count: self.periods,
             unrecovered_count: self.unrecovered,
-            stuck_periods: self.first_periods.into_sorted(),
+            stuck_periods: self
+                .first_periods
+                .into_sorted()
+                .into_iter()
+                .map(|mut period| {
+                    let context = Context {
+                        timeline: &self.timeline,
+                        workers: self.workers,
+                    };
+                    period.explanation = Some(explain::stuck(&period, &context));
+                    period
+                })
+                .collect(),
         }
     }
 }
@@ -488,6 +515,7 @@ enum Event {
 /// A stuck period still open, in nanoseconds.
 struct Open {
     free_from: u64,
+    last_lease_from: u64,
     first_refused: u64,
     refused_attempts: usize,
 }
@@ -497,11 +525,13 @@ impl Open {
         StuckPeriod {
             key: key.to_string(),
             free_from_ms: ms(self.free_from),
+            last_lease_from_ms: ms(self.last_lease_from),
             first_refused_ms: ms(self.first_refused),
             until_ms: ms(until),
             stuck_ms: ms(until - self.free_from),
             refused_attempts: self.refused_attempts,
             recovered,
+            explanation: None,
         }
     }
 }
@@ -512,13 +542,18 @@ impl KeyState {
     /// open past a grant). Returns the period a grant closed.
     fn step(&mut self, event: Event, bound: u64) -> Option<(Open, bool)> {
         match event {
-            Event::Lease { ends, .. } => self.held_until = self.held_until.max(ends),
+            Event::Lease { at, ends } => {
+                if ends > self.held_until {
+                    (self.held_until, self.held_since) = (ends, at);
+                }
+            }
             Event::Grant { .. } => return self.open.take().map(|period| (period, true)),
             Event::Refusal { at, invoked } => {
                 let held_until = self.held_until;
                 if invoked > held_until && at > held_until.saturating_add(bound) {
                     let period = self.open.get_or_insert(Open {
                         free_from: held_until,
+                        last_lease_from: self.held_since,
                         first_refused: at,
                         refused_attempts: 0,
                     });
@@ -544,31 +579,37 @@ impl Checked for StuckLock {
             .collect()
     }
     fn findings(&self, limit: usize) -> Vec<String> {
-        self.stuck_periods
-            .iter()
-            .take(limit)
-            .map(|period| {
-                format!(
-                    "stuck {}: no lease explains the key after {}, yet {} attempts were refused \
-                     for {:.1} s{}",
-                    period.key,
-                    seconds(period.free_from_ms),
-                    period.refused_attempts,
-                    period.stuck_ms / 1000.0,
-                    if period.recovered {
-                        ""
-                    } else {
-                        ", until the end of the run"
-                    }
-                )
-            })
-            .collect()
+        let mut lines = Vec::new();
+        for period in self.stuck_periods.iter().take(limit) {
+            let line = format!(
+                "stuck {}: no lease explains the key after {}, yet {} attempts were refused for \
+                 {:.1} s{}",
+                period.key,
+                seconds(period.free_from_ms),
+                period.refused_attempts,
+                period.stuck_ms / 1000.0,
+                if period.recovered {
+                    ""
+                } else {
+                    ", until the end of the run"
+                }
+            );
+            match &period.explanation {
+                Some(explained) => {
+                    lines.push(explained.line());
+                    lines.push(format!("   {line}"));
+                }
+                None => lines.push(line),
+            }
+        }
+        lines
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::explain::Cause as Mechanism;
 
     const BOUND: Duration = Duration::from_millis(100);
 
@@ -643,6 +684,41 @@ mod tests {
         assert_eq!(r.stuck_period_count, 1);
         assert_eq!(r.stuck_periods[0].free_from_ms, 1_300.0);
         assert_eq!(r.stuck_periods[0].refused_attempts, 1);
+    }
+
+    #[test]
+    fn a_client_crashed_during_the_lease_that_ran_out_last_explains_a_stuck_key() {
+        let crash = |f: &str| {
+            let mut op = Op::new(Process::NEMESIS, OpType::Info, f).nodes(vec!["client-1".into()]);
+            op.fault = Some("client-crash".into());
+            op
+        };
+        for (crashed_at, cause) in [
+            (100, Mechanism::CrashedClient),
+            (1_400, Mechanism::Unexplained),
+        ] {
+            let r = Script::default()
+                .op("acquire", (0, 300), 1, Some((OpType::Info, "crashed")))
+                .push(crashed_at, crash("start"))
+                .push(crashed_at + 50, crash("stop"))
+                .refused(1_200, 1_201, 2)
+                .refused(1_500, 1_501, 3)
+                .check();
+            let explained = r.stuck_periods[0].explanation.as_ref().unwrap();
+            assert_eq!(explained.cause, cause, "crash at {crashed_at}");
+            if cause == Mechanism::CrashedClient {
+                assert_eq!(
+                    explained.sentence,
+                    "client-1 crashed at 0.100s while it held or was taking the lock; no lease \
+                     explains the key after 1.300s, yet 1 acquires were refused until the end at \
+                     1.501s: the key the crash left behind never expired"
+                );
+            } else {
+                assert!(explained
+                    .sentence
+                    .contains("faults active: client-1 crashed at 1.400s"));
+            }
+        }
     }
 
     #[test]

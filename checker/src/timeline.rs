@@ -37,6 +37,8 @@ pub enum State {
     ClientPaused,
     /// A client worker crashed.
     ClientCrashed,
+    /// Master of the lock's key, as the deployment said (two at once in a split brain).
+    Master,
 }
 
 impl State {
@@ -68,6 +70,7 @@ impl State {
             State::Failover => "failover asked",
             State::ClientPaused => "client paused",
             State::ClientCrashed => "client crashed",
+            State::Master => "master",
         }
     }
 }
@@ -81,6 +84,10 @@ pub struct Spell {
     /// The fault that did it, as the nemesis op names it.
     pub fault: String,
     pub start_ms: f64,
+    /// When the nemesis began the start, where it says: the fault took effect at some time
+    /// between this and `start_ms`, when it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub began_ms: Option<f64>,
     /// `None` where the fault never stopped.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stop_ms: Option<f64>,
@@ -98,12 +105,21 @@ pub struct Spell {
     /// For faults aimed at the lock's holder, the holder's process.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub holder: Option<u64>,
+    /// For `master`, who promoted it (`sentinel`, `cluster`, `election`), where it replaced
+    /// another.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub promoted_by: Option<String>,
 }
 
 impl Spell {
-    /// Whether the spell was on at some time in `[from_ms, to_ms]`.
+    /// The earliest it may have taken effect.
+    pub fn earliest_ms(&self) -> f64 {
+        self.began_ms.unwrap_or(self.start_ms).min(self.start_ms)
+    }
+
+    /// Whether the spell may have been on at some time in `[from_ms, to_ms]`.
     pub fn touches(&self, from_ms: f64, to_ms: f64) -> bool {
-        self.start_ms <= to_ms && self.stop_ms.is_none_or(|stop| stop >= from_ms)
+        self.earliest_ms() <= to_ms && self.stop_ms.is_none_or(|stop| stop >= from_ms)
     }
 
     /// `n3 killed at 9.740s, back at 11.610s`: the spell as a sentence names it.
@@ -139,21 +155,42 @@ impl Spell {
                 self.peers.join(","),
                 until("restored at")
             ),
-            State::Packets => format!(
-                "{} lost packets from {from}{}",
-                self.node,
-                until("until")
-            ),
+            State::Packets => format!("{} lost packets from {from}{}", self.node, until("until")),
             State::Failover => format!(
                 "the Sentinels were asked to fail over {} at {from}",
                 self.node
             ),
-            State::ClientPaused => format!(
-                "{} was frozen at {from}{}",
-                self.node,
-                until("thawed at")
-            ),
+            State::ClientPaused => {
+                format!("{} was frozen at {from}{}", self.node, until("thawed at"))
+            }
             State::ClientCrashed => format!("{} crashed at {from}", self.node),
+            State::Master => format!(
+                "{} became master at {from}{}",
+                self.node,
+                self.promoted_by
+                    .as_ref()
+                    .map_or(String::new(), |by| format!(" (promoted by {by})"))
+            ),
+        }
+    }
+}
+
+impl Spell {
+    /// A spell of `node` beginning with `op`, with nothing more known of it.
+    fn at(op: &Op, node: &str, state: State, fault: &str) -> Spell {
+        Spell {
+            node: node.to_string(),
+            state,
+            fault: fault.to_string(),
+            start_ms: ms(op.time),
+            began_ms: None,
+            stop_ms: None,
+            start_index: op.index,
+            stop_index: None,
+            peers: Vec::new(),
+            offset_ms: None,
+            holder: None,
+            promoted_by: None,
         }
     }
 }
@@ -171,12 +208,35 @@ impl Timeline {
         for op in nemesis.into_iter().filter(|op| op.process.is_nemesis()) {
             let fault = op.fault.clone().unwrap_or_else(|| op.f.clone());
             match op.f.as_str() {
+                "master" => {
+                    let masters = op.node.clone().unwrap_or_default();
+                    for spell in spells.iter_mut().filter(|s| {
+                        s.state == State::Master
+                            && s.stop_ms.is_none()
+                            && !masters.contains(&s.node)
+                    }) {
+                        spell.stop_ms = Some(ms(op.time));
+                        spell.stop_index = Some(op.index);
+                    }
+                    let already: Vec<String> = spells
+                        .iter()
+                        .filter(|s| s.state == State::Master && s.stop_ms.is_none())
+                        .map(|s| s.node.clone())
+                        .collect();
+                    let by = op.measured.as_ref().and_then(|m| m["by"].as_str());
+                    for node in masters.iter().filter(|n| !already.contains(n)) {
+                        spells.push(Spell {
+                            promoted_by: by.map(str::to_string),
+                            ..Spell::at(op, node, State::Master, "master")
+                        });
+                    }
+                }
                 "start" => spells.extend(started(op, &fault)),
                 "stop" => {
                     // A stop ends every spell of the last start of its fault still on.
-                    let open = spells
-                        .iter()
-                        .rposition(|s| s.fault == fault && s.stop_ms.is_none());
+                    let open = spells.iter().rposition(|s| {
+                        s.fault == fault && s.state != State::Master && s.stop_ms.is_none()
+                    });
                     if let Some(last) = open {
                         let index = spells[last].start_index;
                         for spell in spells.iter_mut().filter(|s| s.start_index == index) {
@@ -233,18 +293,10 @@ fn started(op: &Op, fault: &str) -> Vec<Spell> {
         return Vec::new();
     }
     let value = op.value.as_ref().unwrap_or(&serde_json::Value::Null);
-    let holder = measured["holder"].as_u64();
     let spell = |node: &str| Spell {
-        node: node.to_string(),
-        state,
-        fault: fault.to_string(),
-        start_ms: ms(op.time),
-        stop_ms: None,
-        start_index: op.index,
-        stop_index: None,
-        peers: Vec::new(),
-        offset_ms: None,
-        holder,
+        began_ms: measured["began_ms"].as_f64(),
+        holder: measured["holder"].as_u64(),
+        ..Spell::at(op, node, state, fault)
     };
     let targets = op.node.clone().unwrap_or_default();
     match state {
@@ -258,9 +310,14 @@ fn started(op: &Op, fault: &str) -> Vec<Spell> {
                 return targets.iter().map(|node| spell(node)).collect();
             };
             let drops = |node: &str| -> Vec<String> {
-                grudge.get(node).and_then(|d| d.as_array()).map_or(Vec::new(), |d| {
-                    d.iter().filter_map(|n| n.as_str().map(str::to_string)).collect()
-                })
+                grudge
+                    .get(node)
+                    .and_then(|d| d.as_array())
+                    .map_or(Vec::new(), |d| {
+                        d.iter()
+                            .filter_map(|n| n.as_str().map(str::to_string))
+                            .collect()
+                    })
             };
             let mut nodes: BTreeSet<String> = grudge.keys().cloned().collect();
             nodes.extend(targets);
@@ -366,6 +423,46 @@ mod tests {
     }
 
     #[test]
+    fn master_ops_make_a_master_spell_per_node_until_it_is_master_no_more() {
+        let master = |index, ms: u64, nodes: &[&str], by: Option<&str>| {
+            let mut op = Op::new(Process::NEMESIS, OpType::Info, "master")
+                .nodes(nodes.iter().map(|n| n.to_string()).collect())
+                .at(index, ms * 1_000_000);
+            op.measured = by.map(|by| json!({"from": ["n1"], "by": by}));
+            op
+        };
+        let ops = [
+            master(0, 0, &["n1"], None),
+            master(1, 5_000, &["n1", "n2"], Some("sentinel")),
+            master(2, 8_000, &["n2"], Some("sentinel")),
+        ];
+        let timeline = Timeline::of(&ops);
+        let spans: Vec<(&str, f64, Option<f64>)> = timeline
+            .spells
+            .iter()
+            .map(|s| (s.node.as_str(), s.start_ms, s.stop_ms))
+            .collect();
+        assert_eq!(
+            spans,
+            vec![("n1", 0.0, Some(8_000.0)), ("n2", 5_000.0, None)]
+        );
+        assert_eq!(
+            timeline.spells[1].phrase(),
+            "n2 became master at 5.000s (promoted by sentinel)"
+        );
+    }
+
+    #[test]
+    fn a_fault_may_have_taken_effect_from_when_the_nemesis_began_it() {
+        let mut start = nemesis(1, 3_000, "start", "clock-bump", &["n2"]);
+        start.measured = Some(json!({"skew_ms": {"n2": 3000.0}, "began_ms": 2_800.0}));
+        let spell = &Timeline::of(&[start]).spells[0];
+        assert_eq!(spell.earliest_ms(), 2_800.0);
+        assert!(spell.touches(2_700.0, 2_900.0));
+        assert!(!spell.touches(2_000.0, 2_700.0));
+    }
+
+    #[test]
     fn a_refused_start_hit_nothing() {
         let mut start = nemesis(1, 3_000, "start", "client-pause", &[]);
         start.measured = Some(json!({"refused": "no client took a lock in time"}));
@@ -386,7 +483,13 @@ mod tests {
     #[test]
     fn links_are_grouped_by_node_and_lanes_put_nodes_first_in_number_order() {
         let ops = [
-            nemesis(1, 10, "start", "link-drop", &["g0->n10", "g1->n10", "g0->n2"]),
+            nemesis(
+                1,
+                10,
+                "start",
+                "link-drop",
+                &["g0->n10", "g1->n10", "g0->n2"],
+            ),
             nemesis(2, 20, "start", "client-pause", &["client-1"]),
         ];
         let timeline = Timeline::of(&ops);

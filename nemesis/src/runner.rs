@@ -221,6 +221,7 @@ async fn run_step(
         source,
     };
     let starting = Instant::now();
+    let began = starting.duration_since(recorder.started());
     let started = match fault.start(target, action).await {
         Ok(started) => started,
         Err(source) => {
@@ -235,7 +236,7 @@ async fn run_step(
     });
     let action = hit.as_ref().unwrap_or(action);
     let mut op = nemesis_op("start", fault.name(), action);
-    op.measured = started.measured;
+    op.measured = Some(with_began(started.measured, began));
     recorder.record(op);
     let start = starting.elapsed();
     match hold {
@@ -256,6 +257,21 @@ async fn run_step(
         start,
         stop: stopping.elapsed(),
     })
+}
+
+/// What a start measured, with `began_ms`: when the nemesis began it, in milliseconds since
+/// the test started. The op is recorded once the fault has taken effect, which it did at some
+/// time between the two; an explanation must not place it after a grant it may have preceded.
+fn with_began(measured: Option<serde_json::Value>, began: Duration) -> serde_json::Value {
+    let began_ms = (began.as_secs_f64() * 1e6).round() / 1e3;
+    match measured {
+        Some(serde_json::Value::Object(mut fields)) => {
+            fields.insert("began_ms".into(), began_ms.into());
+            serde_json::Value::Object(fields)
+        }
+        None => serde_json::json!({ "began_ms": began_ms }),
+        Some(other) => serde_json::json!({ "began_ms": began_ms, "value": other }),
+    }
 }
 
 /// Heals every family of fault on every node and link, whether or not this run used it (a

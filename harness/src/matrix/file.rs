@@ -12,6 +12,7 @@
 //! seeds = [1, 2]
 //! expect = "valid"                # valid | invalid | any
 //! expect-fault-on-holder = true   # and some fault must have reached a lock's holder
+//! expect-causes = ["zombie"]      # and every violation explained by one of these mechanisms
 //! judge = "leases"                # held to the lock's leases only, or "livelock" (default: the verdict)
 //! options = { ttl = "2s" }        # more run options, over the defaults
 //!
@@ -28,6 +29,8 @@
 use std::collections::BTreeMap;
 use std::ops::Range;
 use std::path::Path;
+
+use splitbrain_checker::explain::Cause;
 
 use clap::Parser;
 use serde::{Deserialize, Serialize};
@@ -70,6 +73,10 @@ struct Group {
     /// (the coverage a `valid` verdict rests on).
     #[serde(default, rename = "expect-fault-on-holder")]
     expect_fault_on_holder: bool,
+    /// The mechanisms (`splitbrain_checker::explain::Cause`) the cell's violations must all be
+    /// explained by: a cause named wrongly fails the cell as a wrong verdict would.
+    #[serde(default, rename = "expect-causes")]
+    expect_causes: Vec<Cause>,
     #[serde(default)]
     judge: Judge,
     #[serde(default)]
@@ -151,6 +158,9 @@ pub struct Cell {
     /// The cell is met only if some fault reached a lock's holder during its lease.
     #[serde(default)]
     pub expect_fault_on_holder: bool,
+    /// The cell is met only if every violation found is explained by one of these.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub expect_causes: Vec<Cause>,
     #[serde(default)]
     pub judge: Judge,
     /// How long the run's workload lasts, for the time-left estimate.
@@ -361,6 +371,7 @@ fn expand(
                                 seed: spec.seed,
                                 expect: *group.expect.get_ref(),
                                 expect_fault_on_holder: group.expect_fault_on_holder,
+                                expect_causes: group.expect_causes.clone(),
                                 judge: group.judge,
                                 time_limit_secs: spec.time_limit.as_secs_f64(),
                                 args: args[1..].to_vec(),

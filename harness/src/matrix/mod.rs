@@ -20,6 +20,7 @@ use anyhow::Context;
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use serde::{Deserialize, Serialize};
 use splitbrain_checker::acquisition_stats::AcquisitionStats;
+use splitbrain_checker::explain::Cause;
 use splitbrain_checker::lock_safety::LockSafety;
 use splitbrain_checker::Valid;
 use tokio_util::sync::CancellationToken;
@@ -382,6 +383,32 @@ async fn run_cell(
     } else {
         verdict_line
     };
+    let named = causes_named(results.as_ref());
+    let misnamed = named
+        .iter()
+        .any(|(cause, _)| !cell.expect_causes.contains(cause));
+    let met = match met {
+        Met::Yes if !cell.expect_causes.is_empty() && misnamed => Met::No,
+        met => met,
+    };
+    let verdict_line = if named.is_empty() {
+        verdict_line
+    } else {
+        let counts: Vec<String> = named
+            .iter()
+            .map(|(cause, n)| format!("{} {n}", cause.label()))
+            .collect();
+        let expected: Vec<&str> = cell.expect_causes.iter().map(|c| c.label()).collect();
+        format!(
+            "{verdict_line}; causes: {}{}",
+            counts.join(", "),
+            if misnamed && !expected.is_empty() {
+                format!(" (the cell expects only {})", expected.join(", "))
+            } else {
+                String::new()
+            }
+        )
+    };
     Ok(CellOutcome {
         cell: cell.clone(),
         verdict,
@@ -392,6 +419,32 @@ async fn run_cell(
             .and_then(|run| run.strip_prefix(dir).ok().map(|r| r.display().to_string())),
         log,
     })
+}
+
+/// The causes its explanations give a run's reported double grants (fenced ones too), each with
+/// how many it explains, in order of first appearance.
+fn causes_named(results: Option<&serde_json::Value>) -> Vec<(Cause, usize)> {
+    let Some(safety) =
+        results.and_then(|r| serde_json::from_value::<LockSafety>(r["lock-safety"].clone()).ok())
+    else {
+        return Vec::new();
+    };
+    let mut named: Vec<(Cause, usize)> = Vec::new();
+    let explained = safety
+        .double_grants
+        .iter()
+        .chain(&safety.fenced_double_grants)
+        .filter_map(|grant| grant.explanation.as_ref());
+    for explanation in explained {
+        match named
+            .iter_mut()
+            .find(|(cause, _)| *cause == explanation.cause)
+        {
+            Some((_, n)) => *n += 1,
+            None => named.push((explanation.cause, 1)),
+        }
+    }
+    named
 }
 
 /// A run's verdict on the lock's leases alone ([`Judge::Leases`]), from its lock-safety

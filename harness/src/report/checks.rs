@@ -228,13 +228,16 @@ fn grant_row(list: GrantList, i: usize, grant: &DoubleGrant) -> Vec<String> {
         .iter()
         .map(|f| esc(&faults::describe(f)))
         .collect();
-    let why = grant.explanation.as_ref().map_or("&mdash;".to_string(), |explained| {
-        format!(
-            "<b class=\"cause\">{}</b><br>{}",
-            esc(explained.cause.label()),
-            esc(&explained.sentence)
-        )
-    });
+    let why = grant
+        .explanation
+        .as_ref()
+        .map_or("&mdash;".to_string(), |explained| {
+            format!(
+                "<b class=\"cause\">{}</b><br>{}",
+                esc(explained.cause.label()),
+                esc(&explained.sentence)
+            )
+        });
     vec![
         format!("{}", i + 1),
         why,
