@@ -57,7 +57,11 @@ fn check_writes_results_beside_the_history_and_prints_every_finding() {
     let text = printed(&out);
     assert_eq!(out.status.code(), Some(1), "{text}");
     for n in 1..=3 {
-        assert!(text.contains(&format!("    #{n} key lock")), "{text}");
+        // Each named by its mechanism: n3 (or n2, n3 and n4) killed and back empty.
+        assert!(
+            text.contains(&format!("    #{n} [restart hazard] ")),
+            "{text}"
+        );
     }
     let results: serde_json::Value =
         serde_json::from_slice(&std::fs::read(run.join("results.json")).unwrap()).unwrap();
@@ -101,10 +105,31 @@ fn check_json_prints_the_results_and_out_takes_results_and_report() {
             .unwrap();
     assert_eq!(printed_results, written);
     assert_eq!(written["valid"], false);
+    for grant in written["lock-safety"]["double_grants"].as_array().unwrap() {
+        let explained = &grant["explanation"];
+        assert_eq!(explained["cause"], "restart-hazard", "{grant}");
+        assert!(!explained["ops"].as_array().unwrap().is_empty(), "{grant}");
+        assert!(
+            !explained["spells"].as_array().unwrap().is_empty(),
+            "{grant}"
+        );
+    }
     let report = std::fs::read_to_string(out_dir.path().join("report.html")).unwrap();
     assert!(
         report.contains("double grant"),
         "the report shows the findings"
+    );
+    assert!(
+        report.contains("<b class=\"cause\">restart hazard</b><br>n2, n3 and n4 granted both"),
+        "each finding's row starts with its mechanism"
+    );
+    assert!(
+        report.contains("id=\"node-lane-n3\"") && report.contains("class=\"spell spell-down\""),
+        "the timeline has a lane per node, with its kills"
+    );
+    assert!(
+        report.contains("<g class=\"why\"><rect class=\"why-lane\""),
+        "a double grant's mark lights up the lanes its explanation names"
     );
     assert!(
         !run.join("results.json").exists(),

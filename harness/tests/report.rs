@@ -366,6 +366,12 @@ fn a_stored_run_gets_a_report_with_its_timeline_faults_and_double_grants() {
         "no fault band"
     );
     assert!(dom.contains("id=\"fault-legend\""));
+    for node in ["n1", "n2", "n3", "n4", "n5"] {
+        assert!(
+            dom.contains(&format!("<g class=\"node-lane\" id=\"node-lane-{node}\">")),
+            "no lane for {node}"
+        );
+    }
     for grant in 1..=3 {
         assert!(
             dom.contains(&format!(

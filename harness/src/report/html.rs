@@ -131,6 +131,19 @@ svg .double-grant rect { fill: rgba(215,38,61,.35); stroke: #d7263d; stroke-widt
 svg .possible-double-grant rect { fill: none; stroke: #d98e04; stroke-width: 1; stroke-dasharray: 2 2; }
 svg .fenced-double-grant rect { fill: none; stroke: #777; stroke-width: 1; }
 svg a:hover rect { stroke-width: 3; }
+svg .spell-down { fill: #3d3d3d; }
+svg .spell-paused, svg .spell-client-paused { fill: #7f8fa6; }
+svg .spell-client-crashed { fill: #3d3d3d; }
+svg .spell-cut-off { fill: #e4a11b; }
+svg .spell-clock { fill: #2a9d8f; }
+svg .spell-clock + text { fill: #fff; }
+svg .spell-links, svg .spell-packets { fill: #c98bb9; }
+svg .spell-failover { fill: #d7263d; }
+svg .spell-master { fill: #cfd8e3; }
+svg .why { display: none; pointer-events: none; }
+svg a:hover + .why, svg a:focus + .why, svg a:target + .why { display: inline; }
+svg .why-lane { fill: rgba(215,38,61,.10); }
+svg .why-spell { fill: none; stroke: #d7263d; stroke-width: 2; }
 svg .master-one { fill: #cfd8e3; stroke: #fff; }
 svg .master-split { fill: #d7263d; stroke: #fff; }
 svg .master-split + text { fill: #fff; }

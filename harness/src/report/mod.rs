@@ -107,6 +107,8 @@ fn render(run: &StoredRun) -> String {
     let scale = scale::TimeScale::new(end_ns, LABEL_WIDTH, PLOT_WIDTH);
     let palette = faults::FaultPalette::new(&fault_windows);
     let masters = operations::master_periods(history, end_ns);
+    let node_timeline = splitbrain_checker::timeline::Timeline::of(history);
+    let node_lanes = node_timeline.lanes();
 
     let mut body = header(run, end_ns, operations.len());
     body += "<h2 id=\"timeline-section\">Timeline</h2>";
@@ -121,6 +123,8 @@ fn render(run: &StoredRun) -> String {
         faults: &fault_windows,
         palette: &palette,
         masters: &masters,
+        spells: &node_timeline.spells,
+        node_lanes: &node_lanes,
         lock_safety: run.results.lock_safety.as_ref(),
         concurrency: run.test.concurrency,
         scale,
@@ -154,6 +158,14 @@ const TIMELINE_LEGEND: &str = "<div class=\"legend\">\
 <span><i class=\"swatch\" style=\"background:#e07b00\"></i>info (unknown)</span>\
 <span><i class=\"swatch\" style=\"background:rgba(215,38,61,.35);border-color:#d7263d\"></i>double grant (click for details)</span>\
 <span><i class=\"swatch\" style=\"background:#d7263d\"></i>two masters</span>\
+</div><div class=\"legend\">node lanes:\
+<span><i class=\"swatch\" style=\"background:#3d3d3d\"></i>down</span>\
+<span><i class=\"swatch\" style=\"background:#7f8fa6\"></i>paused</span>\
+<span><i class=\"swatch\" style=\"background:#e4a11b\"></i>cut off</span>\
+<span><i class=\"swatch\" style=\"background:#2a9d8f\"></i>clock off</span>\
+<span><i class=\"swatch\" style=\"background:#c98bb9\"></i>links cut or degraded</span>\
+<span><i class=\"swatch\" style=\"background:#cfd8e3\"></i>master</span>\
+<span><i class=\"swatch\" style=\"border:2px solid #d7263d\"></i>what a double grant's explanation names (hover or follow it)</span>\
 </div>";
 
 const LATENCY_LEGEND: &str = "<div class=\"legend\">\

@@ -1,7 +1,9 @@
 //! The timeline: one lane per client process, lock holds as bars, failed and unknown
 //! operations (and every operation of a data workload) as marks below them, fault periods as
-//! bands across all lanes, who was master as a strip on top, and every double grant
-//! highlighted where its holds overlap, linked to its row in the checker section.
+//! bands across all lanes, who was master as a strip on top, a lane per node (and client
+//! worker) for what the faults did to it, and every double grant highlighted where its holds
+//! overlap, linked to its row in the checker section, lighting up the node lanes and events
+//! its explanation names.
 //!
 //! Jepsen retires a process after an `info` and its worker carries on as a new process, so a
 //! run with many timeouts has many short-lived processes. Up to [`MAX_PROCESS_LANES`] of them
@@ -19,6 +21,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
 
 use splitbrain_checker::lock_safety::{DoubleGrant, FaultWindow, Hold, LockSafety};
+use splitbrain_checker::timeline::{Spell, State};
 use splitbrain_checker::Process;
 
 use super::aggregate::{density, merge_spans, shade, DENSITY_PX, SHADES};
@@ -36,6 +39,8 @@ pub const EXACT_BUDGET: usize = 6_000;
 
 const AXIS_HEIGHT: f64 = 22.0;
 const MASTER_HEIGHT: f64 = 18.0;
+/// A node's (or client worker's) lane: what the faults did to it.
+const NODE_LANE_HEIGHT: f64 = 14.0;
 const LANE_HEIGHT: f64 = 24.0;
 const HOLD_TOP: f64 = 2.0;
 const HOLD_HEIGHT: f64 = 10.0;
@@ -52,6 +57,9 @@ pub struct TimelineInput<'a> {
     pub faults: &'a [FaultWindow],
     pub palette: &'a FaultPalette,
     pub masters: &'a [MasterPeriod],
+    /// What the faults did to each node and client worker, and who was master: a lane each.
+    pub spells: &'a [Spell],
+    pub node_lanes: &'a [String],
     pub lock_safety: Option<&'a LockSafety>,
     /// Client workers, from test.json; lanes group by worker only when it is known.
     pub concurrency: Option<usize>,
@@ -61,12 +69,13 @@ pub struct TimelineInput<'a> {
 /// The timeline as one `<svg id="timeline">`.
 pub fn render(input: &TimelineInput) -> String {
     let lanes = Lanes::of(input);
-    let lanes_top = AXIS_HEIGHT
+    let nodes_top = AXIS_HEIGHT
         + if input.masters.is_empty() {
             0.0
         } else {
             MASTER_HEIGHT
         };
+    let lanes_top = nodes_top + NODE_LANE_HEIGHT * input.node_lanes.len() as f64;
     let bottom = lanes_top + LANE_HEIGHT * lanes.rows.len() as f64;
     let scale = &input.scale;
     let width = scale.right() + 20.0;
@@ -89,6 +98,7 @@ pub fn render(input: &TimelineInput) -> String {
     if !input.masters.is_empty() {
         out += &masters(input.masters, scale, AXIS_HEIGHT);
     }
+    out += &node_lanes(input, nodes_top);
     let per_row = (EXACT_BUDGET / (lanes.rows.len() * ROWS_PER_LANE).max(1)).clamp(20, 400);
     for (i, lane) in lanes.rows.iter().enumerate() {
         let top = lanes_top + LANE_HEIGHT * i as f64;
@@ -104,7 +114,11 @@ pub fn render(input: &TimelineInput) -> String {
         out.push_str("</g>");
     }
     if let Some(safety) = input.lock_safety {
-        out += &highlights(safety, &lanes, scale, lanes_top);
+        let nodes = NodeRows {
+            names: input.node_lanes,
+            top: nodes_top,
+        };
+        out += &highlights(safety, &lanes, &nodes, scale, lanes_top);
     }
     out.push_str("</svg>");
     out
@@ -415,9 +429,122 @@ fn masters(periods: &[MasterPeriod], scale: &TimeScale, top: f64) -> String {
     out
 }
 
+/// Where the node lanes are.
+struct NodeRows<'a> {
+    names: &'a [String],
+    top: f64,
+}
+
+impl NodeRows<'_> {
+    fn y(&self, node: &str) -> Option<f64> {
+        let row = self.names.iter().position(|n| n == node)?;
+        Some(self.top + NODE_LANE_HEIGHT * row as f64)
+    }
+}
+
+/// A lane per node and client worker: down, paused, cut off (and from whom), clock offset,
+/// links cut, master, each spell with the sentence an explanation would use as its tooltip.
+fn node_lanes(input: &TimelineInput, top: f64) -> String {
+    let scale = &input.scale;
+    let mut out = String::from("<g class=\"node-lanes\" id=\"node-lanes\">");
+    for (i, name) in input.node_lanes.iter().enumerate() {
+        let y = top + NODE_LANE_HEIGHT * i as f64;
+        let _ = write!(
+            out,
+            "<g class=\"node-lane\" id=\"node-lane-{}\"><text x=\"6\" y=\"{:.1}\">{}</text>",
+            esc(name),
+            y + 11.0,
+            esc(name)
+        );
+        for spell in input.spells.iter().filter(|s| &s.node == name) {
+            let x = scale.x_ms(spell.start_ms);
+            let end = spell.stop_ms.map_or(scale.right(), |stop| scale.x_ms(stop));
+            let width = (end - x).max(2.0);
+            let label = match spell.offset_ms {
+                Some(offset) if width > 50.0 => format!(
+                    "<text x=\"{:.1}\" y=\"{:.1}\">{offset:+.0} ms</text>",
+                    x + 3.0,
+                    y + 11.0
+                ),
+                _ => String::new(),
+            };
+            let _ = write!(
+                out,
+                "<rect class=\"spell spell-{}\" x=\"{x:.1}\" y=\"{:.1}\" width=\"{width:.1}\" height=\"{:.1}\"><title>{} ({})</title></rect>{label}",
+                state_class(spell.state),
+                y + 2.0,
+                NODE_LANE_HEIGHT - 4.0,
+                esc(&spell.phrase()),
+                esc(&spell.fault)
+            );
+        }
+        out.push_str("</g>");
+    }
+    out.push_str("</g>");
+    out
+}
+
+/// A spell's CSS class suffix: its state in kebab case.
+fn state_class(state: State) -> &'static str {
+    match state {
+        State::Down => "down",
+        State::Paused => "paused",
+        State::CutOff => "cut-off",
+        State::Clock => "clock",
+        State::Links => "links",
+        State::Packets => "packets",
+        State::Failover => "failover",
+        State::ClientPaused => "client-paused",
+        State::ClientCrashed => "client-crashed",
+        State::Master => "master",
+    }
+}
+
+/// What an explained double grant's mark lights up while it is hovered or followed: the
+/// lanes of the nodes its sentence names and the spells it rests on.
+fn explained_spells(grant: &DoubleGrant, nodes: &NodeRows, scale: &TimeScale) -> String {
+    let Some(explained) = &grant.explanation else {
+        return String::new();
+    };
+    let mut out = String::from("<g class=\"why\">");
+    for node in &explained.nodes {
+        if let Some(y) = nodes.y(node) {
+            let _ = write!(
+                out,
+                "<rect class=\"why-lane\" x=\"0\" y=\"{y:.1}\" width=\"{:.1}\" height=\"{NODE_LANE_HEIGHT}\"/>",
+                scale.right() + 20.0
+            );
+        }
+    }
+    for spell in &explained.spells {
+        let Some(y) = nodes.y(&spell.node) else {
+            continue;
+        };
+        let x = scale.x_ms(spell.start_ms);
+        let end = spell.stop_ms.map_or(scale.right(), |stop| scale.x_ms(stop));
+        let _ = write!(
+            out,
+            "<rect class=\"why-spell\" x=\"{:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{:.1}\"/>",
+            x - 1.0,
+            y + 1.0,
+            (end - x).max(2.0) + 2.0,
+            NODE_LANE_HEIGHT - 2.0
+        );
+    }
+    out.push_str("</g>");
+    out
+}
+
 /// Every double grant the checker listed, over the lanes of both holders where their holds
-/// overlap, linked to its row in the checker section.
-fn highlights(safety: &LockSafety, lanes: &Lanes, scale: &TimeScale, lanes_top: f64) -> String {
+/// overlap, linked to its row in the checker section; hovering or following one lights up
+/// what its explanation names.
+fn highlights(
+    safety: &LockSafety,
+    lanes: &Lanes,
+    nodes: &NodeRows,
+    scale: &TimeScale,
+    lanes_top: f64,
+) -> String {
     let mut out = String::from("<g class=\"highlights\">");
     for list in GrantList::ALL {
         for (i, grant) in list.grants(safety).iter().enumerate() {
@@ -447,6 +574,7 @@ fn highlights(safety: &LockSafety, lanes: &Lanes, scale: &TimeScale, lanes_top: 
                 LANE_HEIGHT * (last - first + 1) as f64 - 2.0,
                 esc(&describe_grant(list, i, grant))
             );
+            out += &explained_spells(grant, nodes, scale);
         }
     }
     out.push_str("</g>");
@@ -454,8 +582,12 @@ fn highlights(safety: &LockSafety, lanes: &Lanes, scale: &TimeScale, lanes_top: 
 }
 
 fn describe_grant(list: GrantList, i: usize, grant: &DoubleGrant) -> String {
+    let why = grant
+        .explanation
+        .as_ref()
+        .map_or(String::new(), |explained| format!("\n{}", explained.line()));
     format!(
-        "{} #{} on {}: processes {} and {} overlapping {:.1} ms from {} (click for details)",
+        "{} #{} on {}: processes {} and {} overlapping {:.1} ms from {} (click for details){why}",
         list.name(),
         i + 1,
         grant.key,
