@@ -30,10 +30,12 @@
 //! 5. Anything else is [`Cause::Unexplained`], with the faults active named: that is the case
 //!    a user must look at.
 //!
-//! A stuck lock is explained by rule 6 ([`stuck`]), lost writes by rule 7 ([`lost_writes`]).
+//! A stuck lock is explained by rule 6 ([`stuck`]), lost writes by rule 7 ([`lost_writes`]),
+//! a fencing violation by rule 8 ([`fencing`]).
 
 use serde::{Deserialize, Serialize};
 
+use crate::fencing::FencePair;
 use crate::lock_safety::{DoubleGrant, Hold};
 use crate::stuck_lock::StuckPeriod;
 use crate::timeline::{Spell, State, Timeline};
@@ -847,6 +849,104 @@ fn overwritten(first: &Write, over: &Write, lost: &[Write], context: &Context) -
 /// `1 write`, `412 writes`.
 fn count_writes(n: usize) -> String {
     format!("{n} write{}", if n == 1 { "" } else { "s" })
+}
+
+/// Explains a fencing violation (rule 8). Two grants with one fence, or a later grant with a
+/// smaller one, mean the lock's counter went back: a [`Cause::RestartHazard`] where a node
+/// was killed between the two grants (a counter kept without persistence), a
+/// [`Cause::Failover`] where one was cut off, failed over or paused (a counter left on the old
+/// master). A storage access the storage accepted with a fence older than one it had seen is
+/// a [`Cause::Zombie`] where its process was frozen after its grant, a
+/// [`Cause::CutOffHolder`] where a fault aimed at it cut it off, and otherwise unexplained: a
+/// storage that checks fences refuses it.
+pub fn fencing(pair: &FencePair, context: &Context) -> Explanation {
+    let (earlier, later) = (&pair.earlier, &pair.later);
+    if later.f == "acquire" {
+        let between = |states: &'static [State]| {
+            context.timeline.spells.iter().find(|s| {
+                states.contains(&s.state)
+                    && s.start_ms >= earlier.invoke_ms
+                    && s.earliest_ms() <= later.completed_ms
+            })
+        };
+        let granted = format!(
+            "process {} was granted fence {} at {}, and process {} fence {} at {}",
+            earlier.process,
+            earlier.fence,
+            seconds(earlier.completed_ms),
+            later.process,
+            later.fence,
+            seconds(later.completed_ms)
+        );
+        if let Some(kill) = between(&[State::Down]) {
+            let sentence = format!(
+                "{granted}: {} in between, and its fencing counter came back smaller",
+                kill.phrase_until(later.completed_ms)
+            );
+            return Explanation::new(Cause::RestartHazard, sentence).resting_on(&[], &[kill]);
+        }
+        if let Some(moved) = between(&[State::CutOff, State::Failover, State::Paused]) {
+            let sentence = format!(
+                "{granted}: {} in between, and the master after it had a smaller fencing counter",
+                moved.phrase_until(later.completed_ms)
+            );
+            return Explanation::new(Cause::Failover, sentence).resting_on(&[], &[moved]);
+        }
+        return Explanation::new(
+            Cause::Unexplained,
+            format!("no mechanism splitbrain knows explains it: {granted}; look at this one"),
+        );
+    }
+    let accepted = format!(
+        "the storage accepted process {}'s {} with fence {} at {}, after it had seen fence {} \
+         (process {}'s {} at {})",
+        later.process,
+        later.f,
+        later.fence,
+        seconds(later.invoke_ms),
+        earlier.fence,
+        earlier.process,
+        earlier.f,
+        seconds(earlier.completed_ms)
+    );
+    let client = context.worker(later.process);
+    let near: Vec<&Spell> = context
+        .timeline
+        .spells
+        .iter()
+        .filter(|s| {
+            s.start_ms <= later.invoke_ms && s.stop_ms.is_none_or(|stop| stop >= earlier.invoke_ms)
+        })
+        .collect();
+    if let Some(pause) = near
+        .iter()
+        .find(|s| s.state == State::ClientPaused && client.as_deref() == Some(s.node.as_str()))
+    {
+        let sentence = format!(
+            "process {} was frozen from {} to {} (on {}) and woke up a zombie: {accepted}",
+            later.process,
+            seconds(pause.start_ms),
+            pause.stop_ms.map_or("the end".to_string(), seconds),
+            pause.node
+        );
+        return Explanation::new(Cause::Zombie, sentence).resting_on(&[], &[pause]);
+    }
+    if let Some(cut) = near.iter().find(|s| {
+        matches!(s.state, State::Links | State::CutOff)
+            && s.holder.map(Process::Client) == Some(later.process)
+    }) {
+        let sentence = format!(
+            "process {} was cut off ({}, {}): {accepted}",
+            later.process,
+            cut.fault,
+            cut.phrase_until(later.invoke_ms)
+        );
+        return Explanation::new(Cause::CutOffHolder, sentence).resting_on(&[], &[cut]);
+    }
+    Explanation::new(
+        Cause::Unexplained,
+        format!("no mechanism splitbrain knows explains it: {accepted}; look at this one"),
+    )
 }
 
 /// Rule 5: what is known, and the faults active from the first grant to the end of the

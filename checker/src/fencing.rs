@@ -27,9 +27,11 @@ use foldhash::HashMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::explain::{self, Context, Explanation};
 use crate::lock_safety::REPORTED_VIOLATIONS;
 use crate::operation::ms;
 use crate::stream::{replay, Checker, Event, Outline, Smallest};
+use crate::timeline::Timeline;
 use crate::verdict::{count, seconds, Checked};
 use crate::{Op, OpType, Process, Valid};
 
@@ -60,6 +62,9 @@ pub struct FencePair {
     /// The operation invoked first (for rules 2 and 3, the one that completed first).
     pub earlier: FencedOp,
     pub later: FencedOp,
+    /// Its mechanism.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub explanation: Option<Explanation>,
 }
 
 /// A grant or storage access, as a violation names it.
@@ -101,6 +106,9 @@ pub struct FencingChecker {
     stale: Found,
     /// How many completions on a key pass between two looks for what can be forgotten.
     pub(crate) forget_every: usize,
+    /// What the faults did to each node and client, for the explanations.
+    timeline: Timeline,
+    workers: usize,
 }
 
 /// Violations of one rule: how many, and the first by the later operation's invoke.
@@ -125,6 +133,7 @@ impl Found {
                 key: key.to_string(),
                 earlier: earlier.to_report(),
                 later: later.to_report(),
+                explanation: None,
             },
         );
     }
@@ -189,6 +198,8 @@ impl FencingChecker {
             out_of_order: Found::new(),
             stale: Found::new(),
             forget_every: 64,
+            timeline: Timeline::of(&outline.nemesis),
+            workers: outline.workers(),
         }
     }
 
@@ -300,6 +311,17 @@ impl Checker for FencingChecker {
             }
         }
         let violations = duplicates.count + self.out_of_order.count + self.stale.count;
+        let context = Context {
+            timeline: &self.timeline,
+            workers: self.workers,
+        };
+        let explained = |found: Found| -> Vec<FencePair> {
+            let mut pairs = found.first.into_sorted();
+            for pair in &mut pairs {
+                pair.explanation = Some(explain::fencing(pair, &context));
+            }
+            pairs
+        };
         Fencing {
             valid: if violations > 0 {
                 Valid::False
@@ -310,11 +332,11 @@ impl Checker for FencingChecker {
             storage_accesses_checked: self.storage_accesses_checked,
             rejected_storage_accesses: self.rejected_storage_accesses,
             duplicate_fence_count: duplicates.count,
-            duplicate_fences: duplicates.first.into_sorted(),
+            duplicate_fences: explained(duplicates),
             out_of_order_grant_count: self.out_of_order.count,
-            out_of_order_grants: self.out_of_order.first.into_sorted(),
+            out_of_order_grants: explained(self.out_of_order),
             stale_storage_access_count: self.stale.count,
-            stale_storage_accesses: self.stale.first.into_sorted(),
+            stale_storage_accesses: explained(self.stale),
         }
     }
 }
@@ -377,9 +399,9 @@ impl Checked for Fencing {
             .chain(&self.out_of_order_grants)
             .chain(&self.stale_storage_accesses)
             .take(limit)
-            .map(|pair| {
+            .flat_map(|pair| {
                 let (later, earlier) = (&pair.later, &pair.earlier);
-                format!(
+                let line = format!(
                     "fencing on {}: {} by process {} at {} carried {}, after {} by process {} \
                      at {} carried {}",
                     pair.key,
@@ -391,7 +413,11 @@ impl Checked for Fencing {
                     earlier.process,
                     seconds(earlier.invoke_ms),
                     earlier.fence
-                )
+                );
+                match &pair.explanation {
+                    Some(explained) => vec![explained.line(), format!("   {line}")],
+                    None => vec![line],
+                }
             })
             .collect()
     }
@@ -555,6 +581,47 @@ mod tests {
             .map(|p| (p.earlier.fence, p.later.fence))
             .collect();
         assert_eq!(pairs, [(9, 8), (9, 1)]);
+    }
+
+    fn nemesis(f: &str, fault: &str, nodes: &[&str]) -> Op {
+        let mut op = Op::new(Process::NEMESIS, OpType::Info, f)
+            .nodes(nodes.iter().map(|n| n.to_string()).collect());
+        op.fault = Some(fault.to_string());
+        op
+    }
+
+    #[test]
+    fn explained_a_smaller_fence_after_a_kill_and_a_frozen_writer_the_storage_let_in() {
+        use crate::explain::Cause;
+        let mut s = Script::default();
+        s.grant(0, 10, 0, 7)
+            .push(20, nemesis("start", "kill", &["n1"]))
+            .push(30, nemesis("stop", "kill", &["n1"]))
+            .grant(40, 41, 1, 3);
+        let r = s.check();
+        let explained = r.out_of_order_grants[0].explanation.as_ref().unwrap();
+        assert_eq!(explained.cause, Cause::RestartHazard);
+        assert_eq!(
+            explained.sentence,
+            "process 0 was granted fence 7 at 0.010s, and process 1 fence 3 at 0.041s: n1 was \
+             killed at 0.020s, back at 0.030s in between, and its fencing counter came back \
+             smaller"
+        );
+
+        let mut s = Script::default();
+        s.grant(0, 1, 0, 1)
+            .push(2, nemesis("start", "client-pause", &["client-0"]))
+            .grant(10, 11, 1, 2)
+            .write(12, 13, 1, 2)
+            .push(20, nemesis("stop", "client-pause", &["client-0"]))
+            .write(21, 22, 0, 1);
+        let r = in_time_order(s).check();
+        let explained = r.stale_storage_accesses[0].explanation.as_ref().unwrap();
+        assert_eq!(explained.cause, Cause::Zombie, "{}", explained.sentence);
+        assert!(explained.sentence.starts_with(
+            "process 0 was frozen from 0.002s to 0.020s (on client-0) and woke up a zombie: the \
+             storage accepted process 0's add with fence 1 at 0.021s, after it had seen fence 2"
+        ), "{}", explained.sentence);
     }
 
     #[test]
