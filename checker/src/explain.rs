@@ -140,8 +140,9 @@ pub struct Release {
     pub key: String,
     /// `index` of the releasing hold's acquire.
     pub acquire_index: u64,
-    /// Its invoke: the key was deleted after it.
+    /// Its invoke and its `ok`: the key was deleted in between.
     pub released_ms: f64,
+    pub completed_ms: f64,
     /// When the releasing hold's lease ended.
     pub lease_end_ms: f64,
     /// The nodes its grant came from, where named.
@@ -238,7 +239,8 @@ fn hijack(grant: &DoubleGrant, releases: &[Release]) -> Option<Explanation> {
     let release = releases.iter().find(|r| {
         r.key == grant.key
             && r.process != first.process
-            && (first.start_ms..=second.start_ms).contains(&r.released_ms)
+            && r.completed_ms >= first.start_ms
+            && r.released_ms <= second.start_ms
             && same_node(r)
     })?;
     let why = if release.released_ms > release.lease_end_ms {
@@ -1497,6 +1499,18 @@ mod tests {
             "and so deleted process 1's key: process 0 was granted at 3.501s while process 1's \
              lease ran until 7.500s"
         ), "{}", explained[1].sentence);
+    }
+
+    #[test]
+    fn a_release_still_in_flight_when_the_first_was_granted_may_have_deleted_its_key() {
+        // Process 0's DEL was invoked just before process 1's grant and came back after it.
+        let mut history = History::default();
+        history
+            .grant(0, 1_000, 1_001, 1_000, &["n1"])
+            .grant(1, 2_999, 3_001, 5_000, &["n1"])
+            .release(0, 3_000, OpType::Ok)
+            .grant(2, 3_001, 3_002, 5_000, &["n1"]);
+        assert_eq!(causes(&history.explained()), vec![Cause::Hijack]);
     }
 
     #[test]

@@ -367,7 +367,7 @@ impl LockSafetyChecker {
 
     /// Keeps a release for the explanations, unless no double grant still to be reported can
     /// come after it.
-    fn released(&mut self, hold: Candidate) {
+    fn released(&mut self, hold: Candidate, completed: u64) {
         let reported_until = self.tally.first_definite.bound().map(|order| order.0);
         if reported_until.is_some_and(|until| hold.end > until) {
             return;
@@ -377,6 +377,7 @@ impl LockSafetyChecker {
             key: hold.key,
             acquire_index: hold.acquire_index,
             released_ms: ms(hold.end),
+            completed_ms: ms(completed),
             lease_end_ms: ms(hold.lease_end),
             nodes: hold.nodes,
         });
@@ -522,12 +523,12 @@ impl LockSafetyChecker {
         }
         self.retained.retain(|_, on_key| !on_key.is_empty());
         // A double grant still to be found is between holds retained or still to end: a
-        // release before all of them began lies between the grants of none.
+        // release that came back before all of them began lies between the grants of none.
         let earliest_retained = self.retained.values().flatten().map(|hold| hold.start);
         let floor = ms(earliest_retained.fold(horizon, u64::min));
         let reported_until = self.tally.first_definite.bound().map(|order| ms(order.0));
         self.releases.retain(|release| {
-            release.released_ms >= floor
+            release.completed_ms >= floor
                 && reported_until.is_none_or(|until| release.released_ms <= until)
         });
         let mut floors: HashMap<Process, u64> = HashMap::default();
@@ -593,7 +594,7 @@ impl Checker for LockSafetyChecker {
             Event::Complete { invoke, completion } if invoke.f == "release" => {
                 let released = self.releasing.remove(&invoke.process);
                 if let Some(hold) = released.filter(|_| completion.kind == OpType::Ok) {
-                    self.released(hold);
+                    self.released(hold, completion.time);
                 }
             }
             _ => {}
