@@ -617,16 +617,17 @@ fn zombie(grant: &DoubleGrant, context: &Context) -> Explanation {
     )
 }
 
-/// Explains a stuck period (rule 6): a client that crashed during the lease that ran out
-/// last, the op that set the key, is a [`Cause::CrashedClient`]: the key it left behind
-/// outlived every lease (a `SETNX` whose `EXPIRE` never came, say).
+/// Explains a stuck period (rule 6): a client crash on during the lease that ran out last,
+/// from the op that set the key, is a [`Cause::CrashedClient`]: the key the crash left behind
+/// outlived every lease (a `SETNX` whose `EXPIRE` never came, say). A crash fault arms the
+/// next client to take the lock, so it may have begun before that op.
 pub fn stuck(period: &StuckPeriod, context: &Context) -> Explanation {
     let (since, until) = (period.last_lease_from_ms, period.free_from_ms);
     let crash = context
         .timeline
         .spells
         .iter()
-        .find(|s| s.state == State::ClientCrashed && (since..=until).contains(&s.start_ms));
+        .find(|s| s.state == State::ClientCrashed && s.touches(since, until));
     let refused = format!(
         "no lease explains the key after {}, yet {} acquires were refused until {}",
         seconds(period.free_from_ms),
@@ -687,7 +688,9 @@ pub struct Write<'a> {
 ///
 /// - A later write of another process whose document was read before a lost write was
 ///   acknowledged wrote over it: a [`Cause::Zombie`] where that process was frozen between
-///   its read and its write, a [`Cause::CutOffHolder`] where a fault aimed at it cut it off.
+///   its read and its write, a [`Cause::CutOffHolder`] where a fault aimed at it cut it off,
+///   and a [`Cause::Zombie`] too where the lost write's own process was frozen before it
+///   wrote (the zombie wrote inside the next holder's critical section).
 /// - Otherwise, where the lost writes name the node that acknowledged them: a
 ///   [`Cause::SplitBrain`] where that node was cut off when it acknowledged them (a master on
 ///   the minority side, whose writes the majority's new master never saw), a
@@ -838,6 +841,32 @@ fn overwritten(first: &Write, over: &Write, lost: &[Write], context: &Context) -
             cut.phrase_until(over.invoked_ms),
         );
         return Explanation::new(Cause::CutOffHolder, sentence).resting_on(&[], &[cut]);
+    }
+    // The lost write may be the zombie's own: frozen after it read, it wrote inside the next
+    // holder's critical section, and that holder wrote the document it had read over it.
+    let lost_client = context.worker(first.process);
+    let lost_frozen = context.timeline.spells.iter().find(|s| {
+        s.state == State::ClientPaused
+            && lost_client.as_deref() == Some(s.node.as_str())
+            && s.touches(first.read_ms.unwrap_or(first.invoked_ms), first.invoked_ms)
+    });
+    if let Some(pause) = lost_frozen {
+        let sentence = format!(
+            "process {} was frozen from {} to {} (on {}), woke up a zombie and wrote id {} at {} \
+             inside process {}'s critical section; process {}, which had read the document at \
+             {}, wrote it back at {} without it",
+            first.process,
+            seconds(pause.start_ms),
+            pause.stop_ms.map_or("the end".to_string(), seconds),
+            pause.node,
+            first.id,
+            seconds(first.invoked_ms),
+            over.process,
+            over.process,
+            seconds(read),
+            seconds(over.invoked_ms),
+        );
+        return Explanation::new(Cause::Zombie, sentence).resting_on(&[], &[pause]);
     }
     let sentence = format!(
         "no mechanism splitbrain knows explains why two processes held the lock: process {} \

@@ -626,6 +626,42 @@ mod tests {
     }
 
     #[test]
+    fn explained_a_zombies_own_write_inside_the_next_holders_critical_section() {
+        let mut s = Script::default();
+        read_by(&mut s, 1_000, 0);
+        s.push(
+            1_100,
+            nemesis(
+                "start",
+                "client-pause",
+                &["client-0"],
+                serde_json::Value::Null,
+            ),
+        );
+        read_by(&mut s, 2_000, 1);
+        s.push(
+            3_000,
+            nemesis(
+                "stop",
+                "client-pause",
+                &["client-0"],
+                serde_json::Value::Null,
+            ),
+        );
+        s.add(3_100, 0, 1, OpType::Ok);
+        s.add(3_500, 1, 2, OpType::Ok);
+        let r = s.read(6_000, &[2]).check();
+        let explained = r.keys[0].explanation.as_ref().unwrap();
+        assert_eq!(explained.cause, explain::Cause::Zombie);
+        assert_eq!(
+            explained.sentence,
+            "process 0 was frozen from 1.100s to 3.000s (on client-0), woke up a zombie and \
+             wrote id 1 at 3.100s inside process 1's critical section; process 1, which had \
+             read the document at 2.000s, wrote it back at 3.500s without it"
+        );
+    }
+
+    #[test]
     fn explained_writes_a_cut_off_master_acknowledged_are_a_split_brain_and_before_a_kill_a_failover(
     ) {
         let acked_by = |s: &mut Script, ms: u64, id: i64| {

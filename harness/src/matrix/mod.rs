@@ -421,27 +421,34 @@ async fn run_cell(
     })
 }
 
-/// The causes its explanations give a run's reported double grants (fenced ones too), each with
-/// how many it explains, in order of first appearance.
+/// The causes its explanations give a run's reported violations (double grants, fenced ones
+/// too, stuck periods, keys with lost writes, fencing violations), each with how many it
+/// explains, in order of first appearance.
 fn causes_named(results: Option<&serde_json::Value>) -> Vec<(Cause, usize)> {
-    let Some(safety) =
-        results.and_then(|r| serde_json::from_value::<LockSafety>(r["lock-safety"].clone()).ok())
-    else {
+    const FINDINGS: [(&str, &str); 7] = [
+        ("lock-safety", "double_grants"),
+        ("lock-safety", "fenced_double_grants"),
+        ("stuck-lock", "stuck_periods"),
+        ("lost-writes", "keys"),
+        ("fencing", "duplicate_fences"),
+        ("fencing", "out_of_order_grants"),
+        ("fencing", "stale_storage_accesses"),
+    ];
+    let Some(results) = results else {
         return Vec::new();
     };
     let mut named: Vec<(Cause, usize)> = Vec::new();
-    let explained = safety
-        .double_grants
+    let explained = FINDINGS
         .iter()
-        .chain(&safety.fenced_double_grants)
-        .filter_map(|grant| grant.explanation.as_ref());
-    for explanation in explained {
-        match named
-            .iter_mut()
-            .find(|(cause, _)| *cause == explanation.cause)
-        {
+        .filter_map(|(checker, list)| results[checker][list].as_array())
+        .flatten()
+        .filter_map(|finding| {
+            serde_json::from_value::<Cause>(finding["explanation"]["cause"].clone()).ok()
+        });
+    for cause in explained {
+        match named.iter_mut().find(|(c, _)| *c == cause) {
             Some((_, n)) => *n += 1,
-            None => named.push((explanation.cause, 1)),
+            None => named.push((cause, 1)),
         }
     }
     named
