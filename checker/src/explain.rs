@@ -2,7 +2,7 @@
 //! named [`Cause`], and one sentence built from the history alone.
 //!
 //! A double grant is explained from its two holds, the nodes each grant names, the
-//! [`Timeline`] of the faults, and the releases that came after their own lease ended. Rules,
+//! [`Timeline`] of the faults and the deployment's masters, and the releases on its key. Rules,
 //! in order, each with a unit test below:
 //!
 //! 1. A `stale` (or `fenced`) double grant has a **zombie**: the holder whose lease had ended
@@ -180,6 +180,35 @@ impl Context<'_> {
                 .filter(|s| s.touches(at_ms - MASTER_POLL_MS, at_ms + MASTER_POLL_MS))
                 .collect(),
         )
+    }
+
+    /// What made `process` a zombie, among the spells `pick` keeps: its client worker frozen
+    /// ([`Cause::Zombie`]) before a fault aimed at it as holder cutting it off
+    /// ([`Cause::CutOffHolder`]); the latest of each.
+    fn outlived_by<'a>(
+        &'a self,
+        process: Process,
+        pick: impl Fn(&Spell) -> bool,
+    ) -> Option<(Cause, &'a Spell)> {
+        let client = self.worker(process);
+        let latest = |cause: Cause| {
+            self.timeline
+                .spells
+                .iter()
+                .filter(|s| pick(s))
+                .filter(|s| match cause {
+                    Cause::Zombie => {
+                        s.state == State::ClientPaused && client.as_deref() == Some(&*s.node)
+                    }
+                    _ => {
+                        matches!(s.state, State::Links | State::CutOff)
+                            && s.holder.map(Process::Client) == Some(process)
+                    }
+                })
+                .last()
+                .map(|s| (cause, s))
+        };
+        latest(Cause::Zombie).or_else(|| latest(Cause::CutOffHolder))
     }
 
     /// Every spell on `nodes` (or the holder's client) on at some time in `[from, to]`.
@@ -807,58 +836,36 @@ fn overwritten(first: &Write, over: &Write, lost: &[Write], context: &Context) -
         first.process,
         seconds(first.acknowledged_ms)
     );
-    let client = context.worker(over.process);
     let near: Vec<&Spell> = context
         .timeline
         .spells
         .iter()
         .filter(|s| s.touches(read, over.invoked_ms))
         .collect();
-    let frozen = near
-        .iter()
-        .find(|s| s.state == State::ClientPaused && client.as_deref() == Some(s.node.as_str()));
-    if let Some(pause) = frozen {
+    if let Some((cause, spell)) =
+        context.outlived_by(over.process, |s| s.touches(read, over.invoked_ms))
+    {
         let sentence = format!(
-            "process {} read the document at {}, was frozen from {} to {} (on {}), {what}",
+            "process {} read the document at {}, {}, {what}",
             over.process,
             seconds(read),
-            seconds(pause.start_ms.max(read)),
-            pause.stop_ms.map_or("the end".to_string(), seconds),
-            pause.node,
+            story(cause, spell, over.invoked_ms),
         );
-        return Explanation::new(Cause::Zombie, sentence).resting_on(&[], &[pause]);
+        return Explanation::new(cause, sentence).resting_on(&[], &[spell]);
     }
-    let cut = near.iter().find(|s| {
-        matches!(s.state, State::Links | State::CutOff)
-            && s.holder.map(Process::Client) == Some(over.process)
-    });
-    if let Some(cut) = cut {
+    // The lost write may be the zombie's own: frozen or cut off after it read, it wrote inside
+    // the next holder's critical section, and that holder wrote the document it had read over
+    // it.
+    let since = first.read_ms.unwrap_or(first.invoked_ms);
+    if let Some((cause, spell)) =
+        context.outlived_by(first.process, |s| s.touches(since, first.invoked_ms))
+    {
         let sentence = format!(
-            "process {} read the document at {}, was cut off ({}, {}), {what}",
-            over.process,
-            seconds(read),
-            cut.fault,
-            cut.phrase_until(over.invoked_ms),
-        );
-        return Explanation::new(Cause::CutOffHolder, sentence).resting_on(&[], &[cut]);
-    }
-    // The lost write may be the zombie's own: frozen after it read, it wrote inside the next
-    // holder's critical section, and that holder wrote the document it had read over it.
-    let lost_client = context.worker(first.process);
-    let lost_frozen = context.timeline.spells.iter().find(|s| {
-        s.state == State::ClientPaused
-            && lost_client.as_deref() == Some(s.node.as_str())
-            && s.touches(first.read_ms.unwrap_or(first.invoked_ms), first.invoked_ms)
-    });
-    if let Some(pause) = lost_frozen {
-        let sentence = format!(
-            "process {} was frozen from {} to {} (on {}), woke up a zombie and wrote id {} at {} \
-             inside process {}'s critical section; process {}, which had read the document at \
-             {}, wrote it back at {} without it",
+            "process {} {}, and as a zombie wrote id {} at {} inside process {}'s critical \
+             section; process {}, which had read the document at {}, wrote it back at {} \
+             without it",
             first.process,
-            seconds(pause.start_ms),
-            pause.stop_ms.map_or("the end".to_string(), seconds),
-            pause.node,
+            story(cause, spell, first.invoked_ms),
             first.id,
             seconds(first.invoked_ms),
             over.process,
@@ -866,7 +873,7 @@ fn overwritten(first: &Write, over: &Write, lost: &[Write], context: &Context) -
             seconds(read),
             seconds(over.invoked_ms),
         );
-        return Explanation::new(Cause::Zombie, sentence).resting_on(&[], &[pause]);
+        return Explanation::new(cause, sentence).resting_on(&[], &[spell]);
     }
     let sentence = format!(
         "no mechanism splitbrain knows explains why two processes held the lock: process {} \
@@ -875,6 +882,23 @@ fn overwritten(first: &Write, over: &Write, lost: &[Write], context: &Context) -
         seconds(read),
     );
     Explanation::new(Cause::Unexplained, sentence).resting_on(&[], &near)
+}
+
+/// `was frozen from 1.100s to 5.000s (on client-0)`, `was cut off (link-drop-holder, ...)`.
+fn story(cause: Cause, spell: &Spell, until_ms: f64) -> String {
+    match cause {
+        Cause::Zombie => format!(
+            "was frozen from {} to {} (on {})",
+            seconds(spell.start_ms),
+            spell.stop_ms.map_or("the end".to_string(), seconds),
+            spell.node
+        ),
+        _ => format!(
+            "was cut off ({}, {})",
+            spell.fault,
+            spell.phrase_until(until_ms)
+        ),
+    }
 }
 
 /// `1 write`, `412 writes`.
@@ -940,39 +964,16 @@ pub fn fencing(pair: &FencePair, context: &Context) -> Explanation {
         earlier.f,
         seconds(earlier.completed_ms)
     );
-    let client = context.worker(later.process);
-    let near: Vec<&Spell> = context
-        .timeline
-        .spells
-        .iter()
-        .filter(|s| {
-            s.start_ms <= later.invoke_ms && s.stop_ms.is_none_or(|stop| stop >= earlier.invoke_ms)
-        })
-        .collect();
-    if let Some(pause) = near
-        .iter()
-        .find(|s| s.state == State::ClientPaused && client.as_deref() == Some(s.node.as_str()))
-    {
-        let sentence = format!(
-            "process {} was frozen from {} to {} (on {}) and woke up a zombie: {accepted}",
-            later.process,
-            seconds(pause.start_ms),
-            pause.stop_ms.map_or("the end".to_string(), seconds),
-            pause.node
-        );
-        return Explanation::new(Cause::Zombie, sentence).resting_on(&[], &[pause]);
-    }
-    if let Some(cut) = near.iter().find(|s| {
-        matches!(s.state, State::Links | State::CutOff)
-            && s.holder.map(Process::Client) == Some(later.process)
+    // The zombie was frozen or cut off before the newer fence was used, and wrote after.
+    if let Some((cause, spell)) = context.outlived_by(later.process, |s| {
+        s.earliest_ms() <= earlier.invoke_ms && s.start_ms <= later.invoke_ms
     }) {
         let sentence = format!(
-            "process {} was cut off ({}, {}): {accepted}",
+            "process {} {} and woke up a zombie: {accepted}",
             later.process,
-            cut.fault,
-            cut.phrase_until(later.invoke_ms)
+            story(cause, spell, later.invoke_ms)
         );
-        return Explanation::new(Cause::CutOffHolder, sentence).resting_on(&[], &[cut]);
+        return Explanation::new(cause, sentence).resting_on(&[], &[spell]);
     }
     Explanation::new(
         Cause::Unexplained,

@@ -655,9 +655,9 @@ mod tests {
         assert_eq!(explained.cause, explain::Cause::Zombie);
         assert_eq!(
             explained.sentence,
-            "process 0 was frozen from 1.100s to 3.000s (on client-0), woke up a zombie and \
-             wrote id 1 at 3.100s inside process 1's critical section; process 1, which had \
-             read the document at 2.000s, wrote it back at 3.500s without it"
+            "process 0 was frozen from 1.100s to 3.000s (on client-0), and as a zombie wrote id \
+             1 at 3.100s inside process 1's critical section; process 1, which had read the \
+             document at 2.000s, wrote it back at 3.500s without it"
         );
     }
 
