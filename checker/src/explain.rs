@@ -185,11 +185,11 @@ impl Context<'_> {
     /// What made `process` a zombie, among the spells `pick` keeps: its client worker frozen
     /// ([`Cause::Zombie`]) before a fault aimed at it as holder cutting it off
     /// ([`Cause::CutOffHolder`]); the latest of each.
-    fn outlived_by<'a>(
-        &'a self,
+    fn outlived_by(
+        &self,
         process: Process,
         pick: impl Fn(&Spell) -> bool,
-    ) -> Option<(Cause, &'a Spell)> {
+    ) -> Option<(Cause, &Spell)> {
         let client = self.worker(process);
         let latest = |cause: Cause| {
             self.timeline
