@@ -235,7 +235,7 @@ pub struct LockSafetyChecker {
     timeline: Timeline,
     workers: usize,
     /// Holds ended by a release that has not come back yet.
-    releasing: HashMap<Process, Candidate>,
+    releasing: HashMap<Process, Release>,
     /// Releases answered `ok`, for as long as a double grant still to be found may have one
     /// between its grants: a release that checks no token deletes whoever holds the key.
     releases: Vec<Release>,
@@ -367,20 +367,13 @@ impl LockSafetyChecker {
 
     /// Keeps a release for the explanations, unless no double grant still to be reported can
     /// come after it.
-    fn released(&mut self, hold: Candidate, completed: u64) {
-        let reported_until = self.tally.first_definite.bound().map(|order| order.0);
-        if reported_until.is_some_and(|until| hold.end > until) {
+    fn released(&mut self, mut release: Release, completed: u64) {
+        let reported_until = self.tally.first_definite.bound().map(|order| ms(order.0));
+        if reported_until.is_some_and(|until| release.released_ms > until) {
             return;
         }
-        self.releases.push(Release {
-            process: hold.process,
-            key: hold.key,
-            acquire_index: hold.acquire_index,
-            released_ms: ms(hold.end),
-            completed_ms: ms(completed),
-            lease_end_ms: ms(hold.lease_end),
-            nodes: hold.nodes,
-        });
+        release.completed_ms = ms(completed);
+        self.releases.push(release);
     }
 
     /// Compares a hold that just ended with the ended holds on its key, then keeps it.
@@ -593,8 +586,8 @@ impl Checker for LockSafetyChecker {
             }
             Event::Complete { invoke, completion } if invoke.f == "release" => {
                 let released = self.releasing.remove(&invoke.process);
-                if let Some(hold) = released.filter(|_| completion.kind == OpType::Ok) {
-                    self.released(hold, completion.time);
+                if let Some(release) = released.filter(|_| completion.kind == OpType::Ok) {
+                    self.released(release, completion.time);
                 }
             }
             _ => {}
@@ -607,7 +600,16 @@ impl Checker for LockSafetyChecker {
         self.tracker.observe(event, &mut self.ended);
         for hold in std::mem::take(&mut self.ended) {
             if hold.ended_by == "release" {
-                self.releasing.insert(hold.process, hold.clone());
+                let release = Release {
+                    process: hold.process,
+                    key: hold.key.clone(),
+                    acquire_index: hold.acquire_index,
+                    released_ms: ms(hold.end),
+                    completed_ms: ms(hold.end),
+                    lease_end_ms: ms(hold.lease_end),
+                    nodes: hold.nodes.clone(),
+                };
+                self.releasing.insert(hold.process, release);
             }
             self.compare(hold);
         }
