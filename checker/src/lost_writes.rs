@@ -577,6 +577,16 @@ mod tests {
             .push(ms + 1, read(OpType::Ok).value(Vec::<i64>::new()));
     }
 
+    /// `client` frozen from `from` to `to`, as `client-pause` records it.
+    fn freeze(s: &mut Script, client: &str, from: u64, to: u64) {
+        let null = serde_json::Value::Null;
+        s.push(
+            from,
+            nemesis("start", "client-pause", &[client], null.clone()),
+        )
+        .push(to, nemesis("stop", "client-pause", &[client], null));
+    }
+
     #[test]
     fn explained_a_write_from_a_document_read_before_a_lost_write_wrote_over_it() {
         for (frozen, cause) in [
@@ -587,24 +597,7 @@ mod tests {
             read_by(&mut s, 1_000, 0);
             read_by(&mut s, 1_001, 1);
             if frozen {
-                s.push(
-                    1_100,
-                    nemesis(
-                        "start",
-                        "client-pause",
-                        &["client-0"],
-                        serde_json::Value::Null,
-                    ),
-                );
-                s.push(
-                    5_000,
-                    nemesis(
-                        "stop",
-                        "client-pause",
-                        &["client-0"],
-                        serde_json::Value::Null,
-                    ),
-                );
+                freeze(&mut s, "client-0", 1_100, 5_000);
             }
             read_by(&mut s, 2_000, 1);
             s.add(2_100, 1, 2, OpType::Ok);
@@ -629,25 +622,8 @@ mod tests {
     fn explained_a_zombies_own_write_inside_the_next_holders_critical_section() {
         let mut s = Script::default();
         read_by(&mut s, 1_000, 0);
-        s.push(
-            1_100,
-            nemesis(
-                "start",
-                "client-pause",
-                &["client-0"],
-                serde_json::Value::Null,
-            ),
-        );
         read_by(&mut s, 2_000, 1);
-        s.push(
-            3_000,
-            nemesis(
-                "stop",
-                "client-pause",
-                &["client-0"],
-                serde_json::Value::Null,
-            ),
-        );
+        freeze(&mut s, "client-0", 1_100, 3_000);
         s.add(3_100, 0, 1, OpType::Ok);
         s.add(3_500, 1, 2, OpType::Ok);
         let r = s.read(6_000, &[2]).check();
