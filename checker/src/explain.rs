@@ -25,8 +25,9 @@
 //!    where the first holder's node was cut off when it granted (a master on the minority
 //!    side), or where either node granted while the deployment named other nodes master and
 //!    not it (a master left behind by a failover, or not yet demoted after a heal): two
-//!    masters at once. A [`Cause::Failover`] where the first node was cut off, killed, paused
-//!    or failed over after its grant and before the second.
+//!    masters at once. A [`Cause::Failover`] where the first node was cut off, killed or
+//!    paused after its grant and before the second, or a failover of either node was under way
+//!    between them.
 //! 5. Anything else is [`Cause::Unexplained`], with the faults active named: that is the case
 //!    a user must look at.
 //!
@@ -542,7 +543,7 @@ fn moved(
                 from,
                 to,
             )
-            .find(|s| s.start_ms >= from && s.earliest_ms() <= to)
+            .find(|s| s.state == State::Failover || s.start_ms >= from)
     });
     if let Some(spell) = went_away {
         let sentence = format!(
@@ -564,6 +565,29 @@ fn moved(
         let spells = evidence(spell);
         return Explanation::new(Cause::Failover, sentence)
             .resting_on(&[first, second], &spells.iter().collect::<Vec<_>>());
+    }
+    // A failover under way from the second holder's node: the master being replaced and the
+    // one replacing it both granted before the old one stepped down.
+    let stepping_down = second_nodes.iter().find_map(|node| {
+        context
+            .timeline
+            .on(node, &[State::Failover], from, to)
+            .next()
+    });
+    if let Some(spell) = stepping_down {
+        let sentence = format!(
+            "{}; {old} granted process {} at {} and {new}, the master being replaced, granted \
+             process {} at {}, while process {}'s lease ran until {}: both granted before the \
+             old master stepped down",
+            spell.phrase(),
+            first.process,
+            seconds(first.start_ms),
+            second.process,
+            seconds(second.start_ms),
+            first.process,
+            seconds(first.lease_end_ms),
+        );
+        return Explanation::new(Cause::Failover, sentence).resting_on(&[first, second], &[spell]);
     }
     unexplained(
         grant,
@@ -1266,6 +1290,49 @@ mod tests {
              granted process 1 at 3.001s"
         ), "{}", explained[0].sentence);
         assert_eq!(explained[0].spells.len(), 2);
+    }
+
+    #[test]
+    fn a_failover_under_way_at_either_grant_is_a_failover() {
+        // Asked before the first grant, which came from the master being replaced.
+        let failover = |history: &mut History, master: &str| {
+            history
+                .fault(
+                    "start",
+                    500,
+                    "failover",
+                    &[],
+                    Value::Null,
+                    json!({"master": master}),
+                )
+                .fault("stop", 3_500, "failover", &[], Value::Null, Value::Null);
+        };
+        let mut history = History::default();
+        history.push(master(&["n1"]), 0);
+        failover(&mut history, "n1");
+        history
+            .grant(0, 1_000, 1_001, 5_000, &["n1"])
+            .grant(1, 1_200, 1_201, 5_000, &["n2"])
+            .push(master(&["n2"]), 1_400);
+        assert_eq!(causes(&history.explained()), vec![Cause::Failover]);
+
+        // The new master granted first, the one being replaced just after.
+        let mut history = History::default();
+        history.push(master(&["n1"]), 0);
+        failover(&mut history, "n1");
+        history
+            .grant(0, 1_000, 1_001, 5_000, &["n2"])
+            .grant(1, 1_000, 1_002, 5_000, &["n1"])
+            .push(master(&["n1", "n2"]), 1_300);
+        let explained = history.explained();
+        assert_eq!(causes(&explained), vec![Cause::Failover]);
+        assert!(
+            explained[0]
+                .sentence
+                .ends_with("both granted before the old master stepped down"),
+            "{}",
+            explained[0].sentence
+        );
     }
 
     /// The nemesis's record of who is master.
