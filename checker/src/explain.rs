@@ -1038,22 +1038,6 @@ fn and_list(names: &[&str]) -> String {
     }
 }
 
-impl Spell {
-    /// The spell's phrase, leaving out a stop that came after `until_ms` (a sentence about
-    /// what happened before then).
-    fn phrase_until(&self, until_ms: f64) -> String {
-        if self.stop_ms.is_some_and(|stop| stop > until_ms) {
-            Spell {
-                stop_ms: None,
-                ..self.clone()
-            }
-            .phrase()
-        } else {
-            self.phrase()
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -122,6 +122,20 @@ impl Spell {
         self.earliest_ms() <= to_ms && self.stop_ms.is_none_or(|stop| stop >= from_ms)
     }
 
+    /// The spell's phrase, leaving out a stop that came after `until_ms` (a sentence about
+    /// what happened before then).
+    pub(crate) fn phrase_until(&self, until_ms: f64) -> String {
+        if self.stop_ms.is_some_and(|stop| stop > until_ms) {
+            Spell {
+                stop_ms: None,
+                ..self.clone()
+            }
+            .phrase()
+        } else {
+            self.phrase()
+        }
+    }
+
     /// `n3 killed at 9.740s, back at 11.610s`: the spell as a sentence names it.
     pub fn phrase(&self) -> String {
         let from = seconds(self.start_ms);
