@@ -14,7 +14,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use anyhow::Context;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use splitbrain_checker::coverage::RunFacts;
 use splitbrain_checker::every::{EveryChecker, Verdicts};
 use splitbrain_checker::linearizability::{self, find_model, Limits, Linearizability, MODELS};
@@ -122,7 +122,9 @@ pub fn check(args: &CheckArgs) -> Result<Exit, HarnessError> {
     }
     drop(file);
     let (interrupted, error) = recorded_outcome(&path);
-    let checked = check_file(&path, &lin, facts_of(&path)).map_err(|e| not_a_history(&path, e))?;
+    let spec = stored_spec(&path);
+    let facts = spec.as_ref().map(TestSpec::run_facts).unwrap_or_default();
+    let checked = check_file(&path, &lin, facts).map_err(|e| not_a_history(&path, e))?;
     if let Some(e) = &checked.search_error {
         return Err(HarnessError::BadInput(format!("{}: {e}", path.display())));
     }
@@ -137,9 +139,7 @@ pub fn check(args: &CheckArgs) -> Result<Exit, HarnessError> {
     // What the run recorded beside its history and the history cannot say: that it was
     // interrupted, or failed part way (which leaves its verdict unknown).
     let mut results = checked.results(interrupted, error);
-    results.pace = stored_spec(&path)
-        .and_then(|spec| spec.pace)
-        .map(|pace| pace.line());
+    results.pace = spec.and_then(|spec| spec.pace).map(|pace| pace.line());
     out.write_results(&results)?;
     if args.report {
         let test = std::fs::read_to_string(path.with_file_name("test.json"))
@@ -277,14 +277,19 @@ struct EdnResults {
 /// Whether the run beside `history` recorded that it was interrupted or failed part way, in
 /// its `results.json`.
 fn recorded_outcome(history: &Path) -> (bool, Option<String>) {
-    let recorded = std::fs::read_to_string(history.with_file_name("results.json"))
+    /// The two fields read; the rest of the file is skipped, not built into values.
+    #[derive(Deserialize, Default)]
+    struct Outcome {
+        #[serde(default)]
+        interrupted: bool,
+        #[serde(default)]
+        error: Option<String>,
+    }
+    let recorded: Outcome = std::fs::read_to_string(history.with_file_name("results.json"))
         .ok()
-        .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
+        .and_then(|text| serde_json::from_str(&text).ok())
         .unwrap_or_default();
-    (
-        recorded["interrupted"].as_bool().unwrap_or(false),
-        recorded["error"].as_str().map(str::to_string),
-    )
+    (recorded.interrupted, recorded.error)
 }
 
 /// The run's `test.json` beside a history, where there is one that reads as a spec: it says
@@ -313,14 +318,6 @@ fn is_edn(path: &Path, text: &str) -> bool {
     start.starts_with('[') || start.starts_with('#') || start.starts_with(";") || {
         start.starts_with('{') && start[1..].trim_start().starts_with(':')
     }
-}
-
-/// What the history alone does not say about the run that wrote it, from its `test.json`.
-fn facts_of(history: &Path) -> RunFacts {
-    stored_spec(history)
-        .as_ref()
-        .map(TestSpec::run_facts)
-        .unwrap_or_default()
 }
 
 /// Reads back a run's history and checks it with every checker; `facts` says what the
