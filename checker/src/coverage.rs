@@ -123,7 +123,7 @@ impl Spread {
         values.sort_unstable();
         let (first, last) = (*values.first()?, *values.last()?);
         let middle = values.len() / 2;
-        let median = if values.len() % 2 == 0 {
+        let median = if values.len().is_multiple_of(2) {
             (values[middle - 1] + values[middle]) / 2
         } else {
             values[middle]

@@ -3,7 +3,9 @@
 
 Both are run alternately, 300 times a round for 5 rounds, and the CPU time (user + system)
 of the children is read from getrusage; the median round of each is printed, and the ratio.
-The trivial binary (`fn main() {}`) is built with the same rustc, optimised.
+The trivial binary (`fn main() {}`) is built with the same rustc, optimised, as rustc
+links by default (dynamically); the same linked statically, as splitbrain is on Linux, is
+measured beside them as the floor of starting a program at all.
 
     cargo build --release && python3 harness/benches/check_start.py [path/to/splitbrain]
 """
@@ -28,15 +30,24 @@ def cpu_ms(command, runs):
     return spent / runs * 1000
 
 
+def host_tuple():
+    version = subprocess.run(["rustc", "-vV"], capture_output=True, text=True, check=True)
+    return next(line.split()[1] for line in version.stdout.splitlines() if line.startswith("host:"))
+
+
 def main():
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    splitbrain = sys.argv[1] if len(sys.argv) > 1 else os.path.join(root, "target/release/splitbrain")
+    splitbrain = sys.argv[1] if len(sys.argv) > 1 else os.path.join(
+        root, "target", host_tuple(), "release", "splitbrain")
     with tempfile.TemporaryDirectory() as work:
         source = os.path.join(work, "trivial.rs")
         trivial = os.path.join(work, "trivial")
         with open(source, "w") as f:
             f.write("fn main() {}\n")
         subprocess.run(["rustc", "-O", source, "-o", trivial], check=True)
+        static = os.path.join(work, "trivial-static")
+        subprocess.run(["rustc", "-O", "-C", "target-feature=+crt-static", "-C",
+                        "relocation-model=static", source, "-o", static], check=True)
         history = os.path.join(work, "history.jsonl")
         with open(history, "w") as f:
             f.write('{"index":0,"time":0,"process":0,"type":"invoke","f":"acquire",'
@@ -44,16 +55,17 @@ def main():
         check = [splitbrain, "check", history]
         # The first check writes results.json; the ones measured find it as it would be.
         subprocess.run(check, stdout=subprocess.DEVNULL, check=False)
-        baseline, checks = [], []
+        baseline, floor, checks = [], [], []
         for _ in range(ROUNDS):
             baseline.append(cpu_ms([trivial], RUNS))
+            floor.append(cpu_ms([static], RUNS))
             checks.append(cpu_ms(check, RUNS))
-    baseline.sort()
-    checks.sort()
     middle = ROUNDS // 2
-    print(f"trivial Rust binary:                 {baseline[middle]:.2f} ms CPU per run")
-    print(f"splitbrain check, one-line history:  {checks[middle]:.2f} ms CPU per run")
-    print(f"ratio check / trivial: {checks[middle] / baseline[middle]:.2f}")
+    baseline, floor, checks = (sorted(rounds)[middle] for rounds in (baseline, floor, checks))
+    print(f"trivial Rust binary:                 {baseline:.2f} ms CPU per run")
+    print(f"trivial Rust binary, linked static:  {floor:.2f} ms CPU per run")
+    print(f"splitbrain check, one-line history:  {checks:.2f} ms CPU per run")
+    print(f"ratio check / trivial: {checks / baseline:.2f}")
 
 
 if __name__ == "__main__":

@@ -257,7 +257,7 @@ impl<'p, 'h, M: Model> Search<'p, 'h, M> {
         let mut ticks = 0u32;
         while self.remaining_ok > 0 {
             ticks = ticks.wrapping_add(1);
-            if ticks % CHECK_EVERY == 0 {
+            if ticks.is_multiple_of(CHECK_EVERY) {
                 if let Some(stop) = self.budget.stop() {
                     return Err(stop);
                 }

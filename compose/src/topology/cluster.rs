@@ -35,7 +35,7 @@ impl Cluster {
     fn layout(options: &TopologyOptions) -> Result<(usize, usize), String> {
         let n = options.nodes.unwrap_or(DEFAULT_NODES);
         let per_shard = options.cluster.replicas + 1;
-        if n % per_shard != 0 {
+        if !n.is_multiple_of(per_shard) {
             return Err(format!(
                 "{n} nodes do not split into shards of a master and {} replica(s)",
                 options.cluster.replicas
