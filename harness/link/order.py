@@ -36,6 +36,8 @@ def functions_run(splitbrain, history, work):
         ["valgrind", "--tool=callgrind", "--demangle=no", f"--callgrind-out-file={profile}",
          splitbrain, "check", history, "--out", out],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+    if not os.path.exists(profile):
+        sys.exit(f"callgrind wrote no profile of {splitbrain} check {history}")
     names = set()
     with open(profile) as f:
         for line in f:
@@ -47,6 +49,8 @@ def functions_run(splitbrain, history, work):
 
 
 def main():
+    if not shutil.which("valgrind"):
+        sys.exit("order.py runs splitbrain under valgrind: install it (apt-get install valgrind)")
     splitbrain = sys.argv[1] if len(sys.argv) > 1 else os.path.join(
         os.path.dirname(HARNESS), "target", host_tuple(), "release", "splitbrain")
     names = set()
@@ -62,7 +66,7 @@ def main():
             shutil.copy(os.path.join(FIXTURE, name), run)
         names |= functions_run(splitbrain, os.path.join(run, "history.jsonl"), work)
     if not names:
-        sys.exit(f"callgrind recorded no functions of {splitbrain}: is valgrind installed?")
+        sys.exit(f"callgrind recorded no functions of {splitbrain}")
     path = os.path.join(HARNESS, "link", "check.order")
     with open(path, "w") as f:
         f.write("# The functions `splitbrain check` runs: written by harness/link/order.py.\n")
