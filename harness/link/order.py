@@ -24,8 +24,8 @@ NAMED = re.compile(r"^c?fn=\(\d+\) (.+?)(?:'\d+)?$")
 
 
 def host_tuple():
-    version = subprocess.run(["rustc", "-vV"], capture_output=True, text=True, check=True)
-    return next(line.split()[1] for line in version.stdout.splitlines() if line.startswith("host:"))
+    return subprocess.run(["rustc", "--print", "host-tuple"], capture_output=True, text=True,
+                          check=True).stdout.strip()
 
 
 def functions_run(splitbrain, history, work):

@@ -588,6 +588,23 @@ mod tests {
     }
 
     #[test]
+    fn what_the_run_recorded_is_read_from_its_results_json() {
+        let dir = tempfile::tempdir().unwrap();
+        let history = dir.path().join("history.jsonl");
+        assert_eq!(recorded_outcome(&history), (false, None));
+        std::fs::write(
+            dir.path().join("results.json"),
+            r#"{"valid": "unknown", "checkers": {"lock-safety": {"valid": true}},
+                "interrupted": true, "error": "node n3 never answered"}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            recorded_outcome(&history),
+            (true, Some("node n3 never answered".to_string()))
+        );
+    }
+
+    #[test]
     fn edn_is_told_apart_from_json_lines() {
         let jsonl = Path::new("history.jsonl");
         assert!(is_edn(jsonl, "[{:type :invoke}]"));
