@@ -5,9 +5,9 @@
 //! checkers, which the linker would scatter over 11 MB of code: 95 to 124 page faults instead
 //! of 68, and 10 to 20% more CPU for a check of a one-line history (README, Measurements).
 //! `link/check.order` names those functions (their symbols, as `link/order.py` recorded them
-//! under callgrind), and the linker puts them first. A name the build does not have (another
-//! toolchain, a function renamed since) is skipped: the layout is then partly scattered
-//! again, never wrong.
+//! under callgrind), and the linker puts them first. A name the build does not have is
+//! skipped, and names drift (a new toolchain, changed code, even a rebuild renames some
+//! generic instances): the layout is then partly scattered again, never wrong.
 
 fn main() {
     println!("cargo:rerun-if-changed=link/check.order");
