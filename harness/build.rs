@@ -6,8 +6,9 @@
 //! of 68, and 10 to 20% more CPU for a check of a one-line history (README, Measurements).
 //! `link/check.order` names those functions (their symbols, as `link/order.py` recorded them
 //! under callgrind), and the linker puts them first. A name the build does not have is
-//! skipped, and names drift (a new toolchain, changed code, even a rebuild renames some
-//! generic instances): the layout is then partly scattered again, never wrong.
+//! skipped, and names drift (a new toolchain, changed code, once even a comment changed
+//! here renamed some generic instances): the layout is then partly scattered again, never
+//! wrong.
 
 fn main() {
     println!("cargo:rerun-if-changed=link/check.order");
