@@ -1,14 +1,20 @@
 //! A connection to an etcd cluster as lock clients use it: every member's endpoint behind one
-//! client (etcd-client balances over them), each call bounded in time, and each error sorted
-//! into "certainly not done" and "may have been done", as Jepsen's etcd tests sort them.
+//! channel balanced over them, each call bounded in time, and each error sorted into
+//! "certainly not done" and "may have been done", as Jepsen's etcd tests sort them.
 
 use std::collections::HashMap;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use etcd_client::{Client, ConnectOptions, ResponseHeader};
-use tonic::Code;
+use splitbrain_etcd_api::etcdserverpb::compare::{CompareResult, CompareTarget, TargetUnion};
+use splitbrain_etcd_api::etcdserverpb::request_op::Request;
+use splitbrain_etcd_api::etcdserverpb::{
+    Compare, LeaseGrantRequest, LeaseKeepAliveRequest, LeaseRevokeRequest, MemberListRequest,
+    RequestOp, ResponseHeader, TxnRequest,
+};
+use splitbrain_etcd_api::{Connection, Options};
+use tonic::{Code, Status};
 
 /// How long one call may take before its outcome is unknown: a write is committed by a
 /// majority's fsync, which takes longer than a Redis command on a busy machine.
@@ -26,44 +32,37 @@ pub enum EtcdError {
 }
 
 impl EtcdError {
-    fn of(error: etcd_client::Error) -> EtcdError {
-        use etcd_client::Error;
-        match &error {
-            Error::GRpcStatus(status) => match status.code() {
-                Code::InvalidArgument
-                | Code::FailedPrecondition
-                | Code::NotFound
-                | Code::OutOfRange
-                | Code::AlreadyExists
-                | Code::PermissionDenied
-                | Code::Unauthenticated => EtcdError::Definite(status.message().to_string()),
-                // With require-leader, a member that knows no leader refuses before proposing;
-                // a member that refused the connection never saw the request.
-                Code::Unavailable
-                    if status.message().contains("no leader")
-                        || status.message().contains("tcp connect error") =>
-                {
-                    EtcdError::Definite(format!("{:?}: {}", status.code(), status.message()))
-                }
-                _ => EtcdError::Indeterminate(format!("{:?}: {}", status.code(), status.message())),
-            },
-            Error::InvalidArgs(_) | Error::InvalidUri(_) | Error::EndpointError(_) => {
-                EtcdError::Definite(error.to_string())
+    fn of(status: Status) -> EtcdError {
+        match status.code() {
+            Code::InvalidArgument
+            | Code::FailedPrecondition
+            | Code::NotFound
+            | Code::OutOfRange
+            | Code::AlreadyExists
+            | Code::PermissionDenied
+            | Code::Unauthenticated => EtcdError::Definite(status.message().to_string()),
+            // With require-leader, a member that knows no leader refuses before proposing;
+            // a member that refused the connection never saw the request.
+            Code::Unavailable
+                if status.message().contains("no leader")
+                    || status.message().contains("tcp connect error") =>
+            {
+                EtcdError::Definite(format!("{:?}: {}", status.code(), status.message()))
             }
-            _ => EtcdError::Indeterminate(error.to_string()),
+            _ => EtcdError::Indeterminate(format!("{:?}: {}", status.code(), status.message())),
         }
     }
 }
 
 /// One client process's connection to the cluster.
 pub struct EtcdConn {
-    endpoints: Vec<String>,
-    /// Made at the first call: building a client needs the runtime, and building a lock
-    /// client must not (the run checks that a client fits a deployment before anything
+    members: Vec<SocketAddr>,
+    /// Made at the first call: its balancer runs on the runtime, and building a lock client
+    /// must not need one (the run checks that a client fits a deployment before anything
     /// starts).
-    client: Option<Client>,
-    /// Member ids by name (`n1`, …), learnt once, to name the member that served a grant.
-    members: HashMap<u64, String>,
+    client: Option<Connection>,
+    /// Member names (`n1`, …) by id, learnt once, to name the member that served a grant.
+    names: HashMap<u64, String>,
     /// The member that answered the last call noted with [`EtcdConn::answered`].
     last: String,
 }
@@ -72,45 +71,42 @@ impl EtcdConn {
     /// A connection to these members, made at its first call.
     pub fn new(nodes: &[(String, SocketAddr)]) -> EtcdConn {
         EtcdConn {
-            endpoints: nodes
-                .iter()
-                .map(|(_, addr)| format!("http://{addr}"))
-                .collect(),
+            members: nodes.iter().map(|(_, addr)| *addr).collect(),
             client: None,
-            members: HashMap::new(),
+            names: HashMap::new(),
             last: "?".into(),
         }
     }
 
     /// The client, made if it is not yet: connecting sends nothing, so it fails only on a
     /// bad endpoint.
-    async fn client(&mut self) -> Result<Client, EtcdError> {
+    fn client(&mut self) -> Result<Connection, EtcdError> {
         if let Some(client) = &self.client {
             return Ok(client.clone());
         }
-        let options = ConnectOptions::new()
-            .with_connect_timeout(Duration::from_millis(500))
-            .with_timeout(OP_TIMEOUT)
+        let options = Options {
+            connect_timeout: Duration::from_millis(500),
+            timeout: OP_TIMEOUT,
             // A member cut off from the others says so at once instead of waiting.
-            .with_require_leader(true);
+            require_leader: true,
+        };
         // No HTTP/2 keep-alive pings: etcd closes the connection of a client that pings more
         // often than every 5 s (`--grpc-keepalive-min-time`), failing every call on it; each
         // call is bounded in time instead.
-        let client = Client::connect(&self.endpoints, Some(options))
-            .await
+        let client = Connection::connect(&self.members, options)
             .map_err(|e| EtcdError::Definite(format!("connecting: {e}")))?;
         self.client = Some(client.clone());
         Ok(client)
     }
 
-    /// Runs one call on (a handle to) the client, bounded by [`OP_TIMEOUT`]: etcd-client's
-    /// own timeout does not cover time queued in its balancer.
+    /// Runs one call on (a handle to) the client, bounded by [`OP_TIMEOUT`]: gRPC's deadline
+    /// does not cover time queued in the balancer.
     pub async fn call<T, F, Fut>(&mut self, call: F) -> Result<T, EtcdError>
     where
-        F: FnOnce(Client) -> Fut,
-        Fut: Future<Output = Result<T, etcd_client::Error>>,
+        F: FnOnce(Connection) -> Fut,
+        Fut: Future<Output = Result<T, Status>>,
     {
-        let client = self.client().await?;
+        let client = self.client()?;
         match tokio::time::timeout(OP_TIMEOUT, call(client)).await {
             Ok(Ok(reply)) => Ok(reply),
             Ok(Err(e)) => Err(EtcdError::of(e)),
@@ -123,25 +119,24 @@ impl EtcdConn {
 
     /// Learns the members' ids, if not known yet; a failure leaves them for the next time.
     pub async fn learn_members(&mut self) {
-        if !self.members.is_empty() {
+        if !self.names.is_empty() {
             return;
         }
-        if let Ok(list) = self
-            .call(|mut c| async move { c.member_list().await })
-            .await
-        {
-            self.members = list
-                .members()
-                .iter()
-                .map(|m| (m.id(), m.name().to_string()))
-                .collect();
+        let list = self.call(|mut c| async move {
+            let request = MemberListRequest {
+                linearizable: false,
+            };
+            Ok(c.cluster.member_list(request).await?.into_inner())
+        });
+        if let Ok(list) = list.await {
+            self.names = list.members.into_iter().map(|m| (m.id, m.name)).collect();
         }
     }
 
     /// The name of the member that answered, from a reply's header.
     pub fn member(&self, header: Option<&ResponseHeader>) -> String {
-        let id = header.map_or(0, |h| h.member_id());
-        self.members
+        let id = header.map_or(0, |h| h.member_id);
+        self.names
             .get(&id)
             .cloned()
             .unwrap_or_else(|| format!("{id:x}"))
@@ -169,19 +164,24 @@ impl EtcdConn {
     async fn grant_lease(&mut self, ttl: Duration) -> Result<i64, EtcdError> {
         let seconds = ttl.as_secs() as i64;
         let lease = self
-            .call(|mut c| async move { c.lease_grant(seconds, None).await })
+            .call(|mut c| async move {
+                let request = LeaseGrantRequest {
+                    ttl: seconds,
+                    id: 0,
+                };
+                Ok(c.lease.lease_grant(request).await?.into_inner())
+            })
             .await?;
-        if lease.ttl() != seconds {
+        if lease.ttl != seconds {
             // etcd raises a lease shorter than its minimum; the holder would count on less
             // than the key really lives, so refuse rather than record a wrong validity.
-            let id = lease.id();
-            let _ = self.revoke(id).await;
+            let _ = self.revoke(lease.id).await;
             return Err(EtcdError::Definite(format!(
                 "asked for a {seconds} s lease and etcd granted {} s",
-                lease.ttl()
+                lease.ttl
             )));
         }
-        Ok(lease.id())
+        Ok(lease.id)
     }
 
     /// Revokes a lease, deleting every key attached to it. A lease already gone (expired,
@@ -189,11 +189,14 @@ impl EtcdConn {
     /// gone either way.
     pub async fn revoke(&mut self, lease: i64) -> Result<(), EtcdError> {
         match self
-            .call(|mut c| async move { c.lease_revoke(lease).await })
+            .call(|mut c| async move {
+                let request = LeaseRevokeRequest { id: lease };
+                c.lease.lease_revoke(request).await.map(drop)
+            })
             .await
         {
             Err(EtcdError::Definite(e)) if e.contains("lease not found") => Ok(()),
-            other => other.map(drop),
+            other => other,
         }
     }
 
@@ -220,18 +223,44 @@ impl EtcdConn {
     pub async fn keep_alive(&mut self, lease: i64) -> Result<(), EtcdError> {
         let renewed = self
             .call(|mut c| async move {
-                let (mut keeper, mut replies) = c.lease_keep_alive(lease).await?;
-                keeper.keep_alive().await?;
+                let request = LeaseKeepAliveRequest { id: lease };
+                let stream = futures_util::stream::iter([request]);
+                let mut replies = c.lease.lease_keep_alive(stream).await?.into_inner();
                 replies.message().await
             })
             .await?;
         match renewed {
-            Some(reply) if reply.ttl() > 0 => Ok(()),
+            Some(reply) if reply.ttl > 0 => Ok(()),
             Some(_) => Err(EtcdError::Definite("the lease had expired".into())),
             None => Err(EtcdError::Indeterminate(
                 "the keep-alive stream closed without an answer".into(),
             )),
         }
+    }
+}
+
+/// A transaction that does `then` only if `key`'s `target` (its value, or its create, mod or
+/// version revision, or its lease) equals the one given.
+pub fn txn_if_equal(key: &str, target: TargetUnion, then: Request) -> TxnRequest {
+    let compared = match target {
+        TargetUnion::Version(_) => CompareTarget::Version,
+        TargetUnion::CreateRevision(_) => CompareTarget::Create,
+        TargetUnion::ModRevision(_) => CompareTarget::Mod,
+        TargetUnion::Value(_) => CompareTarget::Value,
+        TargetUnion::Lease(_) => CompareTarget::Lease,
+    };
+    TxnRequest {
+        compare: vec![Compare {
+            result: CompareResult::Equal.into(),
+            target: compared.into(),
+            key: key.as_bytes().to_vec(),
+            target_union: Some(target),
+            range_end: vec![],
+        }],
+        success: vec![RequestOp {
+            request: Some(then),
+        }],
+        failure: vec![],
     }
 }
 
@@ -255,7 +284,7 @@ mod tests {
     use tonic::Status;
 
     fn sorted(status: Status) -> EtcdError {
-        EtcdError::of(etcd_client::Error::GRpcStatus(status))
+        EtcdError::of(status)
     }
 
     #[test]

@@ -3,8 +3,9 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use etcd_client::{Client, ConnectOptions, StatusResponse};
 use futures_util::future::BoxFuture;
+use splitbrain_etcd_api::etcdserverpb::{StatusRequest, StatusResponse};
+use splitbrain_etcd_api::{Connection, Options};
 
 use super::System;
 use crate::image::Recipe;
@@ -76,12 +77,12 @@ impl System for Etcd {
             }
             let ids: Vec<u64> = members.iter().map(|(_, s)| member_id(s)).collect();
             for (name, status) in &members {
-                if status.leader() == 0 || !ids.contains(&status.leader()) {
+                if status.leader == 0 || !ids.contains(&status.leader) {
                     return Err(format!("{name} follows no leader yet"));
                 }
             }
-            let leader = members[0].1.leader();
-            match members.iter().find(|(_, s)| s.leader() != leader) {
+            let leader = members[0].1.leader;
+            match members.iter().find(|(_, s)| s.leader != leader) {
                 Some((name, _)) => Err(format!("{name} follows another leader")),
                 None => Ok(()),
             }
@@ -95,7 +96,7 @@ impl System for Etcd {
             for (name, addr) in &nodes {
                 if let Ok(status) = status(*addr).await {
                     ids.push((member_id(&status), name.clone()));
-                    named.push(status.leader());
+                    named.push(status.leader);
                 }
             }
             let mut leaders: Vec<String> = named
@@ -110,7 +111,7 @@ impl System for Etcd {
     }
 
     fn version(&self, addr: SocketAddr) -> BoxFuture<'static, Option<String>> {
-        Box::pin(async move { Some(format!("etcd {}", status(addr).await.ok()?.version())) })
+        Box::pin(async move { Some(format!("etcd {}", status(addr).await.ok()?.version)) })
     }
 
     fn log_file(&self) -> &'static str {
@@ -125,21 +126,21 @@ impl System for Etcd {
 }
 
 fn member_id(status: &StatusResponse) -> u64 {
-    status.header().map_or(0, |h| h.member_id())
+    status.header.as_ref().map_or(0, |h| h.member_id)
 }
 
 /// One member's own status, asked of it alone, given a second.
 async fn status(addr: SocketAddr) -> Result<StatusResponse, String> {
-    let options = ConnectOptions::new()
-        .with_connect_timeout(Duration::from_millis(500))
-        .with_timeout(Duration::from_secs(1));
-    let attempt = async {
-        let mut client = Client::connect([format!("http://{addr}")], Some(options)).await?;
-        client.status().await
+    let options = Options {
+        connect_timeout: Duration::from_millis(500),
+        timeout: Duration::from_secs(1),
+        require_leader: false,
     };
+    let mut client = Connection::connect(&[addr], options)?;
+    let attempt = client.maintenance.status(StatusRequest {});
     match tokio::time::timeout(Duration::from_secs(1), attempt).await {
-        Ok(Ok(status)) => Ok(status),
-        Ok(Err(e)) => Err(e.to_string()),
+        Ok(Ok(status)) => Ok(status.into_inner()),
+        Ok(Err(e)) => Err(e.message().to_string()),
         Err(_) => Err("timed out".into()),
     }
 }

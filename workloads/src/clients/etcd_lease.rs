@@ -7,12 +7,14 @@
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use etcd_client::{Compare, CompareOp, PutOptions, Txn, TxnOp};
+use splitbrain_etcd_api::etcdserverpb::compare::TargetUnion;
+use splitbrain_etcd_api::etcdserverpb::request_op::Request;
+use splitbrain_etcd_api::etcdserverpb::{DeleteRangeRequest, PutRequest};
 
 use super::{
     held_by_another, speaks, ClientConfig, ClientKind, Fences, Grant, LockClient, Outcome,
 };
-use crate::etcd::{check_ttl, EtcdConn, EtcdError};
+use crate::etcd::{check_ttl, txn_if_equal, EtcdConn, EtcdError};
 use crate::CrashPoint;
 
 pub(super) const KIND: ClientKind = ClientKind {
@@ -66,23 +68,24 @@ impl LockClient for EtcdLease {
             Err(e) => return Outcome::Fail(e),
         };
         let token = lease_token(lease);
-        let key = resource.to_string();
-        let value = token.clone();
+        let put = PutRequest {
+            key: resource.as_bytes().to_vec(),
+            value: token.clone().into_bytes(),
+            lease,
+            ..PutRequest::default()
+        };
+        // Created at revision 0: the key does not exist.
+        let txn = txn_if_equal(
+            resource,
+            TargetUnion::CreateRevision(0),
+            Request::RequestPut(put),
+        );
         let take = self
             .etcd
-            .call(|mut c| async move {
-                let txn = Txn::new()
-                    .when([Compare::create_revision(key.as_str(), CompareOp::Equal, 0)])
-                    .and_then([TxnOp::put(
-                        key.as_str(),
-                        value,
-                        Some(PutOptions::new().with_lease(lease)),
-                    )]);
-                c.txn(txn).await
-            })
+            .call(|mut c| async move { Ok(c.kv.txn(txn).await?.into_inner()) })
             .await;
         match take {
-            Ok(reply) if reply.succeeded() => {
+            Ok(reply) if reply.succeeded => {
                 if self.crash.crash_now() {
                     return Outcome::Info("crashed: the client died holding the lock".into());
                 }
@@ -90,9 +93,9 @@ impl LockClient for EtcdLease {
                     token,
                     // The lease began after `started`.
                     validity: ttl,
-                    nodes: vec![self.etcd.member(reply.header())],
+                    nodes: vec![self.etcd.member(reply.header.as_ref())],
                     // The put made the key: its create revision is this revision.
-                    fence: reply.header().map(|h| h.revision() as u64),
+                    fence: reply.header.map(|h| h.revision as u64),
                 })
             }
             Ok(_) => {
@@ -111,26 +114,25 @@ impl LockClient for EtcdLease {
         let Some(fence) = grant.fence else {
             return Outcome::Fail("the grant has no revision to release by".into());
         };
-        let key = resource.to_string();
+        let delete = DeleteRangeRequest {
+            key: resource.as_bytes().to_vec(),
+            ..DeleteRangeRequest::default()
+        };
+        let txn = txn_if_equal(
+            resource,
+            TargetUnion::CreateRevision(fence as i64),
+            Request::RequestDeleteRange(delete),
+        );
         let delete = self
             .etcd
-            .call(|mut c| async move {
-                let txn = Txn::new()
-                    .when([Compare::create_revision(
-                        key.as_str(),
-                        CompareOp::Equal,
-                        fence as i64,
-                    )])
-                    .and_then([TxnOp::delete(key.as_str(), None)]);
-                c.txn(txn).await
-            })
+            .call(|mut c| async move { Ok(c.kv.txn(txn).await?.into_inner()) })
             .await;
         // The lease goes either way; what it still held is gone with it.
         if let Some(lease) = lease_of(grant) {
             let _ = self.etcd.revoke(lease).await;
         }
         match delete {
-            Ok(reply) if reply.succeeded() => Outcome::Ok(()),
+            Ok(reply) if reply.succeeded => Outcome::Ok(()),
             Ok(_) => Outcome::Fail("the lock was no longer ours (expired or taken)".into()),
             Err(EtcdError::Definite(e)) => Outcome::Fail(e),
             Err(EtcdError::Indeterminate(e)) => Outcome::Info(e),

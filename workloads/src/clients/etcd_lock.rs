@@ -6,7 +6,8 @@
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use etcd_client::LockOptions;
+use splitbrain_etcd_api::etcdserverpb::RangeRequest;
+use splitbrain_etcd_api::v3lockpb::{LockRequest, UnlockRequest};
 
 use super::etcd_lease::{give_back, lease_of, lease_token, on_etcd, renew_lease};
 use super::set_nx_px::spin_delay;
@@ -51,7 +52,7 @@ impl LockClient for EtcdLock {
             Ok(lease) => lease,
             Err(e) => return Outcome::Fail(e),
         };
-        let name = resource.to_string();
+        let name = resource.as_bytes().to_vec();
         // `Lock` waits for the holders before it; the lease is not kept alive meanwhile, so
         // an attempt waits at most half of it (and the grant is valid for the lease from
         // `started`, which began before the lease did).
@@ -59,11 +60,14 @@ impl LockClient for EtcdLock {
         let lock = tokio::time::timeout(
             wait,
             self.etcd.call(|mut c| async move {
-                let options = LockOptions::new().with_lease(lease);
-                let locked = c.lock(name, Some(options)).await?;
+                let locked = c.lock.lock(LockRequest { name, lease }).await?.into_inner();
                 // The key's own create revision is the token; the reply's header revision is
                 // only at least that.
-                let got = c.get(locked.key(), None).await?;
+                let get = RangeRequest {
+                    key: locked.key.clone(),
+                    ..RangeRequest::default()
+                };
+                let got = c.kv.range(get).await?.into_inner();
                 Ok((locked, got))
             }),
         )
@@ -83,18 +87,19 @@ impl LockClient for EtcdLock {
                 return give_back(&mut self.etcd, lease, e, started).await
             }
         };
-        let Some(fence) = got.kvs().first().map(|kv| kv.create_revision() as u64) else {
+        let Some(fence) = got.kvs.first().map(|kv| kv.create_revision as u64) else {
             // The key was gone by the time it was read: the lease ended.
             return Outcome::Fail("the lock key was gone as soon as it was granted".into());
         };
         if self.crash.crash_now() {
             return Outcome::Info("crashed: the client died holding the lock".into());
         }
-        self.keys.push((lease, locked.key().to_vec()));
+        let node = self.etcd.member(locked.header.as_ref());
+        self.keys.push((lease, locked.key));
         Outcome::Ok(Grant {
             token: lease_token(lease),
             validity: ttl,
-            nodes: vec![self.etcd.member(locked.header())],
+            nodes: vec![node],
             fence: Some(fence),
         })
     }
@@ -109,7 +114,7 @@ impl LockClient for EtcdLock {
         let (_, key) = self.keys.swap_remove(at);
         let unlock = self
             .etcd
-            .call(|mut c| async move { c.unlock(key).await })
+            .call(|mut c| async move { c.lock.unlock(UnlockRequest { key }).await })
             .await;
         let _ = self.etcd.revoke(lease).await;
         match unlock {

@@ -19,7 +19,11 @@ use super::lock::{Shared, WorkloadError};
 use super::{
     data_server, unsettled, Workload, WorkloadKind, FINAL_READER, FINAL_READ_PATIENCE, PACE,
 };
-use crate::etcd::{EtcdConn, EtcdError};
+use splitbrain_etcd_api::etcdserverpb::compare::TargetUnion;
+use splitbrain_etcd_api::etcdserverpb::request_op::Request;
+use splitbrain_etcd_api::etcdserverpb::{PutRequest, RangeRequest};
+
+use crate::etcd::{txn_if_equal, EtcdConn, EtcdError};
 use crate::{ClientConfig, Recorder, Server, Shape};
 
 pub const KIND: WorkloadKind = WorkloadKind {
@@ -264,17 +268,19 @@ fn settled(error: EtcdError) -> Unsettled {
 impl Registers for EtcdRegisters {
     async fn read(&mut self, key: &str) -> Result<Option<i64>, Unsettled> {
         self.0.learn_members().await;
-        let key = key.to_string();
+        let get = RangeRequest {
+            key: key.as_bytes().to_vec(),
+            ..RangeRequest::default()
+        };
         let got = self
             .0
-            .call(|mut c| async move { c.get(key, None).await })
+            .call(|mut c| async move { Ok(c.kv.range(get).await?.into_inner()) })
             .await
             .map_err(settled)?;
-        self.0.answered(got.header());
-        match got.kvs().first() {
+        self.0.answered(got.header.as_ref());
+        match got.kvs.first() {
             None => Ok(None),
-            Some(kv) => kv
-                .value_str()
+            Some(kv) => std::str::from_utf8(&kv.value)
                 .ok()
                 .and_then(|v| v.parse().ok())
                 .map(Some)
@@ -284,34 +290,36 @@ impl Registers for EtcdRegisters {
 
     async fn write(&mut self, key: &str, value: i64) -> Result<(), Unsettled> {
         self.0.learn_members().await;
-        let key = key.to_string();
+        let put = PutRequest {
+            key: key.as_bytes().to_vec(),
+            value: value.to_string().into_bytes(),
+            ..PutRequest::default()
+        };
         let put = self
             .0
-            .call(|mut c| async move { c.put(key, value.to_string(), None).await })
+            .call(|mut c| async move { Ok(c.kv.put(put).await?.into_inner()) })
             .await
             .map_err(settled)?;
-        self.0.answered(put.header());
+        self.0.answered(put.header.as_ref());
         Ok(())
     }
 
     async fn cas(&mut self, key: &str, expected: i64, new: i64) -> Result<bool, Unsettled> {
-        use etcd_client::{Compare, CompareOp, Txn, TxnOp};
         self.0.learn_members().await;
-        let key = key.to_string();
-        let txn = Txn::new()
-            .when([Compare::value(
-                key.as_str(),
-                CompareOp::Equal,
-                expected.to_string(),
-            )])
-            .and_then([TxnOp::put(key.as_str(), new.to_string(), None)]);
+        let put = PutRequest {
+            key: key.as_bytes().to_vec(),
+            value: new.to_string().into_bytes(),
+            ..PutRequest::default()
+        };
+        let expected = TargetUnion::Value(expected.to_string().into_bytes());
+        let txn = txn_if_equal(key, expected, Request::RequestPut(put));
         let done = self
             .0
-            .call(|mut c| async move { c.txn(txn).await })
+            .call(|mut c| async move { Ok(c.kv.txn(txn).await?.into_inner()) })
             .await
             .map_err(settled)?;
-        self.0.answered(done.header());
-        Ok(done.succeeded())
+        self.0.answered(done.header.as_ref());
+        Ok(done.succeeded)
     }
 
     fn node(&self) -> String {
