@@ -129,7 +129,7 @@ pub fn check(args: &CheckArgs) -> Result<Exit, HarnessError> {
         return Err(HarnessError::BadInput(format!("{}: {e}", path.display())));
     }
     if checked.truncated_tail {
-        eprintln!(
+        stderrln!(
             "warning: {}: the last line was cut short (a run killed while writing?); checked \
              the history up to the last complete line",
             path.display()
@@ -156,11 +156,11 @@ pub fn check(args: &CheckArgs) -> Result<Exit, HarnessError> {
         let run = StoredRun::of(out.dir, &test, ops, results, false);
         let report = crate::report::write_stored(&run)?;
         if !out.json {
-            eprintln!("wrote {}", report.display());
+            stderrln!("wrote {}", report.display());
         }
     }
     if !out.json {
-        print!("{}", summary::render(&title, &results, out.shown));
+        stdout!("{}", summary::render(&title, &results, out.shown));
     }
     Ok(Exit::Verdict(results.valid))
 }
@@ -205,7 +205,7 @@ fn check_edn(
     };
     out.write_results(&results)?;
     if !out.json {
-        print!(
+        stdout!(
             "{}",
             summary::render_linearizability(
                 &title,
@@ -251,14 +251,14 @@ impl Output<'_> {
                     path.display()
                 )));
             }
-            eprintln!(
+            stderrln!(
                 "warning: {}: cannot be written ({e}); give a folder this user can write with \
                  --out",
                 path.display()
             );
         }
         if self.json {
-            print!("{text}");
+            stdout!("{text}");
         }
         Ok(())
     }

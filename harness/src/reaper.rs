@@ -1,6 +1,6 @@
 //! The reaper, as testcontainers' Ryuk is for its users: whatever ends a `run` or `matrix`
-//! process (SIGKILL, the OOM killer, a closed terminal, a panic), what it started is gone
-//! within seconds, with no command to run.
+//! process (SIGKILL, the OOM killer, a panic), what it started is gone within seconds, with
+//! no command to run.
 //!
 //! The harness starts `splitbrain reap` as a child in a session of its own (so a closed
 //! terminal does not take it along) and keeps the write end of a pipe to its stdin. The

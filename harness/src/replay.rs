@@ -142,7 +142,7 @@ pub async fn replay(
 ) -> Result<Exit, HarnessError> {
     let stored = Stored::read(dir)?;
     let spec = stored.replay_spec(results)?;
-    println!(
+    stdoutln!(
         "replaying {} fault(s) of {} at their times, on their targets, with their parameters{}",
         stored.faults.len(),
         dir.display(),
@@ -151,7 +151,7 @@ pub async fn replay(
             n => format!(" ({n} more hit nothing there and are left out)"),
         }
     );
-    println!(
+    stdoutln!(
         "the clients' timing is not replayed: each replay interleaves their operations anew, \
          so a failure may come back in only some replays"
     );
@@ -165,13 +165,13 @@ pub async fn replay(
         let outcome = crate::run::run(spec.clone(), interrupt.clone()).await?;
         ran += 1;
         let replayed = Stored::read(&outcome.dir)?;
-        println!("{}", fidelity(&stored.faults, &replayed.faults).line());
+        stdoutln!("{}", fidelity(&stored.faults, &replayed.faults).line());
         if outcome.exit == Exit::Verdict(Valid::False) {
             failed += 1;
         }
         last = outcome.exit;
     }
-    println!(
+    stdoutln!(
         "failed in {failed} of {ran} replay(s){}",
         match stored.valid {
             Some(Valid::False) => "; the original run failed",

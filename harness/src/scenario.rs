@@ -105,9 +105,15 @@ pub fn list(dir: &Path) -> Result<Exit, HarnessError> {
             Some(cured) => format!("cures {cured}"),
             None => "hazard".to_string(),
         };
-        println!(
+        stdoutln!(
             "{:<width$}  {:<expect_width$}  {}\n{:<width$}  {:<expect_width$}  {} ({})",
-            scenario.name, expect, scenario.claim.claim, "", "", scenario.claim.source, role,
+            scenario.name,
+            expect,
+            scenario.claim.claim,
+            "",
+            "",
+            scenario.claim.source,
+            role,
         );
     }
     Ok(Exit::Success)
@@ -166,13 +172,13 @@ pub async fn run_all(
     std::fs::write(page.join("index.html"), html).map_err(anyhow::Error::from)?;
     std::fs::write(page.join("claims.json"), json).map_err(anyhow::Error::from)?;
     let held = outcomes.iter().filter(|o| o.held).count();
-    println!(
+    stdoutln!(
         "\nthe article, checked: {held} of {} claims reproduced -> {}",
         outcomes.len(),
         page.join("index.html").display()
     );
     for outcome in outcomes.iter().filter(|o| !o.held) {
-        println!(
+        stdoutln!(
             "  NOT REPRODUCED: {} ({} in {} of {} seeds)",
             outcome.name,
             outcome.expect.judged_label(outcome.judge),
@@ -223,11 +229,11 @@ async fn run_one(
     let total = cells.len();
     let started = std::time::Instant::now();
     let (record, out) = matrix::run_cells(&options, &folder_name, cells, total, interrupt).await?;
-    print!("{}", matrix::table(&record, &out));
+    stdout!("{}", matrix::table(&record, &out));
     let met: Vec<&matrix::CellOutcome> =
         record.cells.iter().filter(|c| c.met == Met::Yes).collect();
     let held = reproduced(expect, met.len(), seeds.len());
-    println!(
+    stdoutln!(
         "\nscenario {name}: {}\n  expected {} in {} of {} seeds; got it in {}: {}",
         claim.claim,
         expect.judged_label(judge),

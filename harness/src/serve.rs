@@ -43,7 +43,7 @@ pub async fn serve(args: &ServeArgs, stop: CancellationToken) -> Result<Exit, Ha
             ))
         })?;
     let port = listener.local_addr().map_err(anyhow::Error::from)?.port();
-    println!(
+    stdoutln!(
         "serving {} on http://127.0.0.1:{port}/ (Ctrl-C stops)",
         args.results.display()
     );

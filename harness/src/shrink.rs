@@ -67,7 +67,7 @@ pub async fn shrink(
         last_failing: None,
     };
     progress::set_summaries(false);
-    println!(
+    stdoutln!(
         "shrinking {} fault(s) of {}; each candidate is replayed up to {} times and fails when \
          most replays do (the clients' timing is not replayed)",
         stored.faults.len(),
@@ -81,7 +81,7 @@ pub async fn shrink(
     } else if shrinker.fails(&stored.faults).await? {
         stored.faults.clone()
     } else {
-        println!(
+        stdoutln!(
             "the run's faults, replayed, did not fail in most replays: its failure depends on \
              the clients' timing more than on its faults; nothing to shrink"
         );
@@ -124,7 +124,7 @@ pub async fn shrink(
     let file = scenario_file(&stored, &found);
     std::fs::create_dir_all(&folder).map_err(anyhow::Error::from)?;
     std::fs::write(&path, file).map_err(anyhow::Error::from)?;
-    println!(
+    stdoutln!(
         "{} fault(s) down to {} in {} trials ({minutes:.1} min); the result failed in {failed} of {} replays",
         stored.faults.len(),
         faults.len(),
@@ -132,9 +132,9 @@ pub async fn shrink(
         options.final_replays
     );
     for line in &words {
-        println!("  {line}");
+        stdoutln!("  {line}");
     }
-    println!("written as a scenario: {}", path.display());
+    stdoutln!("written as a scenario: {}", path.display());
     Ok(Exit::Success)
 }
 
@@ -168,7 +168,7 @@ impl Trial for Shrinker<'_> {
             }
         }
         let fails = failed >= need;
-        println!(
+        stdoutln!(
             "trial {}: {} fault(s) over {:.0} s: failed {failed} of {}{}",
             self.trials,
             faults.len(),

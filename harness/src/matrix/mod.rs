@@ -145,7 +145,7 @@ pub async fn run(
             .unwrap_or_default()
     );
     let (record, dir) = run_cells(&options, &name, mine, total, &interrupt).await?;
-    print!("{}", table(&record, &dir));
+    stdout!("{}", table(&record, &dir));
     if interrupt.is_cancelled() {
         return Ok(Exit::Interrupted);
     }
@@ -258,7 +258,7 @@ pub fn merge(dirs: &[PathBuf], out: &Path, junit: Option<&Path>) -> Result<Exit,
     record.cells.sort_by_key(|c| c.cell.number);
     record.cells.dedup_by_key(|c| c.cell.number);
     write_outputs(&record, out, junit)?;
-    print!("{}", table(&record, out));
+    stdout!("{}", table(&record, out));
     Ok(exit_of(&record))
 }
 

@@ -47,7 +47,7 @@ pub fn command(args: &ReportArgs) -> Result<Exit, HarnessError> {
     if args.index {
         let root = args.dir.clone().unwrap_or_else(|| PathBuf::from("results"));
         let (path, runs) = write_index(&root)?;
-        println!(
+        stdoutln!(
             "wrote {} ({runs} run{})",
             path.display(),
             if runs == 1 { "" } else { "s" }
@@ -60,7 +60,7 @@ pub fn command(args: &ReportArgs) -> Result<Exit, HarnessError> {
                     .into(),
             )
         })?;
-        println!("wrote {}", write_report(dir)?.display());
+        stdoutln!("wrote {}", write_report(dir)?.display());
     }
     Ok(Exit::Success)
 }
