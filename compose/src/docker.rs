@@ -34,12 +34,23 @@ impl Leftovers {
     }
 }
 
-/// The labels of everything a run makes: its run id, and the process that owns it.
+/// The environment variable holding one more `key=value` label for everything a run makes, so
+/// that a CI job (or anyone sharing a Docker engine) can find what its own runs made.
+pub const EXTRA_LABEL_VAR: &str = "SPLITBRAIN_LABEL";
+
+/// The labels of everything a run makes: its run id, the process that owns it, and the label
+/// in [`EXTRA_LABEL_VAR`] if one is set.
 pub(crate) fn run_labels(run_id: &str) -> HashMap<String, String> {
-    HashMap::from([
+    let mut labels = HashMap::from([
         (RUN_LABEL.to_string(), run_id.to_string()),
         (OWNER_LABEL.to_string(), Owner::this_process().label()),
-    ])
+    ]);
+    if let Ok(extra) = std::env::var(EXTRA_LABEL_VAR) {
+        // `key` alone is a label with an empty value, as `docker run --label key` makes.
+        let (key, value) = extra.split_once('=').unwrap_or((&extra, ""));
+        labels.insert(key.to_string(), value.to_string());
+    }
+    labels
 }
 
 /// Removes every container and network labelled with this run id.

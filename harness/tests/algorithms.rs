@@ -309,17 +309,19 @@ fn exec_adapter(
     (module, package): (&str, &str),
     extra: &[&str],
 ) -> (std::process::Output, serde_json::Value) {
-    let installed = std::process::Command::new("python3")
+    let python = support::python();
+    let installed = std::process::Command::new(&python)
         .args(["-c", &format!("import {module}")])
         .status()
         .is_ok_and(|s| s.success());
     assert!(
         installed,
-        "this test needs {package}: python3 -m pip install {package} (.ci/run does)"
+        "this test needs {package} in {python}: {python} -m pip install {package} \
+         (.ci/run installs it and sets SPLITBRAIN_PYTHON)"
     );
     support::node_image();
     let adapter = format!("{}/../adapters/{adapter}", env!("CARGO_MANIFEST_DIR"));
-    let client = format!("exec:python3 {adapter}");
+    let client = format!("exec:{python} {adapter}");
     let (_keep, results) = results_dir();
     let mut args = vec![
         "run",

@@ -209,15 +209,21 @@ async fn python(api: SocketAddr, body: &str) -> String {
         "from toxiproxy import Toxiproxy\nt = Toxiproxy()\nt.update_api_consumer('127.0.0.1', {})\n{body}",
         api.port()
     );
-    let out =
-        tokio::task::spawn_blocking(move || Command::new("python3").args(["-c", &script]).output())
-            .await
-            .unwrap()
-            .expect("python3 runs");
+    // .ci/run installs the client into a virtual environment of its own and names its
+    // interpreter here.
+    let python = std::env::var("SPLITBRAIN_PYTHON").unwrap_or_else(|_| "python3".into());
+    let out = tokio::task::spawn_blocking({
+        let python = python.clone();
+        move || Command::new(python).args(["-c", &script]).output()
+    })
+    .await
+    .unwrap()
+    .unwrap_or_else(|e| panic!("running {python}: {e}"));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         !stderr.contains("No module named 'toxiproxy'"),
-        "this test needs the toxiproxy client: pip install toxiproxy-python"
+        "this test needs the toxiproxy client in {python}: pip install toxiproxy-python \
+         (.ci/run installs it and sets SPLITBRAIN_PYTHON)"
     );
     assert!(out.status.success(), "{stderr}");
     String::from_utf8_lossy(&out.stdout).trim().to_string()

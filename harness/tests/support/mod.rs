@@ -26,6 +26,12 @@ pub fn docker_skipped() -> bool {
     false
 }
 
+/// The Python interpreter that runs the exec adapters: `SPLITBRAIN_PYTHON` (.ci/run's
+/// virtual environment, where it installs their libraries), else `python3`.
+pub fn python() -> String {
+    std::env::var("SPLITBRAIN_PYTHON").unwrap_or_else(|_| "python3".into())
+}
+
 /// The Redis node image, built once per test binary if missing, before any test (or
 /// `splitbrain` process a test starts) needs it, so that parallel tests never build it side
 /// by side.
