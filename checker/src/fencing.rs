@@ -32,7 +32,7 @@ use crate::lock_safety::REPORTED_VIOLATIONS;
 use crate::operation::ms;
 use crate::stream::{replay, Checker, Event, Outline, Smallest};
 use crate::timeline::Timeline;
-use crate::verdict::{count, seconds, Checked};
+use crate::verdict::{and_more, count, seconds, Checked};
 use crate::{Op, OpType, Process, Valid};
 
 /// The result of the fencing check.
@@ -394,7 +394,11 @@ impl Checked for Fencing {
         )]
     }
     fn findings(&self, limit: usize) -> Vec<String> {
-        self.duplicate_fences
+        let violations = self.duplicate_fences.len()
+            + self.out_of_order_grants.len()
+            + self.stale_storage_accesses.len();
+        let mut lines: Vec<String> = self
+            .duplicate_fences
             .iter()
             .chain(&self.out_of_order_grants)
             .chain(&self.stale_storage_accesses)
@@ -419,7 +423,9 @@ impl Checked for Fencing {
                     None => vec![line],
                 }
             })
-            .collect()
+            .collect();
+        lines.extend(and_more(violations, limit, "fencing violation"));
+        lines
     }
 }
 

@@ -53,7 +53,7 @@ use crate::explain::{self, Context, Explanation, Release};
 use crate::operation::ms;
 use crate::stream::{replay, Checker, Event, Outline, Smallest};
 use crate::timeline::Timeline;
-use crate::verdict::{count, seconds, Checked};
+use crate::verdict::{and_more, count, seconds, Checked};
 use crate::{Op, OpType, Process, Renewal, Valid};
 
 /// How many violations of each kind the result lists in full; the counts are always exact.
@@ -1067,6 +1067,7 @@ impl Checked for LockSafety {
                 None => lines.push(format!("#{} {}", i + 1, grant.line())),
             }
         }
+        lines.extend(and_more(self.double_grants.len(), limit, "double grant"));
         if self.possible_double_grant_count > 0 {
             lines.push(format!(
                 "{} from {}",
@@ -1089,6 +1090,11 @@ impl Checked for LockSafety {
                     )
                 }),
         );
+        lines.extend(and_more(
+            self.possible_double_grant_groups.len(),
+            limit,
+            "unknown acquire",
+        ));
         lines
     }
     fn unknown_because(&self) -> Option<String> {

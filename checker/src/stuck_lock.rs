@@ -69,7 +69,7 @@ use crate::lock_safety::{FORGET_EVERY, REPORTED_VIOLATIONS};
 use crate::operation::ms;
 use crate::stream::{replay, Checker, Outline, Smallest};
 use crate::timeline::Timeline;
-use crate::verdict::{count, seconds, Checked};
+use crate::verdict::{and_more, count, seconds, Checked};
 use crate::{Op, OpType, Process, Renewal, Valid};
 
 /// The result of the stuck-lock check.
@@ -602,6 +602,7 @@ impl Checked for StuckLock {
                 None => lines.push(line),
             }
         }
+        lines.extend(and_more(self.stuck_periods.len(), limit, "stuck period"));
         lines
     }
 }

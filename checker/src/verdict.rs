@@ -73,6 +73,18 @@ pub(crate) fn seconds(ms: f64) -> String {
     format!("{:.3}s", ms / 1000.0)
 }
 
+/// The line that says how many of `noun` a list of `total` left out after its first `limit`:
+/// `... and 68 more double grants (results.json and the report have them all)`.
+pub(crate) fn and_more(total: usize, limit: usize, noun: &str) -> Option<String> {
+    let more = total.saturating_sub(limit);
+    (more > 0).then(|| {
+        format!(
+            "... and {} more (results.json and the report have them all)",
+            count(more, noun)
+        )
+    })
+}
+
 /// `n` of `noun`, pluralised with an `s`: `1 double grant`, `3 double grants`.
 pub(crate) fn count(n: usize, noun: &str) -> String {
     format!("{n} {noun}{}", if n == 1 { "" } else { "s" })

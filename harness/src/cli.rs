@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 
-/// A Jepsen-style chaos harness for distributed locks: Redis, and etcd and ZooKeeper beside it.
+/// A Jepsen-style chaos harness for distributed locks: Redis, and the etcd, ZooKeeper and
+/// PostgreSQL locks people are told to use instead.
 #[derive(Debug, Parser)]
 #[command(
     name = "splitbrain",
@@ -56,6 +57,17 @@ pub enum Command {
         /// sharing the Docker engine).
         #[arg(long)]
         force: bool,
+    },
+    /// Print the shell completion script for bash, zsh, fish, elvish or powershell, e.g.
+    /// `source <(splitbrain completions bash)` in ~/.bashrc.
+    Completions { shell: clap_complete::Shell },
+    /// Write the man pages (splitbrain.1, and splitbrain-run.1 and so on for each command)
+    /// into a folder, e.g. `splitbrain man --out ~/.local/share/man/man1`, then
+    /// `man splitbrain`.
+    Man {
+        /// The folder to write them in (made if missing).
+        #[arg(long, default_value = ".")]
+        out: PathBuf,
     },
     /// The reaper a run starts: removes what its owner made once the owner's pipe closes.
     #[command(hide = true)]
@@ -203,6 +215,10 @@ pub struct RunArgs {
     /// Print only errors and the summary, no progress.
     #[arg(long)]
     pub quiet: bool,
+    /// Spell out at most N violations of each kind in the summary (results.json and the
+    /// report have them all).
+    #[arg(long, default_value_t = crate::summary::SHOWN_AFTER_A_RUN, value_parser = count)]
+    pub limit: usize,
     /// Delay every chunk on every client link by a random 0 to this, for the whole run: the
     /// uneven network under which Redlock's votes split (0: clients connect straight).
     #[arg(long, default_value = "0s", value_parser = duration, allow_hyphen_values = true)]
@@ -210,7 +226,8 @@ pub struct RunArgs {
     /// How long link-latency delays traffic (give or take a half).
     #[arg(long, default_value = "1s", value_parser = duration, allow_hyphen_values = true)]
     pub link_latency: Duration,
-    /// Seed for the fault schedule (default: random, printed and stored in test.json).
+    /// Seed for the fault schedule (default: random, printed and stored in test.json; drawn
+    /// below 2^53, so `--seed $(jq .seed test.json)` reruns the same schedule).
     #[arg(long)]
     pub seed: Option<u64>,
     /// Faults at fixed times instead of a seeded schedule: a TOML file of `[[fault]]` tables

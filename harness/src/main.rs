@@ -1,5 +1,11 @@
 //! The `splitbrain` command.
 
+// Output goes through `output`'s macros, which a closed pipe or terminal cannot make panic.
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
+#[macro_use]
+mod output;
+
 mod check;
 mod claims;
 mod cli;
@@ -9,6 +15,8 @@ mod logging;
 mod matrix;
 mod progress;
 mod reaper;
+#[cfg(test)]
+mod reference;
 mod replay;
 mod report;
 mod results;
@@ -58,7 +66,7 @@ fn main() {
         .and_then(|matches| Ok((Cli::from_arg_matches(&matches)?, matches)));
     let cli = match parsed {
         Ok((_, matches)) if let Some(flag) = beside_replay(&matches) => {
-            eprintln!(
+            stderrln!(
                 "error: --replay runs with the stored run's options and faults; leave out \
                  --{flag} (or run without --replay)"
             );
@@ -72,7 +80,7 @@ fn main() {
     ) {
         limits::raise_open_files();
         if let Err(e) = reaper::start() {
-            eprintln!("error: {e:#}");
+            stderrln!("error: {e:#}");
             std::process::exit(Exit::Crash.code());
         }
     }
@@ -95,7 +103,7 @@ fn parsed<T>(parsed: Result<T, clap::Error>, help: &str) -> T {
             std::process::exit(0);
         }
         Err(e) => {
-            eprintln!("{} (see `{help}`)", first_line(&e.render().to_string()));
+            stderrln!("{} (see `{help}`)", first_line(&e.render().to_string()));
             std::process::exit(Exit::BadInput.code());
         }
     }
@@ -132,7 +140,9 @@ fn beside_replay(matches: &clap::ArgMatches) -> Option<String> {
         .find_subcommand("run")?
         .get_arguments()
         .map(|option| option.get_id().as_str())
-        .find(|id| !["replay", "replays", "results", "quiet"].contains(id) && given(run, id))
+        .find(|id| {
+            !["replay", "replays", "results", "quiet", "limit"].contains(id) && given(run, id)
+        })
         .map(|id| id.replace('_', "-"));
     flag
 }
@@ -141,6 +151,7 @@ async fn dispatch(command: Command) -> Exit {
     let result = match command {
         Command::Run(args) => {
             progress::set_quiet(args.quiet);
+            progress::set_findings_shown(args.limit);
             match &args.replay {
                 Some(dir) => {
                     replay::replay(dir, args.replays, &args.results, interrupt_on_signals()).await
@@ -217,6 +228,13 @@ async fn dispatch(command: Command) -> Exit {
             logging::to_stderr();
             clean(run.as_deref(), force).await
         }
+        Command::Completions { shell } => {
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "splitbrain", &mut script);
+            stdout!("{}", String::from_utf8_lossy(&script));
+            Ok(Exit::Success)
+        }
+        Command::Man { out } => man_pages(&out),
         Command::Reap { owner } => reaper::reap(&owner).await,
     };
     exit_of(result)
@@ -228,16 +246,17 @@ fn exit_of(result: Result<Exit, HarnessError>) -> Exit {
         Ok(exit) => exit,
         Err(e) => {
             match &e {
-                HarnessError::BadInput(message) => eprintln!("error: {message}"),
-                HarnessError::Crash(error) => eprintln!("error: {error:#}"),
+                HarnessError::BadInput(message) => stderrln!("error: {message}"),
+                HarnessError::Crash(error) => stderrln!("error: {error:#}"),
             }
             Exit::from(&e)
         }
     }
 }
 
-/// A token cancelled on the first Ctrl-C, SIGTERM or SIGHUP (a closed terminal); the run then
-/// stops, heals, cleans up and checks what it recorded.
+/// A token cancelled on the first Ctrl-C or SIGTERM; the run then stops, heals, cleans up and
+/// checks what it recorded. A SIGHUP (the terminal went away) stops nothing: as under `nohup`,
+/// the run goes on to its end and leaves its verdict in its folder and its exit code.
 fn interrupt_on_signals() -> CancellationToken {
     use tokio::signal::unix::{signal, SignalKind};
     let token = CancellationToken::new();
@@ -245,14 +264,33 @@ fn interrupt_on_signals() -> CancellationToken {
     tokio::spawn(async move {
         let mut term = signal(SignalKind::terminate()).expect("installing the SIGTERM handler");
         let mut hangup = signal(SignalKind::hangup()).expect("installing the SIGHUP handler");
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => {}
-            _ = term.recv() => {}
-            _ = hangup.recv() => {}
+        loop {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => break,
+                _ = term.recv() => break,
+                _ = hangup.recv() => {
+                    tracing::warn!("the terminal went away (SIGHUP); the run goes on to its end");
+                }
+            }
         }
         cancel.cancel();
     });
     token
+}
+
+/// Writes a man page for splitbrain and one for each of its commands into `out`.
+fn man_pages(out: &std::path::Path) -> Result<Exit, HarnessError> {
+    let writing =
+        |e: std::io::Error| anyhow::anyhow!("writing man pages into {}: {e}", out.display());
+    std::fs::create_dir_all(out).map_err(writing)?;
+    let command = Cli::command().mut_subcommand("run", |run| run.after_help(spec::catalog()));
+    clap_mangen::generate_to(command, out).map_err(writing)?;
+    stdoutln!(
+        "wrote {} (read it with `man {}`)",
+        out.join("splitbrain.1").display(),
+        out.join("splitbrain.1").display()
+    );
+    Ok(Exit::Success)
 }
 
 async fn build_images() -> Result<Exit, HarnessError> {
@@ -281,7 +319,7 @@ async fn clean(run: Option<&str>, force: bool) -> Result<Exit, HarnessError> {
         let removed = splitbrain_compose::remove_run(&docker, run)
             .await
             .map_err(anyhow::Error::from)?;
-        println!(
+        stdoutln!(
             "removed {} container(s) and {} network(s) of run {run}",
             removed.containers.len(),
             removed.networks.len()
@@ -292,16 +330,16 @@ async fn clean(run: Option<&str>, force: bool) -> Result<Exit, HarnessError> {
         .await
         .map_err(anyhow::Error::from)?;
     let programs = orphan_programs(force);
-    println!(
+    stdoutln!(
         "removed {} container(s), {} network(s) and {programs} client program(s) left by earlier runs",
         cleaned.removed.containers.len(),
         cleaned.removed.networks.len()
     );
     for (run, owner, why) in &cleaned.spared {
-        println!("left run {run} alone: {why} ({owner}); --force removes it too");
+        stdoutln!("left run {run} alone: {why} ({owner}); --force removes it too");
     }
     for (run, why) in &cleaned.failed {
-        eprintln!("error: could not remove run {run}: {why}");
+        stderrln!("error: could not remove run {run}: {why}");
     }
     Ok(if cleaned.failed.is_empty() {
         Exit::Success

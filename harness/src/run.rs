@@ -118,14 +118,18 @@ pub async fn run(spec: TestSpec, interrupt: CancellationToken) -> Result<Ran, Ha
     // The verdict is printed before anything more is written: a full disk loses files, never
     // the verdict.
     if progress::summaries() {
-        print!(
+        stdout!(
             "{}",
-            summary::render(&title, &results, summary::SHOWN_AFTER_A_RUN)
+            summary::render(&title, &results, progress::findings_shown())
         );
     }
     dir.write_json("results.json", &results)?;
     dir.link_latest(&spec.results)?;
     crate::report::write_after_run(&dir.path, &spec.results);
+    let report = dir.path.join("report.html");
+    if progress::summaries() && report.is_file() {
+        stdoutln!("  report   {}", report.display());
+    }
     if let Some(why) = broken_client {
         return Err(HarnessError::BadInput(format!(
             "{why}; the history so far is in {}",
@@ -160,7 +164,18 @@ async fn run_core(
     interrupt: CancellationToken,
 ) -> anyhow::Result<Versions> {
     let dir = RunDir { path: dir };
-    let mut show = |line: &str| progress::detail(line);
+    // A missing image is built once, in a minute or so: one step says so and where its
+    // output goes, and the output itself goes there (a terminal shows its latest line).
+    let mut announced = false;
+    let mut show = |line: &str| {
+        if !std::mem::replace(&mut announced, true) {
+            progress::step(&format!(
+                "building a missing image, once; its output goes to {}",
+                dir.path.join("splitbrain.log").display()
+            ));
+        }
+        progress::tool_output(line);
+    };
     let images = async {
         let node = image::ensure(&docker, spec.server().image(), &mut show).await?;
         let storage = if spec.needs_storage() && !spec.server().serves_storage() {

@@ -535,7 +535,7 @@ impl TestSpec {
             toxiproxy_port: args.toxiproxy_port,
             link_latency: args.link_latency,
             link_jitter: args.link_jitter,
-            seed: args.seed.unwrap_or_else(rand::random),
+            seed: args.seed.unwrap_or_else(random_seed),
             results: args.results.clone(),
             script,
         })
@@ -874,6 +874,13 @@ fn folder_name(name: String) -> String {
 }
 
 /// What test.json files written before `--exec-start-timeout` existed ran with.
+/// A seed for a run that was given none: below 2^53, so that it survives every JSON reader
+/// (jq and JavaScript read numbers as doubles, which hold integers exactly only up to 2^53)
+/// and `--seed $(jq .seed test.json)` reruns the same schedule.
+fn random_seed() -> u64 {
+    rand::random::<u64>() >> 11
+}
+
 fn default_start_timeout() -> Duration {
     Duration::from_secs(30)
 }
@@ -1145,6 +1152,15 @@ mod tests {
         let s = spec(&["--seed", "7"]).unwrap();
         assert_eq!(s.name, "redlock-redlock-lock-kill");
         assert_eq!(s.seed, 7);
+    }
+
+    #[test]
+    fn a_drawn_seed_survives_a_json_reader_that_reads_numbers_as_doubles() {
+        for _ in 0..1000 {
+            let seed = spec(&[]).unwrap().seed;
+            assert!(seed < 1 << 53, "{seed}");
+            assert_eq!(seed as f64 as u64, seed);
+        }
     }
 
     #[test]
