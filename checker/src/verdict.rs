@@ -77,11 +77,9 @@ pub(crate) fn seconds(ms: f64) -> String {
 /// `... and 68 more double grants (results.json and the report have them all)`.
 pub(crate) fn and_more(total: usize, limit: usize, noun: &str) -> Option<String> {
     let more = total.saturating_sub(limit);
+    let plural = if more == 1 { "" } else { "s" };
     (more > 0).then(|| {
-        format!(
-            "... and {} more (results.json and the report have them all)",
-            count(more, noun)
-        )
+        format!("... and {more} more {noun}{plural} (results.json and the report have them all)")
     })
 }
 
@@ -116,6 +114,18 @@ impl<'de> Deserialize<'de> for Valid {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cut_list_says_how_many_it_left_out() {
+        assert_eq!(and_more(3, 3, "double grant"), None);
+        assert_eq!(
+            and_more(71, 3, "double grant").unwrap(),
+            "... and 68 more double grants (results.json and the report have them all)"
+        );
+        assert!(and_more(4, 3, "stuck period")
+            .unwrap()
+            .starts_with("... and 1 more stuck period ("));
+    }
 
     #[test]
     fn invalid_beats_unknown_beats_valid() {

@@ -312,6 +312,24 @@ mod tests {
     }
 
     #[test]
+    fn running_md_describes_every_deployment_client_and_fault() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let page = std::fs::read_to_string(root.join("docs/running.md")).unwrap();
+        let names = topology::TOPOLOGIES
+            .iter()
+            .map(|t| t.name())
+            .chain(CLIENTS.iter().map(|c| c.name))
+            .chain(FAULTS.iter().map(|f| f.name()));
+        let missing: Vec<&str> = names
+            .filter(|name| !page.contains(&format!("`{name}`")))
+            .collect();
+        assert!(
+            missing.is_empty(),
+            "docs/running.md does not describe {missing:?}"
+        );
+    }
+
+    #[test]
     fn the_readme_is_a_front_door_of_about_300_lines() {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
         let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
