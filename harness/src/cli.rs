@@ -62,8 +62,8 @@ pub enum Command {
     /// `source <(splitbrain completions bash)` in ~/.bashrc.
     Completions { shell: clap_complete::Shell },
     /// Write the man pages (splitbrain.1, and splitbrain-run.1 and so on for each command)
-    /// into a folder, e.g. `splitbrain man --out ~/.local/share/man/man1`, then
-    /// `man splitbrain`.
+    /// into a folder, e.g. `splitbrain man --out ~/.cargo/share/man/man1` (where `man` looks
+    /// for the programs in ~/.cargo/bin), then `man splitbrain`.
     Man {
         /// The folder to write them in (made if missing).
         #[arg(long, default_value = ".")]
