@@ -226,14 +226,23 @@ mod tests {
         matches_committed(&page, "cli.md");
     }
 
+    /// A Markdown page's lines outside its code blocks.
+    fn prose(page: &str) -> impl Iterator<Item = &str> {
+        let mut in_code = false;
+        page.lines().filter(move |line| {
+            if line.starts_with("```") {
+                in_code = !in_code;
+                return false;
+            }
+            !in_code
+        })
+    }
+
     /// The anchors a Markdown page offers: GitHub's slug of each heading, and `<a id>`s.
     fn anchors(page: &str) -> Vec<String> {
         let mut anchors = Vec::new();
-        let mut in_code = false;
-        for line in page.lines() {
-            if line.starts_with("```") {
-                in_code = !in_code;
-            } else if !in_code && line.starts_with('#') {
+        for line in prose(page) {
+            if line.starts_with('#') {
                 let heading = line.trim_start_matches('#').trim().to_lowercase();
                 let slug: String = heading
                     .chars()
@@ -253,15 +262,10 @@ mod tests {
     /// Every `](target)` link in a Markdown page outside code blocks.
     fn links(page: &str) -> Vec<String> {
         let mut links = Vec::new();
-        let mut in_code = false;
-        for line in page.lines() {
-            if line.starts_with("```") {
-                in_code = !in_code;
-                continue;
-            }
+        for line in prose(page) {
             let mut rest = line;
-            while !in_code && rest.contains("](") {
-                let start = rest.find("](").unwrap() + 2;
+            while let Some(at) = rest.find("](") {
+                let start = at + 2;
                 let end = rest[start..].find(')').map_or(rest.len(), |e| start + e);
                 links.push(rest[start..end].to_string());
                 rest = &rest[end..];
