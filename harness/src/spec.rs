@@ -328,7 +328,14 @@ impl TestSpec {
                 names(WORKLOADS.iter().map(|w| w.name))
             )));
         };
-        // A data workload talks to the deployment itself; it takes no lock client.
+        // A data workload talks to the deployment itself; it takes no lock client, and one
+        // given would be silently ignored.
+        if let (Some(_), Some(given)) = (workload.data, &args.client) {
+            return Err(bad(format!(
+                "--workload {} writes to the deployment itself and takes no lock client, so                  --client {given} would do nothing; leave out --client (or use --workload lock                  or lock-set to test the lock)",
+                workload.name
+            )));
+        }
         if workload.data.is_none() {
             (client.kind.build)(&placeholder).map_err(|e| {
                 bad(format!(

@@ -234,6 +234,25 @@ async fn an_exec_client_that_breaks_the_protocol_stops_the_run_cleanly() {
 }
 
 #[test]
+fn a_lock_client_beside_a_workload_that_takes_none_is_refused() {
+    for workload in ["set", "register"] {
+        let line = refused(&[
+            "run",
+            "--deployment",
+            "sentinel",
+            "--workload",
+            workload,
+            "--client",
+            "wait",
+        ]);
+        assert!(
+            line.contains("takes no lock client") && line.contains("leave out --client"),
+            "{line}"
+        );
+    }
+}
+
+#[test]
 fn a_sentinel_quorum_larger_than_the_sentinels_is_refused() {
     let line = refused(&["run", "--deployment", "sentinel", "--sentinel-quorum", "4"]);
     assert!(

@@ -434,7 +434,7 @@ fn options(
 }
 
 /// Checks one cell's arguments as `splitbrain run` would.
-fn check(args: &[String]) -> Result<TestSpec, String> {
+pub(super) fn check(args: &[String]) -> Result<TestSpec, String> {
     let argv = std::iter::once("splitbrain".to_string()).chain(args.iter().cloned());
     let cli = Cli::try_parse_from(argv).map_err(|e| {
         let rendered = e.render().to_string();

@@ -8,6 +8,8 @@
 //! results folder, so cells on one Docker engine do not collide, but they share the machine's
 //! cores, and faults are timing-sensitive.
 
+#[cfg(test)]
+mod controls;
 mod file;
 mod html;
 mod junit;

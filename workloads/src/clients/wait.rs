@@ -26,7 +26,7 @@ fn build(config: &ClientConfig) -> Result<Box<dyn LockClient>, String> {
     if config.replicas() == 0 {
         return Err(
             "wait asks WAIT for the master's replicas, and this deployment has none; \
-             it needs a deployment with replicas"
+             use --deployment sentinel or cluster, which have replicas"
                 .into(),
         );
     }

@@ -249,9 +249,11 @@ impl Worker {
                 (None, None) => grant.validity.mul_f64(0.9),
                 _ => self.workload.hold.unwrap_or(ttl * 2),
             };
-            // A lock in a transaction on the storage is used through that transaction.
+            // A lock in a transaction on the storage is used through that transaction; a
+            // workload with no storage (`lock`) reads and writes nothing in it.
             let in_transaction = client
                 .transaction()
+                .filter(|_| self.storage.is_some())
                 .map(|transaction| Storage::in_transaction(transaction, self.workload.fencing()));
             let storage = in_transaction.as_ref().or(self.storage.as_ref());
             let read = self.read(storage, process, &grant).await;
