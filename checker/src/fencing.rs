@@ -78,6 +78,9 @@ pub struct FencedOp {
     pub invoke_ms: f64,
     pub completed_ms: f64,
     pub fence: u64,
+    /// The nodes a grant came from, where the client named them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nodes: Option<Vec<String>>,
 }
 
 /// Checks a history's fencing tokens; see the module documentation for the rules.
@@ -285,6 +288,7 @@ impl Checker for FencingChecker {
             fence,
             invoked: invoke.time,
             completed: completion.time,
+            nodes: completion.node.clone().filter(|nodes| !nodes.is_empty()),
         };
         let key = invoke
             .key
@@ -350,6 +354,7 @@ struct Fenced {
     fence: u64,
     invoked: u64,
     completed: u64,
+    nodes: Option<Vec<String>>,
 }
 
 impl Fenced {
@@ -361,6 +366,7 @@ impl Fenced {
             invoke_ms: ms(self.invoked),
             completed_ms: ms(self.completed),
             fence: self.fence,
+            nodes: self.nodes.clone(),
         }
     }
 }
@@ -628,6 +634,58 @@ mod tests {
             "process 0 was frozen from 0.002s to 0.020s (on client-0) and woke up a zombie: the \
              storage accepted process 0's add with fence 1 at 0.021s, after it had seen fence 2"
         ), "{}", explained.sentence);
+    }
+
+    /// Redis Cluster, as `docs/running.md`'s example ran with seed 1: n6, master of the lock's
+    /// slot, was cut off and went on granting fences; n2 was promoted without its last
+    /// increments and issued fence 16 again.
+    #[test]
+    fn explained_a_fence_issued_again_by_a_promoted_replica_is_a_failover() {
+        use crate::explain::Cause;
+        let mut cut = nemesis("start", "partition-primary", &["n6"]);
+        cut.measured = Some(serde_json::json!({
+            "began_ms": 15117.0,
+            "grudge": {"n6": ["n1", "n2", "n3", "n4", "n5"], "n2": ["n6"]},
+        }));
+        let mut promoted = nemesis("master", "master", &["n2", "n6"]);
+        promoted.measured = Some(serde_json::json!({"by": "cluster", "from": ["n6"]}));
+        let granted_by = |node: &str, mut op: Op| {
+            op.node = Some(vec![node.to_string()]);
+            op
+        };
+        let mut s = Script::default();
+        s.push(15_870, cut)
+            .push(
+                16_130,
+                Op::new(Process::Client(7), OpType::Invoke, "acquire").key("lock"),
+            )
+            .push(
+                16_132,
+                granted_by("n6", Op::new(Process::Client(7), OpType::Ok, "acquire"))
+                    .key("lock")
+                    .fence(Some(16)),
+            )
+            .push(
+                18_556,
+                Op::new(Process::Client(6), OpType::Invoke, "acquire").key("lock"),
+            )
+            .push(
+                18_558,
+                granted_by("n2", Op::new(Process::Client(6), OpType::Ok, "acquire"))
+                    .key("lock")
+                    .fence(Some(16)),
+            )
+            .push(18_663, promoted);
+        let r = s.check();
+        let explained = r.duplicate_fences[0].explanation.as_ref().unwrap();
+        assert_eq!(explained.cause, Cause::Failover, "{}", explained.sentence);
+        assert_eq!(
+            explained.sentence,
+            "process 7 was granted fence 16 by n6 at 16.132s, and process 6 fence 16 by n2 at \
+             18.558s: n6 was cut off from n1,n2,n3,n4,n5 at 15.870s; n2 became master at \
+             18.663s (promoted by cluster); the increments n6 made had not reached n2 when it \
+             took over"
+        );
     }
 
     #[test]

@@ -332,7 +332,9 @@ impl TestSpec {
         // given would be silently ignored.
         if let (Some(_), Some(given)) = (workload.data, &args.client) {
             return Err(bad(format!(
-                "--workload {} writes to the deployment itself and takes no lock client, so                  --client {given} would do nothing; leave out --client (or use --workload lock                  or lock-set to test the lock)",
+                "--workload {} writes to the deployment itself and takes no lock client, so \
+                 --client {given} would do nothing; leave out --client (or use --workload lock \
+                 or lock-set to test the lock)",
                 workload.name
             )));
         }

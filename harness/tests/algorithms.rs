@@ -302,35 +302,35 @@ fn a_lease_watchdog_holds_safely_for_several_ttls() {
     assert!(renewals >= holds * 8, "{holds} holds, {renewals} renewals");
 }
 
-/// A run of `adapters/<adapter>` through the exec protocol on a single server, with a TTL of
-/// 1 s; the adapter's Python library (`module`, from PyPI's `package`) must be installed.
+/// A run of `adapters/<adapter>/adapter.py` through the exec protocol on `deployment`; the
+/// adapter's Python library (`module`, pinned in its `requirements.txt`) must be
+/// installed.
 fn exec_adapter(
     adapter: &str,
-    (module, package): (&str, &str),
+    module: &str,
+    deployment: &str,
     extra: &[&str],
 ) -> (std::process::Output, serde_json::Value) {
     let python = support::python();
+    let adapters = format!("{}/../adapters/{adapter}", env!("CARGO_MANIFEST_DIR"));
     let installed = std::process::Command::new(&python)
         .args(["-c", &format!("import {module}")])
         .status()
         .is_ok_and(|s| s.success());
     assert!(
         installed,
-        "this test needs {package} in {python}: {python} -m pip install {package} \
-         (.ci/run installs it and sets SPLITBRAIN_PYTHON)"
+        "this test needs {module} in {python}: {python} -m pip install -r \
+         {adapters}/requirements.txt (.ci/run installs it and sets SPLITBRAIN_PYTHON)"
     );
     support::node_image();
-    let adapter = format!("{}/../adapters/{adapter}", env!("CARGO_MANIFEST_DIR"));
-    let client = format!("exec:{python} {adapter}");
+    let client = format!("exec:{python} {adapters}/adapter.py");
     let (_keep, results) = results_dir();
     let mut args = vec![
         "run",
         "--deployment",
-        "single",
+        deployment,
         "--client",
         &client,
-        "--ttl",
-        "1s",
         "--results",
         results.to_str().unwrap(),
     ];
@@ -340,13 +340,32 @@ fn exec_adapter(
     (out, json)
 }
 
-/// redis-py's Lock (`adapters/redis_py_lock.py`).
-fn redis_py(extra: &[&str]) -> (std::process::Output, serde_json::Value) {
-    let mut args = vec!["--time-limit", "8s"];
-    args.extend_from_slice(extra);
-    exec_adapter("redis_py_lock.py", ("redis", "redis"), &args)
+/// The causes named for a run's double grants, in order.
+fn double_grant_causes(results: &serde_json::Value) -> Vec<String> {
+    results["lock-safety"]["double_grants"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|g| {
+            g["explanation"]["cause"]
+                .as_str()
+                .unwrap_or("none")
+                .to_string()
+        })
+        .collect()
 }
 
+/// redis-py's Lock (`adapters/redis-py/adapter.py`) on a single server.
+fn redis_py(extra: &[&str]) -> (std::process::Output, serde_json::Value) {
+    let mut args = vec!["--ttl", "1s", "--time-limit", "8s"];
+    args.extend_from_slice(extra);
+    exec_adapter("redis-py", "redis", "single", &args)
+}
+
+/// Under kills the adapter meets every error a restart makes (refused connections, timeouts,
+/// `NoScriptError` from a server that lost redis-py's cached script) and dies of none; each
+/// double grant is the restart hazard (the grants name the single node), and none is blamed on
+/// the library's release.
 #[test]
 fn redis_py_lock_runs_through_exec_and_is_checked_like_any_client() {
     if docker_skipped() {
@@ -371,18 +390,62 @@ fn redis_py_lock_runs_through_exec_and_is_checked_like_any_client() {
         killed["lock-safety"]["holds"].as_u64().unwrap() >= 1,
         "{killed}"
     );
+    let causes = double_grant_causes(&killed);
+    assert!(
+        causes.iter().all(|c| c == "restart-hazard"),
+        "{causes:?}: {}",
+        printed(&out)
+    );
 }
 
-/// python-redis-lock (`adapters/python_redis_lock.py`), a real library that renews its lease
-/// from a thread of its own and reports each renewal through the exec protocol.
+/// redis-py's own Sentinel support (`adapters/redis-py-sentinel/adapter.py`), from the
+/// Sentinels and master name that `hello` gives: valid with no faults, and under failovers a
+/// verdict, with every double grant named a failover though the grants name no nodes.
+#[test]
+fn redis_py_sentinel_finds_the_master_from_hello_and_its_double_grants_are_failovers() {
+    if docker_skipped() {
+        return;
+    }
+    let sentinel = |extra: &[&str]| {
+        let mut args = vec!["--time-limit", "12s", "--ttl", "5s"];
+        args.extend_from_slice(extra);
+        exec_adapter("redis-py-sentinel", "redis", "sentinel", &args)
+    };
+    let (out, quiet) = sentinel(&["--nemesis", "none"]);
+    assert_eq!(out.status.code(), Some(0), "{}", printed(&out));
+    assert!(
+        quiet["lock-safety"]["holds"].as_u64().unwrap() >= 3,
+        "{quiet}"
+    );
+
+    let (out, failed_over) = sentinel(&[
+        "--nemesis",
+        "failover",
+        "--nemesis-interval",
+        "3s",
+        "--seed",
+        "1",
+    ]);
+    assert!(
+        matches!(out.status.code(), Some(0..=2)),
+        "a verdict, not an error: {}",
+        printed(&out)
+    );
+    assert!(failed_over["error"].is_null(), "{failed_over}");
+    let causes = double_grant_causes(&failed_over);
+    assert!(
+        causes.iter().all(|c| c == "failover"),
+        "{causes:?}: {}",
+        printed(&out)
+    );
+}
+
+/// python-redis-lock (`adapters/python-redis-lock/adapter.py`), a real library that renews its
+/// lease from a thread of its own and reports each renewal through the exec protocol.
 fn python_redis_lock(extra: &[&str]) -> (std::process::Output, serde_json::Value) {
-    let mut args = vec!["--concurrency", "3"];
+    let mut args = vec!["--ttl", "1s", "--concurrency", "3"];
     args.extend_from_slice(extra);
-    exec_adapter(
-        "python_redis_lock.py",
-        ("redis_lock", "python-redis-lock"),
-        &args,
-    )
+    exec_adapter("python-redis-lock", "redis_lock", "single", &args)
 }
 
 #[test]

@@ -7,7 +7,7 @@
 //! -> {"op":"hello","protocol":1,"nodes":[{"name":"n1","host":"10.98.0.11","port":6379}],"ttl_ms":2000}
 //! <- {"type":"ok"}
 //! -> {"op":"acquire","resource":"lock","ttl_ms":2000}
-//! <- {"type":"ok","token":"c0ffee","validity_ms":1990,"fence":7}
+//! <- {"type":"ok","token":"c0ffee","validity_ms":1990,"fence":7,"nodes":["n1","n2","n3"]}
 //! -> {"op":"release","resource":"lock","token":"c0ffee"}
 //! <- {"type":"ok"}
 //! ```
@@ -19,6 +19,7 @@
 //! stops the run: the client under test is broken, not the lock.
 
 use std::collections::VecDeque;
+use std::net::SocketAddr;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -32,7 +33,7 @@ use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 use tokio::sync::mpsc;
 
 use super::set_nx_px::spin_delay;
-use super::{ClientConfig, ClientKind, Fences, Grant, LockClient, Outcome, RenewalReport};
+use super::{ClientConfig, ClientKind, Fences, Grant, LockClient, Outcome, RenewalReport, Shape};
 
 /// How users name this client: `exec:` and the command.
 pub const EXEC_PREFIX: &str = "exec:";
@@ -72,13 +73,9 @@ fn build(config: &ClientConfig) -> Result<Box<dyn LockClient>, String> {
             "the exec client's program `{program}` is not a command sh can run (not on PATH?)"
         ));
     }
-    let nodes: Vec<serde_json::Value> = config
-        .nodes
-        .iter()
-        .map(|(name, addr)| json!({"name": name, "host": addr.ip().to_string(), "port": addr.port()}))
-        .collect();
     Ok(Box::new(Exec {
-        hello: json!({"op": "hello", "protocol": PROTOCOL, "nodes": nodes, "ttl_ms": config.ttl.as_millis() as u64}),
+        node_names: config.nodes.iter().map(|(name, _)| name.clone()).collect(),
+        hello: hello(config),
         reply_timeout: (config.ttl * 2).max(Duration::from_secs(5)),
         start_timeout: config.options.start_timeout,
         command,
@@ -86,6 +83,70 @@ fn build(config: &ClientConfig) -> Result<Box<dyn LockClient>, String> {
         broken: None,
         renewal: None,
     }))
+}
+
+/// The `hello` request: the deployment as a library's own support for it needs it (its kind,
+/// each node's address and role at the start, the Sentinels and the name they know the master
+/// by, the connection string an etcd, ZooKeeper or PostgreSQL client takes) and the TTL.
+fn hello(config: &ClientConfig) -> serde_json::Value {
+    let endpoint = |name: &str, addr: &SocketAddr| json!({"name": name, "host": addr.ip().to_string(), "port": addr.port()});
+    let (deployment, role) = match &config.shape {
+        Shape::Standalone if config.nodes.len() == 1 => ("single", "master"),
+        Shape::Standalone => ("redlock", "master"),
+        Shape::Sentinel { .. } => ("sentinel", "replica"),
+        Shape::Cluster => ("cluster", "seed"),
+        Shape::Etcd => ("etcd", "member"),
+        Shape::ZooKeeper => ("zookeeper", "member"),
+        Shape::Postgres => ("postgres", "server"),
+    };
+    let nodes: Vec<serde_json::Value> = config
+        .nodes
+        .iter()
+        .enumerate()
+        .map(|(i, (name, addr))| {
+            // Sentinel's deployment starts with the first node as master.
+            let role = if deployment == "sentinel" && i == 0 {
+                "master"
+            } else {
+                role
+            };
+            let mut node = endpoint(name, addr);
+            node["role"] = role.into();
+            node
+        })
+        .collect();
+    let mut hello = json!({
+        "op": "hello",
+        "protocol": PROTOCOL,
+        "deployment": deployment,
+        "nodes": nodes,
+        "ttl_ms": config.ttl.as_millis() as u64,
+    });
+    let hosts = |scheme: &str| {
+        let addrs: Vec<String> = config
+            .nodes
+            .iter()
+            .map(|(_, a)| format!("{scheme}{a}"))
+            .collect();
+        addrs.join(",")
+    };
+    match &config.shape {
+        Shape::Sentinel { sentinels, .. } => {
+            hello["sentinels"] = json!({
+                "master_name": sentinels.master,
+                "nodes": sentinels.addrs.iter().map(|(n, a)| endpoint(n, a)).collect::<Vec<_>>(),
+            });
+        }
+        Shape::Etcd => hello["connect"] = hosts("http://").into(),
+        Shape::ZooKeeper => hello["connect"] = hosts("").into(),
+        Shape::Postgres => {
+            if let Some((_, addr)) = config.nodes.first() {
+                hello["connect"] = format!("postgresql://postgres@{addr}/postgres").into();
+            }
+        }
+        _ => {}
+    }
+    hello
 }
 
 /// Whether `sh` can run `program`: a builtin, or an executable on PATH or at a path.
@@ -101,6 +162,8 @@ fn is_runnable(program: &str) -> bool {
 
 struct Exec {
     command: String,
+    /// The deployment's node names: an `acquire` reply may name only these.
+    node_names: Vec<String>,
     hello: serde_json::Value,
     reply_timeout: Duration,
     /// How long the program may take to start and answer `hello`.
@@ -158,6 +221,9 @@ struct Reply {
     validity_ms: Option<u64>,
     #[serde(default)]
     fence: Option<u64>,
+    /// In an `acquire` reply: the names of the nodes that granted it (a Redlock majority).
+    #[serde(default)]
+    nodes: Option<Vec<String>>,
     #[serde(default)]
     error: Option<String>,
     /// In the `hello` reply: the library renews held leases by itself.
@@ -451,6 +517,31 @@ async fn forward_stderr(
     }
 }
 
+impl Exec {
+    /// The nodes behind a grant: those the reply names, or the deployment's only node. A name
+    /// the deployment does not have breaks the protocol, as a misspelt field does.
+    fn granting_nodes(&mut self, named: Option<Vec<String>>) -> Result<Vec<String>, String> {
+        let Some(named) = named else {
+            return Ok(match self.node_names.as_slice() {
+                [only] => vec![only.clone()],
+                _ => Vec::new(),
+            });
+        };
+        if let Some(unknown) = named.iter().find(|n| !self.node_names.contains(n)) {
+            let broken = ExecError {
+                command: self.command.clone(),
+                problem: format!(
+                    "named node `{unknown}` in an acquire reply; the deployment's nodes are {}",
+                    self.node_names.join(", ")
+                ),
+            };
+            self.broken = Some(broken.clone());
+            return Err(broken.to_string());
+        }
+        Ok(named)
+    }
+}
+
 #[async_trait]
 impl LockClient for Exec {
     async fn acquire(&mut self, resource: &str, ttl: Duration) -> Outcome<Grant> {
@@ -464,9 +555,12 @@ impl LockClient for Exec {
         };
         match reply.kind {
             ReplyKind::Ok => Outcome::Ok(Grant {
+                nodes: match self.granting_nodes(reply.nodes) {
+                    Ok(nodes) => nodes,
+                    Err(e) => return Outcome::Info(e),
+                },
                 token: reply.token.unwrap_or_default(),
                 validity: Duration::from_millis(reply.validity_ms.unwrap_or(ttl_ms)),
-                nodes: Vec::new(),
                 fence: reply.fence,
             }),
             ReplyKind::Fail => Outcome::Fail(reply.error.unwrap_or_default()),
@@ -516,5 +610,107 @@ impl LockClient for Exec {
         if let Some(program) = &self.program {
             program.signal_group(if frozen { libc::SIGSTOP } else { libc::SIGCONT });
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clients::Sentinels;
+
+    fn nodes(n: u8) -> Vec<(String, SocketAddr)> {
+        (1..=n)
+            .map(|i| (format!("n{i}"), ([10, 0, 0, 10 + i], 6379).into()))
+            .collect()
+    }
+
+    #[test]
+    fn hello_names_the_sentinels_and_the_master_they_know() {
+        let sentinels = Sentinels {
+            master: "mymaster".into(),
+            addrs: (1..=3)
+                .map(|i| (format!("n{i}"), ([10, 0, 0, 10 + i], 26379).into()))
+                .collect(),
+            announced: Vec::new(),
+        };
+        let config =
+            ClientConfig::new(nodes(3), Duration::from_secs(2)).watched_by_sentinel(sentinels, 2);
+        let hello = hello(&config);
+        assert_eq!(hello["deployment"], "sentinel");
+        assert_eq!(hello["ttl_ms"], 2000);
+        let roles: Vec<&str> = hello["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| n["role"].as_str().unwrap())
+            .collect();
+        assert_eq!(roles, ["master", "replica", "replica"]);
+        assert_eq!(hello["sentinels"]["master_name"], "mymaster");
+        assert_eq!(
+            hello["sentinels"]["nodes"][2],
+            json!({"name": "n3", "host": "10.0.0.13", "port": 26379})
+        );
+    }
+
+    #[test]
+    fn hello_gives_each_service_the_connection_string_its_clients_take() {
+        let config = |shape: Shape, n: u8| {
+            hello(&ClientConfig::new(nodes(n), Duration::from_secs(2)).serving(shape))
+        };
+        assert_eq!(
+            config(Shape::Postgres, 1)["connect"],
+            "postgresql://postgres@10.0.0.11:6379/postgres"
+        );
+        assert_eq!(
+            config(Shape::ZooKeeper, 3)["connect"],
+            "10.0.0.11:6379,10.0.0.12:6379,10.0.0.13:6379"
+        );
+        assert_eq!(
+            config(Shape::Etcd, 2)["connect"],
+            "http://10.0.0.11:6379,http://10.0.0.12:6379"
+        );
+        let single = hello(&ClientConfig::new(nodes(1), Duration::from_secs(1)));
+        assert_eq!(
+            (
+                single["deployment"].as_str(),
+                single["nodes"][0]["role"].as_str()
+            ),
+            (Some("single"), Some("master"))
+        );
+        let cluster = hello(&ClientConfig::new(nodes(6), Duration::from_secs(1)).in_cluster());
+        assert_eq!(cluster["nodes"][5]["role"], "seed");
+        assert!(cluster.get("connect").is_none());
+    }
+
+    /// An exec client over `n` nodes whose program has not started.
+    fn exec(n: u8) -> Exec {
+        let config = ClientConfig::new(nodes(n), Duration::from_secs(1));
+        Exec {
+            command: "true".into(),
+            node_names: config.nodes.iter().map(|(name, _)| name.clone()).collect(),
+            hello: hello(&config),
+            reply_timeout: Duration::from_secs(5),
+            start_timeout: Duration::from_secs(5),
+            program: None,
+            broken: None,
+            renewal: None,
+        }
+    }
+
+    #[test]
+    fn a_grant_names_the_nodes_the_reply_names_or_the_only_node_there_is() {
+        assert_eq!(exec(1).granting_nodes(None), Ok(vec!["n1".to_string()]));
+        assert_eq!(exec(5).granting_nodes(None), Ok(Vec::new()));
+        let quorum = vec!["n1".to_string(), "n4".to_string(), "n5".to_string()];
+        assert_eq!(exec(5).granting_nodes(Some(quorum.clone())), Ok(quorum));
+        let mut misspelt = exec(5);
+        let refused = misspelt
+            .granting_nodes(Some(vec!["node1".into()]))
+            .unwrap_err();
+        assert!(refused.contains("named node `node1`"), "{refused}");
+        assert!(
+            misspelt.broken.is_some(),
+            "a misspelt node breaks the protocol"
+        );
     }
 }

@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
 """splitbrain exec adapter for python-redis-lock (https://pypi.org/project/python-redis-lock/).
 
-Run as `splitbrain run --client 'exec:python3 adapters/python_redis_lock.py'`
-(`pip install python-redis-lock`, module `redis_lock`, written against 4.0.1). splitbrain
-starts one copy per client process and speaks JSON lines on stdin/stdout (see the README's
-"Bring your own client"). The adapter takes the first node of the deployment.
+Run as `splitbrain run --client 'exec:python3 adapters/python-redis-lock/adapter.py'` with the
+pinned library installed (`pip install -r adapters/python-redis-lock/requirements.txt`, module
+`redis_lock`). splitbrain starts one copy per client process and speaks JSON lines on
+stdin/stdout (docs/exec-protocol.md). The adapter takes the first node of the deployment and
+names it in every grant. No exception of the library ends it: one whose outcome is not certain
+is `unknown`.
 
 Locks are taken with `auto_renewal=True`: the library's own daemon thread extends the lease
 every 2/3 of `expire`. The adapter says `"renewal":"reported"` in its hello reply and reports
@@ -29,7 +31,7 @@ import uuid
 import redis
 import redis_lock
 from redis.backoff import NoBackoff
-from redis.exceptions import ConnectionError, RedisError, ResponseError, TimeoutError
+from redis.exceptions import ConnectionError, ResponseError, TimeoutError
 from redis.retry import Retry
 
 # A command that takes longer than this has an unknown outcome.
@@ -57,8 +59,8 @@ def expire_seconds(ttl_ms):
 
 
 def outcome_of(error, for_acquire):
-    """'fail' or 'unknown' for a Redis error from an acquire (a refused connection or a
-    refused command took no effect) or from a release (always unknown)."""
+    """'fail' or 'unknown' for an error from an acquire (a refused connection or a refused
+    command took no effect) or from a release (always unknown)."""
     if isinstance(error, TimeoutError):
         return "unknown"
     if isinstance(error, ConnectionError):
@@ -102,6 +104,7 @@ class ReportingLock(redis_lock.Lock):
 
 def main():
     server = None
+    node_name = None
     held = {}  # token -> ReportingLock, so release finds it and its renewal thread lives
     try:
         for line in sys.stdin:
@@ -109,6 +112,7 @@ def main():
             op = request["op"]
             if op == "hello":
                 node = request["nodes"][0]
+                node_name = node["name"]
                 server = redis.Redis(
                     host=node["host"],
                     port=node["port"],
@@ -131,12 +135,12 @@ def main():
                 )
                 try:
                     acquired = lock.acquire(blocking=False)
-                except RedisError as e:
+                except Exception as e:  # noqa: BLE001 - an adapter must not die of its library
                     emit(type=outcome_of(e, for_acquire=True), error=f"{type(e).__name__}: {e}")
                     continue
                 if acquired:
                     held[token] = lock
-                    emit(type="ok", token=token, validity_ms=expire * 1000)
+                    emit(type="ok", token=token, validity_ms=expire * 1000, nodes=[node_name])
                 else:
                     emit(type="fail", error="held: by another client")
             elif op == "release":
@@ -149,7 +153,7 @@ def main():
                     emit(type="ok")
                 except redis_lock.NotAcquired as e:
                     emit(type="fail", error=str(e))
-                except RedisError as e:
+                except Exception as e:  # noqa: BLE001 - an adapter must not die of its library
                     emit(type=outcome_of(e, for_acquire=False), error=f"{type(e).__name__}: {e}")
             else:
                 emit(type="fail", error=f"unsupported op {op}")
