@@ -58,7 +58,7 @@ def main():
             continue
         lock = master.lock(
             request["resource"],
-            timeout=request["ttl_ms"] / 1000,
+            timeout=request.get("ttl_ms", 0) / 1000 or None,
             blocking=False,
             thread_local=False,
         )

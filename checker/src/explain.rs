@@ -29,10 +29,12 @@
 //!    paused after its grant and before the second, or a failover of either node was under way
 //!    between them.
 //! 5. Where the grants name no nodes (a library behind `exec:` that does not say), the
-//!    deployment's own events between them: a failover or promotion where masters are
-//!    recorded, else a restart (of a master, where recorded), else a clock set forward
-//!    ([`from_events`]). Rule 2 comes first, and never names a release made after such an
-//!    event had already lost the first key.
+//!    deployment's own events between them come before rule 2 (most libraries release with a
+//!    token check, which cannot hijack): a failover, promotion or two masters at once where
+//!    masters are recorded, else a restart (of a master, where recorded), else a clock set
+//!    forward ([`from_events`]). Rule 2 never names a release whose own grant came after the
+//!    first on the same nodes, or after a restart or clock jump that lost the first key: the
+//!    first key was gone already, and the release deleted only its own.
 //! 6. Anything else is [`Cause::Unexplained`], with the faults active named: that is the case
 //!    a user must look at.
 //!
@@ -146,6 +148,8 @@ pub struct Release {
     pub key: String,
     /// `index` of the releasing hold's acquire.
     pub acquire_index: u64,
+    /// When the releasing hold was granted.
+    pub granted_ms: f64,
     /// Its invoke and its `ok`: the key was deleted in between.
     pub released_ms: f64,
     pub completed_ms: f64,
@@ -259,8 +263,8 @@ pub fn double_grant(grant: &DoubleGrant, releases: &[Release], context: &Context
     let (first, second) = (&grant.first, &grant.second);
     let named = |hold: &Hold| hold.nodes.clone().filter(|nodes| !nodes.is_empty());
     let (Some(first_nodes), Some(second_nodes)) = (named(first), named(second)) else {
-        return hijack(grant, releases, context)
-            .or_else(|| from_events(grant, context))
+        return from_events(grant, context)
+            .or_else(|| hijack(grant, releases, context))
             .unwrap_or_else(|| {
                 unexplained(
                     grant,
@@ -282,7 +286,8 @@ pub fn double_grant(grant: &DoubleGrant, releases: &[Release], context: &Context
 
 /// Rule 2: a release of another process than the first holder, on a node the first holder's
 /// grant came from, between the two grants, with the first holder's key still there: a release
-/// after a restart or a clock jump that had already lost that key deleted only its own (the
+/// whose own grant came after the first on the same nodes (the first key was gone by then), or
+/// that came after a restart or a clock jump that lost that key, deleted only its own (the
 /// redis-py adapter granted on a node that came back empty, then released its own key).
 fn hijack(grant: &DoubleGrant, releases: &[Release], context: &Context) -> Option<Explanation> {
     let (first, second) = (&grant.first, &grant.second);
@@ -298,6 +303,7 @@ fn hijack(grant: &DoubleGrant, releases: &[Release], context: &Context) -> Optio
             && r.completed_ms >= first.start_ms
             && r.released_ms <= second.start_ms
             && same_node(r)
+            && !granted_over(r, first)
             && context
                 .key_lost(first.nodes.as_deref(), first.start_ms, r.released_ms)
                 .is_none()
@@ -333,9 +339,23 @@ fn hijack(grant: &DoubleGrant, releases: &[Release], context: &Context) -> Optio
     Some(explained)
 }
 
+/// Whether `release`'s own hold was granted after `first`, on every node `first` came from
+/// (or on nodes unnamed): the first key was gone from there already, and the release deleted
+/// only its own (as after a failover to a replica without the key).
+fn granted_over(release: &Release, first: &Hold) -> bool {
+    let covers = match (&release.nodes, &first.nodes) {
+        (Some(theirs), Some(ours)) if !theirs.is_empty() && !ours.is_empty() => {
+            ours.iter().all(|n| theirs.contains(n))
+        }
+        _ => true,
+    };
+    release.granted_ms > first.start_ms && covers
+}
+
 /// Rule 5: grants that name no nodes (a library behind `exec:` that does not say which nodes
 /// granted), explained from the deployment's own events between them. Where the deployment
-/// records its masters, a failover asked for or a promotion is a [`Cause::Failover`], and only
+/// records its masters, a failover asked for, a promotion or two masters named at the first
+/// grant is a [`Cause::Failover`], and only
 /// a master's restart counts; otherwise a restart of any node is a [`Cause::RestartHazard`]
 /// and a clock set forward a [`Cause::ClockJump`]: some node granted both (a single server,
 /// or two majorities of the same masters), and each of these loses the first key on the node
@@ -345,14 +365,20 @@ fn from_events(grant: &DoubleGrant, context: &Context) -> Option<Explanation> {
     let (from, to) = (first.start_ms, second.start_ms);
     let spells = &context.timeline.spells;
     let masters = context.masters_around(from);
-    let failover = masters.as_ref().and_then(|_| {
-        spells.iter().find(|s| {
-            (s.state == State::Failover && s.touches(from, to))
-                || (s.state == State::Master
-                    && s.promoted_by.is_some()
-                    && s.start_ms >= from
-                    && s.start_ms <= to + MASTER_POLL_MS)
-        })
+    // A failover asked for or under way, a promotion, or two masters named at the first
+    // grant (the one being replaced had not stepped down), allowing for the polling: the old
+    // master goes on granting until the Sentinels reconfigure it, after the nemesis is done.
+    let failover = masters.as_ref().and_then(|named| {
+        spells
+            .iter()
+            .find(|s| {
+                (s.state == State::Failover && s.touches(from - MASTER_POLL_MS, to))
+                    || (s.state == State::Master
+                        && s.promoted_by.is_some()
+                        && s.start_ms >= from - MASTER_POLL_MS
+                        && s.start_ms <= to + MASTER_POLL_MS)
+            })
+            .or_else(|| (named.len() > 1).then(|| named[named.len() - 1]))
     });
     let master_nodes: Option<Vec<String>> = masters
         .as_ref()
@@ -384,15 +410,15 @@ fn from_events(grant: &DoubleGrant, context: &Context) -> Option<Explanation> {
         (cause, lost, consequence)
     };
     let sentence = format!(
-        "the grants do not name their nodes, but {}, between process {}'s grant at {} and \
-         process {}'s at {}, while process {}'s lease ran until {}: {consequence}",
-        spell.phrase_until(to),
+        "the grants do not name their nodes; process {} was granted at {} and process {} at \
+         {}, while process {}'s lease ran until {}, across this: {}; {consequence}",
         first.process,
         seconds(first.start_ms),
         second.process,
         seconds(second.start_ms),
         first.process,
         seconds(first.lease_end_ms),
+        spell.phrase_until(to),
     );
     Some(Explanation::new(cause, sentence).resting_on(&[first, second], &[spell]))
 }
@@ -1707,10 +1733,12 @@ mod tests {
 
     #[test]
     fn a_release_of_a_holder_whose_key_was_gone_or_of_the_next_holder_itself_is_a_hijack() {
+        // Process 1's key went (nothing says how) and process 0 took the lock; process 1's
+        // release, within its own lease, deleted process 0's key.
         let mut history = History::default();
         history
+            .grant(1, 500, 501, 5_000, &["n1"])
             .grant(0, 1_000, 1_001, 5_000, &["n1"])
-            .grant(1, 2_000, 2_001, 5_000, &["n1"])
             .release(1, 2_500, OpType::Ok)
             .grant(2, 3_000, 3_001, 5_000, &["n1"]);
         let explained = history.explained();
@@ -1749,6 +1777,23 @@ mod tests {
             .release(0, 3_000, OpType::Ok)
             .grant(2, 3_001, 3_002, 5_000, &["n1"]);
         assert_eq!(causes(&history.explained()), vec![Cause::Hijack]);
+    }
+
+    #[test]
+    fn a_release_by_a_holder_granted_after_the_first_on_its_nodes_hijacks_nothing() {
+        // Process 1 could be granted only once process 0's key was gone from n1: its release
+        // deleted its own key, whatever process 2's grant then overlapped.
+        let mut history = History::default();
+        history
+            .grant(0, 1_000, 1_001, 5_000, &["n1"])
+            .grant(1, 2_000, 2_001, 5_000, &["n1"])
+            .release(1, 2_500, OpType::Ok)
+            .grant(2, 3_000, 3_001, 5_000, &["n1"]);
+        let explained = history.explained();
+        assert_eq!(
+            causes(&explained),
+            vec![Cause::Unexplained, Cause::Unexplained]
+        );
     }
 
     #[test]
@@ -1796,9 +1841,9 @@ mod tests {
             .grant(0, 973, 974, 2_000, &[]);
         assert_eq!(
             history.explained()[0].sentence,
-            "the grants do not name their nodes, but n1 was killed at 0.900s, back at 0.969s, \
-             between process 2's grant at 0.501s and process 0's at 0.974s, while process 2's \
-             lease ran until 2.500s: it came back without process 2's key"
+            "the grants do not name their nodes; process 2 was granted at 0.501s and process 0 \
+             at 0.974s, while process 2's lease ran until 2.500s, across this: n1 was killed at \
+             0.900s, back at 0.969s; it came back without process 2's key"
         );
     }
 
@@ -1819,8 +1864,7 @@ mod tests {
             assert_eq!(causes(&explained), vec![Cause::Failover], "{fault}");
             assert!(
                 explained[0].sentence.ends_with(
-                    "while process 0's lease ran until 6.000s: the master that granted process \
-                     1 had not received process 0's key"
+                    "the master that granted process 1 had not received process 0's key"
                 ),
                 "{}",
                 explained[0].sentence

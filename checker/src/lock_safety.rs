@@ -604,6 +604,7 @@ impl Checker for LockSafetyChecker {
                     process: hold.process,
                     key: hold.key.clone(),
                     acquire_index: hold.acquire_index,
+                    granted_ms: ms(hold.start),
                     released_ms: ms(hold.end),
                     completed_ms: ms(hold.end),
                     lease_end_ms: ms(hold.lease_end),
