@@ -10,6 +10,7 @@ mod check;
 mod claims;
 mod cli;
 mod error;
+mod ignored;
 mod limits;
 mod logging;
 mod matrix;

@@ -497,6 +497,21 @@ impl TestSpec {
                 names.join("+")
             }
         ));
+        crate::ignored::refuse_idle_options(
+            args,
+            &crate::ignored::Combination {
+                deployment: topology.name(),
+                replication,
+                family: server.family(),
+                client: &client_name,
+                workload: workload.name,
+                data_workload: workload.data.is_some(),
+                faults: nemesis.iter().map(|f| f.name()).collect(),
+                scripted: script.is_some(),
+                client_groups,
+            },
+        )
+        .map_err(bad)?;
         Ok(TestSpec {
             name,
             deployment: topology,
@@ -688,12 +703,22 @@ impl TestSpec {
             ("time-limit", time(self.time_limit)),
             ("concurrency", Some(self.concurrency.to_string())),
             ("ttl", time(self.ttl)),
-            ("persistence", Some(self.persistence.clone())),
-            ("clock-bump", time(self.clock_bump)),
-            ("clock-drift", Some(self.clock_drift.to_string())),
-            ("client-pause", time(self.client_pause)),
             ("seed", Some(self.seed.to_string())),
         ]);
+        // Each fault's own option only beside the fault: elsewhere `run` refuses it.
+        let faults = |names: &[&str]| self.nemesis.iter().any(|f| names.contains(&f.name()));
+        if self.persistence != "none" {
+            options.push(("persistence", Some(self.persistence.clone())));
+        }
+        if faults(&["clock-bump", "clock-strobe", "clock-holder"]) {
+            options.push(("clock-bump", time(self.clock_bump)));
+        }
+        if faults(&["clock-drift"]) {
+            options.push(("clock-drift", Some(self.clock_drift.to_string())));
+        }
+        if faults(&["client-pause"]) {
+            options.push(("client-pause", time(self.client_pause)));
+        }
         if let Some(nodes) = self.nodes {
             options.push(("nodes", Some(nodes.to_string())));
         }
@@ -717,6 +742,8 @@ impl TestSpec {
         }
         if self.client_groups > 0 {
             options.push(("client-groups", Some(self.client_groups.to_string())));
+        }
+        if faults(&["link-latency"]) {
             options.push(("link-latency", time(self.link_latency)));
         }
         if !self.link_jitter.is_zero() {
@@ -1261,8 +1288,9 @@ mod tests {
 
     #[test]
     fn lease_faults_outlast_the_lease_unless_told() {
+        let faults = ["--nemesis", "client-pause,clock-bump"];
         let at = |extra: &[&str]| {
-            let s = spec(extra).unwrap();
+            let s = spec(&[&faults[..], extra].concat()).unwrap();
             (s.client_pause, s.clock_bump)
         };
         let secs = Duration::from_secs_f64;
@@ -1275,10 +1303,16 @@ mod tests {
         assert_eq!(at(&["--ttl", "8s"]), (secs(12.0), secs(16.0)));
         let told = ["--ttl", "8s", "--client-pause", "1s", "--clock-bump", "2s"];
         assert_eq!(at(&told), (secs(1.0), secs(2.0)));
-        assert!(spec(&told)
+        let line = spec(&[&faults[..], &told[..]].concat())
             .unwrap()
-            .command_line()
-            .contains("--client-pause 1s"));
+            .command_line();
+        assert!(line.contains("--client-pause 1s"), "{line}");
+        // Beside faults that use neither, neither is written down: `run` would refuse them.
+        let line = spec(&["--ttl", "8s"]).unwrap().command_line();
+        assert!(
+            !line.contains("--client-pause") && !line.contains("--clock-bump"),
+            "{line}"
+        );
     }
 
     #[test]

@@ -483,3 +483,74 @@ fn a_replay_takes_no_other_run_options() {
     let line = refused(&["shrink", "/nonexistent/run"]);
     assert!(line.contains("is not a run folder"), "{line}");
 }
+
+/// An option that would do nothing in the combination given is refused, naming itself and
+/// what would make it count, never silently taken.
+#[test]
+fn an_option_that_would_do_nothing_here_is_refused_with_what_to_do_instead() {
+    let cases: [(&[&str], &str); 12] = [
+        (&["--client-pause", "5s"], "add it to --nemesis"),
+        (
+            &["--nemesis", "kill", "--clock-bump", "3s"],
+            "clock-bump, clock-strobe, or clock-holder",
+        ),
+        (
+            &["--restart-delay", "3s", "--nemesis", "pause"],
+            "add kill, kill-holder",
+        ),
+        (
+            &["--nemesis", "none", "--nemesis-interval", "2s"],
+            "add a fault",
+        ),
+        (&["--sentinel-quorum", "3"], "use --deployment sentinel"),
+        (
+            &["--deployment", "single", "--cluster-node-timeout", "5s"],
+            "use --deployment cluster",
+        ),
+        (
+            &["--deployment", "etcd", "--persistence", "always"],
+            "keeps its own log",
+        ),
+        (
+            &[
+                "--deployment",
+                "single",
+                "--client",
+                "set-nx-px",
+                "--no-jitter",
+            ],
+            "use --client redlock",
+        ),
+        (&["--exec-start-timeout", "90s"], "use --client exec:"),
+        (
+            &[
+                "--deployment",
+                "sentinel",
+                "--workload",
+                "set",
+                "--hold",
+                "1s",
+            ],
+            "--workload lock or lock-set",
+        ),
+        (&["--hash-tag", "app"], "use --deployment cluster"),
+        (
+            &["--nemesis", "kill", "--client-groups", "3"],
+            "add a link- fault",
+        ),
+    ];
+    for (args, fix) in cases {
+        let mut argv = vec!["run"];
+        argv.extend_from_slice(args);
+        let line = refused(&argv);
+        let flag = args
+            .iter()
+            .rev()
+            .find(|a| a.starts_with("--") && **a != "--nemesis")
+            .unwrap();
+        assert!(
+            line.contains(&format!("{flag} would do nothing here")) && line.contains(fix),
+            "{args:?}: {line}"
+        );
+    }
+}
