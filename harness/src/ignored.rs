@@ -71,7 +71,10 @@ pub fn refuse_idle_options(args: &RunArgs, run: &Combination) -> Result<(), Stri
     };
     let only_client = |client: &str, name: &str| {
         no_lock_client().or_else(|| {
-            (!run.client.starts_with(client)).then(|| {
+            // `exec:` stands for every exec client; other names are whole.
+            let same =
+                run.client == client || (client.ends_with(':') && run.client.starts_with(client));
+            (!same).then(|| {
                 format!(
                     "applies to {name} only, and --client is {}; use --client {client} (or \
                      leave the option out)",
@@ -131,6 +134,11 @@ pub fn refuse_idle_options(args: &RunArgs, run: &Combination) -> Result<(), Stri
             flag: "acquire",
             given: args.acquire != "parallel",
             idle: only_client("redlock", "Redlock's votes"),
+        },
+        Rule {
+            flag: "wait-replicas",
+            given: args.wait_replicas.is_some(),
+            idle: only_client("wait", "the wait client's WAIT"),
         },
         Rule {
             flag: "exec-start-timeout",

@@ -290,12 +290,6 @@ impl TestSpec {
                 )))
             }
         };
-        if args.wait_replicas.is_some() && client.name != "wait" {
-            return Err(bad(format!(
-                "--wait-replicas is how many replicas the wait client's WAIT asks for, and \
-                 --client is {client_arg}; add --client wait or drop --wait-replicas"
-            )));
-        }
         let client = ChosenClient {
             kind: client,
             command: client_arg.strip_prefix(EXEC_PREFIX).map(str::to_string),
@@ -1262,8 +1256,27 @@ mod tests {
             "3",
         ]);
         assert!(too_many.contains("more replicas than the 2"), "{too_many}");
-        let not_wait = message(&["--deployment", "sentinel", "--wait-replicas", "1"]);
-        assert!(not_wait.contains("--client is redlock"), "{not_wait}");
+        let not_wait = message(&[
+            "--deployment",
+            "sentinel",
+            "--client",
+            "set-nx-px",
+            "--wait-replicas",
+            "1",
+        ]);
+        assert!(
+            not_wait.contains("--client is set-nx-px; use --client wait"),
+            "{not_wait}"
+        );
+        let no_lock = message(&[
+            "--deployment",
+            "sentinel",
+            "--workload",
+            "set",
+            "--wait-replicas",
+            "1",
+        ]);
+        assert!(no_lock.contains("use --workload lock"), "{no_lock}");
     }
 
     #[test]
