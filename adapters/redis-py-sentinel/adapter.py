@@ -47,6 +47,11 @@ def main():
         request = json.loads(line)
         op = request["op"]
         if op == "hello":
+            if "sentinels" not in request:
+                sys.exit(
+                    f"redis-py-sentinel: --deployment {request.get('deployment')} has no "
+                    "Sentinels; run this adapter with --deployment sentinel"
+                )
             sentinels = request["sentinels"]
             sentinel = Sentinel(
                 [(s["host"], s["port"]) for s in sentinels["nodes"]],

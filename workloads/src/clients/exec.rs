@@ -4,7 +4,7 @@
 //! worked exchange; in short, one request per line, one reply per line, in order:
 //!
 //! ```text
-//! -> {"op":"hello","protocol":1,"nodes":[{"name":"n1","host":"10.98.0.11","port":6379}],"ttl_ms":2000}
+//! -> {"op":"hello","protocol":1,"deployment":"redlock","nodes":[{"name":"n1","host":"10.98.0.11","port":6379,"role":"master"},...],"ttl_ms":2000}
 //! <- {"type":"ok"}
 //! -> {"op":"acquire","resource":"lock","ttl_ms":2000}
 //! <- {"type":"ok","token":"c0ffee","validity_ms":1990,"fence":7,"nodes":["n1","n2","n3"]}
