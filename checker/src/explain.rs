@@ -8,9 +8,11 @@
 //! 1. A `stale` (or `fenced`) double grant has a **zombie**: the holder whose lease had ended
 //!    when the other was granted. It is a [`Cause::Zombie`] where its client worker
 //!    (`client-<process % workers>`) was frozen during its hold; a [`Cause::CutOffHolder`]
-//!    where a fault aimed at the holder cut its links; otherwise, where no fault touched its
-//!    client or its nodes during its hold, a [`Cause::SlowHolder`] (the work outlasted the
-//!    lease); otherwise [`Cause::Unexplained`].
+//!    where a fault aimed at the holder cut its links; a [`Cause::RestartHazard`] where it
+//!    renews its lease and its node was killed during its hold (it came back without the key,
+//!    so the renewals failed); otherwise, where no fault touched its client or its nodes
+//!    during its hold, a [`Cause::SlowHolder`] (the work outlasted the lease); otherwise
+//!    [`Cause::Unexplained`].
 //! 2. A `lease` double grant (both leases live) that rule 3 finds no node story for is a
 //!    [`Cause::Hijack`] where another process than the first holder released the key,
 //!    successfully, on a node the first grant came from, between the two grants: a release
@@ -382,14 +384,11 @@ fn from_events(grant: &DoubleGrant, context: &Context) -> Option<Explanation> {
             .or_else(|| (named.len() > 1).then(|| named[named.len() - 1]))
             .map(|s| (s, s.phrase_until(to)))
             .or_else(|| {
-                let replaced = spells
-                    .iter()
-                    .filter(|s| s.state == State::Master)
-                    .filter(|s| {
-                        s.stop_ms
+                let replaced = spells.iter().rev().find(|s| {
+                    s.state == State::Master
+                        && s.stop_ms
                             .is_some_and(|stop| stop >= from - RECONFIGURED_MS && stop <= to)
-                    })
-                    .last()?;
+                })?;
                 let story = format!(
                     "{} was master until {}, and a client still connected to it could be \
                      granted there until it was made a replica",
@@ -801,6 +800,22 @@ fn zombie(grant: &DoubleGrant, context: &Context) -> Explanation {
             .filter(|s| s.start_index == cut.start_index)
             .collect();
         return Explanation::new(Cause::CutOffHolder, sentence).resting_on(&[first, second], &cuts);
+    }
+    // A renewing holder whose node came back empty: its renewals found no key from then on,
+    // so its lease ran out under it.
+    let restart = zombie
+        .renews
+        .then(|| context.key_lost(zombie.nodes.as_deref(), zombie.start_ms, other.start_ms));
+    if let Some(kill) = restart.flatten().filter(|s| s.state == State::Down) {
+        let sentence = format!(
+            "process {} renews its lease, and during its hold {}, without its key: its renewals \
+             failed from then; {}",
+            zombie.process,
+            kill.phrase_until(other.start_ms),
+            granted
+        );
+        return Explanation::new(Cause::RestartHazard, sentence)
+            .resting_on(&[first, second], &[kill]);
     }
     if near.is_empty() {
         let sentence = format!(
@@ -1670,6 +1685,51 @@ mod tests {
                 format!("process 0 held the lock past its lease with no fault on it or its nodes: {tail}")
             };
             assert_eq!(explained[0].sentence, expected);
+        }
+    }
+
+    /// python-redis-lock under kills: its renewal thread renewed the lease until n1 came back
+    /// empty, then failed; the lease ran out under the holder, and n1 granted the next client.
+    #[test]
+    fn a_renewing_holder_whose_node_came_back_empty_is_the_restart_hazard() {
+        for renews in [true, false] {
+            let mut history = History::default();
+            workers(&mut history);
+            history.grant(0, 1_000, 1_001, 1_000, &["n1"]);
+            if renews {
+                let renew = |kind| {
+                    let mut op = Op::new(Process::Client(0), kind, "renew").key("lock");
+                    op.ttl_ms = Some(1_000);
+                    op
+                };
+                history
+                    .push(renew(OpType::Invoke), 1_600)
+                    .push(renew(OpType::Ok), 1_601)
+                    .push(renew(OpType::Invoke), 2_300)
+                    .push(renew(OpType::Fail), 2_301);
+            }
+            history
+                .fault("start", 1_800, "kill", &["n1"], Value::Null, Value::Null)
+                .fault("stop", 1_870, "kill", &["n1"], Value::Null, Value::Null)
+                .grant(1, 2_700, 2_701, 1_000, &["n1"])
+                .release(0, 3_000, OpType::Ok);
+            let explained = history.explained();
+            let expected = if renews {
+                Cause::RestartHazard
+            } else {
+                Cause::Unexplained
+            };
+            assert_eq!(causes(&explained), vec![expected], "{explained:#?}");
+            if renews {
+                assert!(
+                    explained[0].sentence.starts_with(
+                        "process 0 renews its lease, and during its hold n1 was killed at 1.800s, \
+                     back at 1.870s, without its key"
+                    ),
+                    "{}",
+                    explained[0].sentence
+                );
+            }
         }
     }
 

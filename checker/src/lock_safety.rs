@@ -115,6 +115,9 @@ pub struct Hold {
     pub ended_by: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nodes: Option<Vec<String>>,
+    /// Its client renews the lease (a watchdog, or a library that reports its renewals).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub renews: bool,
 }
 
 /// Two holders of one lock at once.
@@ -777,6 +780,8 @@ pub(crate) struct Candidate {
     fence: Option<u64>,
     /// Granted with `renewal: silent`: no recorded renewal extends its lease (rule 1).
     renews_silently: bool,
+    /// Its client renews the lease: granted with `renewal: reported`, or a `renew` recorded.
+    renews: bool,
     /// Granted with `ends_with_write`: the holder's write releases it (rule 2).
     ends_with_write: bool,
     /// The order the holds were derived in, which breaks ties in time.
@@ -795,6 +800,7 @@ impl Candidate {
             lease_end_ms: ms(self.lease_end),
             ended_by: self.ended_by.to_string(),
             nodes: self.nodes.clone(),
+            renews: self.renews,
         }
     }
 }
@@ -859,6 +865,7 @@ impl HoldTracker {
             certain: false,
             fence: None,
             renews_silently: false,
+            renews: false,
             ends_with_write: false,
             seq: self.next_seq(),
         }
@@ -913,6 +920,11 @@ impl HoldTracker {
                 completion: op,
             } => {
                 let key = invoke.key.as_deref().unwrap_or_default();
+                if invoke.f == "renew" {
+                    if let Some(hold) = self.open.get_mut(&(op.process, key.to_string())) {
+                        hold.renews = true;
+                    }
+                }
                 if invoke.f == "renew" && op.kind == OpType::Ok {
                     let open_hold = self
                         .open
@@ -949,6 +961,7 @@ impl HoldTracker {
                             certain: true,
                             fence: op.fence.or(invoke.fence),
                             renews_silently: op.renewal == Some(Renewal::Silent),
+                            renews: op.renewal == Some(Renewal::Reported),
                             ends_with_write: op.ends_with_write,
                             seq: self.next_seq(),
                         };
