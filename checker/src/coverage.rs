@@ -27,9 +27,10 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::lock_safety::{Candidate, HoldTracker, Window};
+use crate::holds::{Candidate, HoldTracker};
 use crate::operation::ms;
 use crate::stream::{replay, Checker, Event, Outline};
+use crate::windows::Window;
 use crate::{Op, OpType, Process};
 
 /// What a run exercised. Counts are exact; `restart_ms` is `None` without a stopped kill.

@@ -27,12 +27,12 @@ use foldhash::HashMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::explain::{self, Context, Explanation};
-use crate::lock_safety::REPORTED_VIOLATIONS;
+use crate::explain::cause::{Cause, Explanation};
+use crate::explain::context::{story, Context, MASTER_POLL_MS};
 use crate::operation::ms;
 use crate::stream::{replay, Checker, Event, Outline, Smallest};
-use crate::timeline::Timeline;
-use crate::verdict::{and_more, count, seconds, Checked};
+use crate::timeline::{Spell, State, Timeline};
+use crate::verdict::{and_more, count, seconds, Checked, REPORTED_VIOLATIONS};
 use crate::{Op, OpType, Process, Valid};
 
 /// The result of the fencing check.
@@ -322,7 +322,7 @@ impl Checker for FencingChecker {
         let explained = |found: Found| -> Vec<FencePair> {
             let mut pairs = found.first.into_sorted();
             for pair in &mut pairs {
-                pair.explanation = Some(explain::fencing(pair, &context));
+                pair.explanation = Some(explanation(pair, &context));
             }
             pairs
         };
@@ -433,6 +433,133 @@ impl Checked for Fencing {
         lines.extend(and_more(violations, limit, "fencing violation"));
         lines
     }
+}
+
+/// Explains a fencing violation (rule 9). Two grants with one fence, or a later grant with a
+/// smaller one, mean the lock's counter went back. Where the grants name different nodes, the
+/// counter moved to another master: a [`Cause::Failover`] (the master that issued the first
+/// was cut off, killed, paused or failed over, and the one that issued the second was
+/// promoted without its last increments). Otherwise a [`Cause::RestartHazard`] where a node
+/// was killed between the two grants (a counter kept without persistence), a
+/// [`Cause::Failover`] where a node was cut off, failed over or paused around them or a
+/// master promoted between them (a counter left on the old master). A storage access the
+/// storage accepted with a fence older than one it had seen is a [`Cause::Zombie`] where its
+/// process was frozen after its grant, a [`Cause::CutOffHolder`] where a fault aimed at it cut
+/// it off, and otherwise unexplained: a storage that checks fences refuses it.
+fn explanation(pair: &FencePair, context: &Context) -> Explanation {
+    let (earlier, later) = (&pair.earlier, &pair.later);
+    if later.f == "acquire" {
+        return counter_went_back(earlier, later, context);
+    }
+    let accepted = format!(
+        "the storage accepted process {}'s {} with fence {} at {}, after it had seen fence {} \
+         (process {}'s {} at {})",
+        later.process,
+        later.f,
+        later.fence,
+        seconds(later.invoke_ms),
+        earlier.fence,
+        earlier.process,
+        earlier.f,
+        seconds(earlier.completed_ms)
+    );
+    // The zombie was frozen or cut off before the newer fence was used, and wrote after.
+    if let Some((cause, spell)) = context.outlived_by(later.process, |s| {
+        s.earliest_ms() <= earlier.invoke_ms && s.start_ms <= later.invoke_ms
+    }) {
+        let sentence = format!(
+            "process {} {} and woke up a zombie: {accepted}",
+            later.process,
+            story(cause, spell, later.invoke_ms)
+        );
+        return Explanation::new(cause, sentence).resting_on(&[], &[spell]);
+    }
+    Explanation::new(
+        Cause::Unexplained,
+        format!("no mechanism splitbrain knows explains it: {accepted}; look at this one"),
+    )
+}
+
+/// Rule 9's grants: the fencing counter behind `later` was behind the one behind `earlier`.
+fn counter_went_back(earlier: &FencedOp, later: &FencedOp, context: &Context) -> Explanation {
+    let by = |op: &FencedOp| {
+        op.nodes
+            .as_ref()
+            .map_or(String::new(), |nodes| format!(" by {}", nodes.join(",")))
+    };
+    let granted = format!(
+        "process {} was granted fence {}{} at {}, and process {} fence {}{} at {}",
+        earlier.process,
+        earlier.fence,
+        by(earlier),
+        seconds(earlier.completed_ms),
+        later.process,
+        later.fence,
+        by(later),
+        seconds(later.completed_ms)
+    );
+    let (from, to) = (earlier.invoke_ms, later.completed_ms);
+    let spells = &context.timeline.spells;
+    let promoted = |nodes: Option<&Vec<String>>| {
+        spells.iter().find(|s| {
+            s.state == State::Master
+                && s.promoted_by.is_some()
+                && nodes.is_none_or(|nodes| nodes.contains(&s.node))
+                && s.start_ms >= from
+                && s.start_ms <= to + MASTER_POLL_MS
+        })
+    };
+    // Something done to the master that issued the first fence while it was master of it.
+    let went_away = |nodes: Option<&Vec<String>>| {
+        spells.iter().find(|s| {
+            matches!(
+                s.state,
+                State::CutOff | State::Down | State::Paused | State::Failover
+            ) && nodes.is_none_or(|nodes| nodes.contains(&s.node))
+                && s.touches(from, to)
+        })
+    };
+    let moved = match (&earlier.nodes, &later.nodes) {
+        (Some(old), Some(new)) if old != new => Some((old, new)),
+        _ => None,
+    };
+    if let Some((old, new)) = moved {
+        let gone = went_away(Some(old));
+        let promotion = promoted(Some(new));
+        if gone.is_some() || promotion.is_some() {
+            let mut story: Vec<String> = gone.iter().map(|s| s.phrase_until(to)).collect();
+            story.extend(promotion.map(Spell::phrase));
+            let sentence = format!(
+                "{granted}: {}; the increments {} made had not reached {} when it took over",
+                story.join("; "),
+                old.join(","),
+                new.join(","),
+            );
+            let evidence: Vec<&Spell> = gone.into_iter().chain(promotion).collect();
+            return Explanation::new(Cause::Failover, sentence).resting_on(&[], &evidence);
+        }
+    }
+    let restarted = spells
+        .iter()
+        .find(|s| s.state == State::Down && s.start_ms >= from && s.earliest_ms() <= to);
+    if let Some(kill) = restarted.filter(|_| moved.is_none()) {
+        let sentence = format!(
+            "{granted}: {} in between, and its fencing counter came back smaller",
+            kill.phrase_until(to)
+        );
+        return Explanation::new(Cause::RestartHazard, sentence).resting_on(&[], &[kill]);
+    }
+    if let Some(spell) = went_away(None).or_else(|| promoted(None)) {
+        let sentence = format!(
+            "{granted}: {} around them, and the master after it had a smaller fencing counter",
+            spell.phrase_until(to)
+        );
+        return Explanation::new(Cause::Failover, sentence).resting_on(&[], &[spell]);
+    }
+    Explanation::new(
+        Cause::Unexplained,
+        format!("no mechanism splitbrain knows explains it: {granted}; look at this one"),
+    )
 }
 
 #[cfg(test)]
@@ -604,7 +731,6 @@ mod tests {
 
     #[test]
     fn explained_a_smaller_fence_after_a_kill_and_a_frozen_writer_the_storage_let_in() {
-        use crate::explain::Cause;
         let mut s = Script::default();
         s.grant(0, 10, 0, 7)
             .push(20, nemesis("start", "kill", &["n1"]))
@@ -641,7 +767,6 @@ mod tests {
     /// increments and issued fence 16 again.
     #[test]
     fn explained_a_fence_issued_again_by_a_promoted_replica_is_a_failover() {
-        use crate::explain::Cause;
         let mut cut = nemesis("start", "partition-primary", &["n6"]);
         cut.measured = Some(serde_json::json!({
             "began_ms": 15117.0,

@@ -11,6 +11,7 @@ pub mod every;
 pub mod explain;
 pub mod fencing;
 pub mod history;
+pub mod holds;
 pub mod linearizability;
 pub mod lock_safety;
 pub mod lost_writes;
@@ -25,7 +26,8 @@ pub mod stuck_lock;
 pub mod testing;
 pub mod timeline;
 mod verdict;
+pub mod windows;
 
 pub use edn::{read_edn_history, EdnOptions};
 pub use history::{read_history, HistoryError, HistoryReader, Op, OpType, Process, Renewal};
-pub use verdict::{Checked, Valid};
+pub use verdict::{Checked, Valid, REPORTED_VIOLATIONS};

@@ -30,11 +30,13 @@ use serde::{Deserialize, Serialize};
 
 use foldhash::HashMap;
 
-use crate::explain::{self, Context, Explanation};
-use crate::lock_safety::REPORTED_VIOLATIONS;
+use crate::explain::cause::Explanation;
+use crate::explain::context::Context;
+use crate::explain::lost_writes::{lost_writes, Write};
 use crate::operation::ms;
 use crate::stream::{replay, Checker, Event, Outline};
 use crate::timeline::Timeline;
+use crate::verdict::REPORTED_VIOLATIONS;
 use crate::verdict::{count, Checked};
 use crate::{Op, OpType, Process, Valid};
 
@@ -280,7 +282,7 @@ impl LostWritesChecker {
     /// Rule 7 of [`explain`]: why the acknowledged adds the final read lacks were lost.
     fn explain(&self, adds: &[Add], read: &FinalRead) -> Explanation {
         let present: HashSet<i64> = read.ids.iter().copied().collect();
-        let write = |add: &Add| explain::Write {
+        let write = |add: &Add| Write {
             id: add.id,
             process: add.process,
             invoked_ms: ms(add.invoked),
@@ -292,8 +294,8 @@ impl LostWritesChecker {
                 .map(String::as_str),
         };
         let acknowledged = |add: &&Add| add.outcome == Some(OpType::Ok);
-        let written: Vec<explain::Write> = adds.iter().filter(acknowledged).map(write).collect();
-        let mut lost: Vec<explain::Write> = adds
+        let written: Vec<Write> = adds.iter().filter(acknowledged).map(write).collect();
+        let mut lost: Vec<Write> = adds
             .iter()
             .filter(acknowledged)
             .filter(|add| !present.contains(&add.id))
@@ -305,7 +307,7 @@ impl LostWritesChecker {
             timeline: &self.timeline,
             workers: self.workers,
         };
-        explain::lost_writes(&lost, &written, ms(read.began), &context)
+        lost_writes(&lost, &written, ms(read.began), &context)
     }
 }
 
@@ -472,6 +474,7 @@ impl Checked for LostWrites {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::explain::cause::Cause;
     use crate::Process;
 
     /// Builds histories in order, times in milliseconds; every add and read is one op long.
@@ -589,10 +592,7 @@ mod tests {
 
     #[test]
     fn explained_a_write_from_a_document_read_before_a_lost_write_wrote_over_it() {
-        for (frozen, cause) in [
-            (true, explain::Cause::Zombie),
-            (false, explain::Cause::Unexplained),
-        ] {
+        for (frozen, cause) in [(true, Cause::Zombie), (false, Cause::Unexplained)] {
             let mut s = Script::default();
             read_by(&mut s, 1_000, 0);
             read_by(&mut s, 1_001, 1);
@@ -628,7 +628,7 @@ mod tests {
         s.add(3_500, 1, 2, OpType::Ok);
         let r = s.read(6_000, &[2]).check();
         let explained = r.keys[0].explanation.as_ref().unwrap();
-        assert_eq!(explained.cause, explain::Cause::Zombie);
+        assert_eq!(explained.cause, Cause::Zombie);
         assert_eq!(
             explained.sentence,
             "process 0 was frozen from 1.100s to 3.000s (on client-0), and as a zombie wrote id \
@@ -668,7 +668,7 @@ mod tests {
         );
         let r = s.read(6_000, &[]).check();
         let explained = r.keys[0].explanation.as_ref().unwrap();
-        assert_eq!(explained.cause, explain::Cause::SplitBrain);
+        assert_eq!(explained.cause, Cause::SplitBrain);
         assert!(explained.sentence.starts_with(
             "2 writes acknowledged by n1 from 1.001s to 1.501s, while n1 was cut off from n2,n3 \
              (from 0.500s), were lost"
@@ -682,7 +682,7 @@ mod tests {
         );
         let r = s.read(6_000, &[]).check();
         let explained = r.keys[0].explanation.as_ref().unwrap();
-        assert_eq!(explained.cause, explain::Cause::Failover);
+        assert_eq!(explained.cause, Cause::Failover);
         assert_eq!(
             explained.sentence,
             "1 write acknowledged by n1 at 1.001s was lost: n1 was killed at 1.200s, and the \

@@ -17,8 +17,12 @@ use std::collections::{BTreeSet, BinaryHeap};
 
 use foldhash::HashMap;
 
-use crate::lock_safety::{fault_windows, Window};
+use crate::windows::{fault_windows, Window};
 use crate::{Op, OpType, Process, Renewal};
+
+/// How many events pass between two looks for what can be forgotten, unless a test asks for
+/// fewer.
+pub(crate) const FORGET_EVERY: usize = 4096;
 
 /// What one op means to a checker.
 #[derive(Debug, Clone, Copy)]

@@ -63,13 +63,13 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::acquisition::Cause;
-use crate::explain::{self, Context, Explanation};
-use crate::lock_safety::Window;
-use crate::lock_safety::{FORGET_EVERY, REPORTED_VIOLATIONS};
+use crate::explain::cause::{Cause as Mechanism, Explanation};
+use crate::explain::context::Context;
 use crate::operation::ms;
-use crate::stream::{replay, Checker, Outline, Smallest};
-use crate::timeline::Timeline;
-use crate::verdict::{and_more, count, seconds, Checked};
+use crate::stream::{replay, Checker, Outline, Smallest, FORGET_EVERY};
+use crate::timeline::{Spell, State, Timeline};
+use crate::verdict::{and_more, count, seconds, Checked, REPORTED_VIOLATIONS};
+use crate::windows::Window;
 use crate::{Op, OpType, Process, Renewal, Valid};
 
 /// The result of the stuck-lock check.
@@ -391,7 +391,7 @@ impl Checker for StuckLockChecker {
                         timeline: &self.timeline,
                         workers: self.workers,
                     };
-                    period.explanation = Some(explain::stuck(&period, &context));
+                    period.explanation = Some(explanation(&period, &context));
                     period
                 })
                 .collect(),
@@ -607,10 +607,60 @@ impl Checked for StuckLock {
     }
 }
 
+/// Explains a stuck period (rule 7): a client crash on during the lease that ran out last,
+/// from the op that set the key, is a [`Mechanism::CrashedClient`]: the key the crash left behind
+/// outlived every lease (a `SETNX` whose `EXPIRE` never came, say). A crash fault arms the
+/// next client to take the lock, so it may have begun before that op.
+fn explanation(period: &StuckPeriod, context: &Context) -> Explanation {
+    let (since, until) = (period.last_lease_from_ms, period.free_from_ms);
+    let crash = context
+        .timeline
+        .spells
+        .iter()
+        .find(|s| s.state == State::ClientCrashed && s.touches(since, until));
+    let refused = format!(
+        "no lease explains the key after {}, yet {} acquires were refused until {}",
+        seconds(period.free_from_ms),
+        period.refused_attempts,
+        if period.recovered {
+            seconds(period.until_ms)
+        } else {
+            format!("the end at {}", seconds(period.until_ms))
+        }
+    );
+    let Some(crash) = crash else {
+        let active: Vec<&Spell> = context
+            .timeline
+            .spells
+            .iter()
+            .filter(|s| s.touches(since, period.first_refused_ms))
+            .collect();
+        let phrases: Vec<String> = active.iter().map(|s| s.phrase()).collect();
+        let sentence = format!(
+            "no mechanism splitbrain knows explains it: {refused}; {}; look at this one",
+            if phrases.is_empty() {
+                "no fault was active".to_string()
+            } else {
+                format!("faults active: {}", phrases.join("; "))
+            }
+        );
+        return Explanation::new(Mechanism::Unexplained, sentence).resting_on(&[], &active);
+    };
+    let sentence = format!(
+        "{} while it held or was taking the lock; {refused}: the key the crash left behind {}",
+        crash.phrase(),
+        if period.recovered {
+            format!("outlived every lease by {:.1} s", period.stuck_ms / 1000.0)
+        } else {
+            "never expired".to_string()
+        }
+    );
+    Explanation::new(Mechanism::CrashedClient, sentence).resting_on(&[], &[crash])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::explain::Cause as Mechanism;
 
     const BOUND: Duration = Duration::from_millis(100);
 

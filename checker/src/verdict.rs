@@ -1,5 +1,8 @@
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+/// How many violations of each kind a result lists in full; the counts are always exact.
+pub const REPORTED_VIOLATIONS: usize = 100;
+
 /// A checker's verdict, serialised as Jepsen's `:valid?`: `true`, `false` or `"unknown"`.
 ///
 /// Verdicts merge with [`Valid::merge`]: invalid beats unknown beats valid.

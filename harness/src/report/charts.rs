@@ -10,7 +10,7 @@
 use std::collections::{BTreeMap, HashSet};
 use std::fmt::Write;
 
-use splitbrain_checker::lock_safety::FaultWindow;
+use splitbrain_checker::windows::FaultWindow;
 
 use super::faults::{self, FaultPalette};
 use super::html::esc;

@@ -9,10 +9,12 @@ use std::fmt::Write;
 use serde_json::Value;
 use splitbrain_checker::acquisition_stats::AcquisitionStats;
 use splitbrain_checker::fencing::{FencePair, Fencing};
+use splitbrain_checker::holds::{DoubleGrant, Hold};
 use splitbrain_checker::linearizability::{Linearizability, OpSummary};
-use splitbrain_checker::lock_safety::{DoubleGrant, Hold, LockSafety, REPORTED_VIOLATIONS};
+use splitbrain_checker::lock_safety::LockSafety;
 use splitbrain_checker::lost_writes::LostWrites;
 use splitbrain_checker::stuck_lock::StuckLock;
+use splitbrain_checker::REPORTED_VIOLATIONS;
 use splitbrain_checker::{Checked, Valid};
 
 use super::faults;

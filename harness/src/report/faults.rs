@@ -2,7 +2,7 @@
 
 use std::fmt::Write;
 
-use splitbrain_checker::lock_safety::FaultWindow;
+use splitbrain_checker::windows::FaultWindow;
 
 use super::html::{esc, seconds};
 use super::scale::TimeScale;

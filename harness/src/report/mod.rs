@@ -28,7 +28,7 @@ use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use splitbrain_checker::lock_safety;
+use splitbrain_checker::{holds, windows};
 
 use crate::cli::ReportArgs;
 use crate::error::{Exit, HarnessError};
@@ -101,8 +101,8 @@ fn log_failure(what: &str, outcome: std::thread::Result<Result<(), HarnessError>
 fn render(run: &StoredRun) -> String {
     let history = &run.history;
     let operations = operations::operations(history);
-    let holds = lock_safety::holds(history);
-    let fault_windows = lock_safety::faults(history);
+    let holds = holds::holds(history);
+    let fault_windows = windows::faults(history);
     let end_ns = history.iter().map(|op| op.time).max().unwrap_or(0);
     let scale = scale::TimeScale::new(end_ns, LABEL_WIDTH, PLOT_WIDTH);
     let palette = faults::FaultPalette::new(&fault_windows);

@@ -20,8 +20,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
 
-use splitbrain_checker::lock_safety::{DoubleGrant, FaultWindow, Hold, LockSafety};
+use splitbrain_checker::holds::{DoubleGrant, Hold};
+use splitbrain_checker::lock_safety::LockSafety;
 use splitbrain_checker::timeline::{Spell, State};
+use splitbrain_checker::windows::FaultWindow;
 use splitbrain_checker::Process;
 
 use super::aggregate::{density, merge_spans, shade, DENSITY_PX, SHADES};

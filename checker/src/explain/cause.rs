@@ -1,0 +1,80 @@
+//! What a violation's explanation is: its mechanism, a [`Cause`], and the evidence for it, an
+//! [`Explanation`]. The rules that make one are beside: [`super::double_grant`],
+//! [`super::lost_writes`], and the fencing and stuck-lock checkers' own.
+
+use serde::{Deserialize, Serialize};
+
+use crate::timeline::Spell;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Cause {
+    /// A node that granted the lock was restarted without the key and granted it again.
+    RestartHazard,
+    /// A node's clock jumped forward and expired the key early.
+    ClockJump,
+    /// The master holding the key went away and a replica without it was promoted.
+    Failover,
+    /// Two masters at once: a cut-off master went on granting while another was promoted.
+    SplitBrain,
+    /// A holder frozen inside its critical section outlived its lease.
+    Zombie,
+    /// A holder whose network was cut outlived its lease.
+    CutOffHolder,
+    /// A holder outlived its lease with no fault on it: its work took longer than the lease.
+    SlowHolder,
+    /// A holder past its lease deleted the next holder's key.
+    Hijack,
+    /// A client crashed between taking the lock and giving it a lease.
+    CrashedClient,
+    /// No mechanism splitbrain knows explains it.
+    Unexplained,
+}
+
+impl Cause {
+    pub fn label(self) -> &'static str {
+        match self {
+            Cause::RestartHazard => "restart hazard",
+            Cause::ClockJump => "clock jump",
+            Cause::Failover => "failover",
+            Cause::SplitBrain => "split brain",
+            Cause::Zombie => "zombie",
+            Cause::CutOffHolder => "cut-off holder",
+            Cause::SlowHolder => "slow holder",
+            Cause::Hijack => "hijack",
+            Cause::CrashedClient => "crashed client",
+            Cause::Unexplained => "unexplained",
+        }
+    }
+}
+
+/// A violation's mechanism and the evidence for it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Explanation {
+    pub cause: Cause,
+    /// One sentence, from the history alone.
+    pub sentence: String,
+    /// `index` of the ops it rests on: the acquires' invokes, the nemesis starts and stops.
+    pub ops: Vec<u64>,
+    /// The nodes (and client workers) it names: a report highlights their lanes.
+    pub nodes: Vec<String>,
+    /// The node events it names.
+    pub spells: Vec<Spell>,
+}
+
+impl Explanation {
+    pub(crate) fn new(cause: Cause, sentence: String) -> Explanation {
+        Explanation {
+            cause,
+            sentence,
+            ops: Vec::new(),
+            nodes: Vec::new(),
+            spells: Vec::new(),
+        }
+    }
+
+    /// `[restart hazard] n3 granted both: ...`: the sentence as a summary line shows it.
+    pub fn line(&self) -> String {
+        format!("[{}] {}", self.cause.label(), self.sentence)
+    }
+}

@@ -1,0 +1,612 @@
+//! Why two processes held the lock at once: rules 1 to 6 of [`crate::explain`].
+
+use crate::explain::cause::{Cause, Explanation};
+use crate::explain::context::{Context, Release, MASTER_POLL_MS};
+use crate::holds::{DoubleGrant, Hold};
+use crate::timeline::{Spell, State};
+use crate::verdict::seconds;
+use crate::Process;
+
+/// Explains a double grant (rules 1 to 5); `releases` are those on its key.
+pub fn double_grant(grant: &DoubleGrant, releases: &[Release], context: &Context) -> Explanation {
+    if grant.kind != "lease" {
+        return zombie(grant, context);
+    }
+    let (first, second) = (&grant.first, &grant.second);
+    let named = |hold: &Hold| hold.nodes.clone().filter(|nodes| !nodes.is_empty());
+    let (Some(first_nodes), Some(second_nodes)) = (named(first), named(second)) else {
+        return from_events(grant, context)
+            .or_else(|| hijack(grant, releases, context))
+            .unwrap_or_else(|| {
+                unexplained(
+                    grant,
+                    context,
+                    "the grants do not name the nodes that gave them",
+                )
+            });
+    };
+    let shared: Vec<&String> = first_nodes
+        .iter()
+        .filter(|n| second_nodes.contains(n))
+        .collect();
+    if shared.is_empty() {
+        moved(grant, &first_nodes, &second_nodes, context)
+    } else {
+        forgotten(grant, &shared, releases, context)
+    }
+}
+
+/// Rule 2: a release of another process than the first holder, on a node the first holder's
+/// grant came from, between the two grants, with the first holder's key still there: a release
+/// whose own grant came after the first on the same nodes (the first key was gone by then), or
+/// that came after a restart or a clock jump that lost that key, deleted only its own (the
+/// redis-py adapter granted on a node that came back empty, then released its own key).
+fn hijack(grant: &DoubleGrant, releases: &[Release], context: &Context) -> Option<Explanation> {
+    let (first, second) = (&grant.first, &grant.second);
+    let same_node = |release: &Release| match (&release.nodes, &first.nodes) {
+        (Some(theirs), Some(ours)) if !theirs.is_empty() && !ours.is_empty() => {
+            theirs.iter().any(|n| ours.contains(n))
+        }
+        _ => true,
+    };
+    let release = releases.iter().find(|r| {
+        r.key == grant.key
+            && r.process != first.process
+            && r.completed_ms >= first.start_ms
+            && r.released_ms <= second.start_ms
+            && same_node(r)
+            && !granted_over(r, first)
+            && context
+                .key_lost(first.nodes.as_deref(), first.start_ms, r.released_ms)
+                .is_none()
+    })?;
+    let why = if release.released_ms > release.lease_end_ms {
+        format!(
+            ", after its own lease had ended at {},",
+            seconds(release.lease_end_ms)
+        )
+    } else {
+        " when its own key was gone already (a release that checks no token deletes whoever \
+         holds the key),"
+            .to_string()
+    };
+    let mut explained = Explanation::new(
+        Cause::Hijack,
+        format!(
+            "process {} released the key at {}{why} and so deleted process {}'s key: process {} \
+             was granted at {} while process {}'s lease ran until {}",
+            release.process,
+            seconds(release.released_ms),
+            first.process,
+            second.process,
+            seconds(second.start_ms),
+            first.process,
+            seconds(first.lease_end_ms),
+        ),
+    )
+    .resting_on(&[first, second], &[]);
+    explained.ops.push(release.acquire_index);
+    explained.ops.sort_unstable();
+    explained.ops.dedup();
+    Some(explained)
+}
+
+/// Whether `release`'s own hold was granted after `first`, on every node `first` came from
+/// (or on nodes unnamed): the first key was gone from there already, and the release deleted
+/// only its own (as after a failover to a replica without the key).
+fn granted_over(release: &Release, first: &Hold) -> bool {
+    let covers = match (&release.nodes, &first.nodes) {
+        (Some(theirs), Some(ours)) if !theirs.is_empty() && !ours.is_empty() => {
+            ours.iter().all(|n| theirs.contains(n))
+        }
+        _ => true,
+    };
+    release.granted_ms > first.start_ms && covers
+}
+
+/// Rule 5: grants that name no nodes (a library behind `exec:` that does not say which nodes
+/// granted), explained from the deployment's own events between them. Where the deployment
+/// records its masters, a failover asked for, a promotion or two masters named at the first
+/// grant is a [`Cause::Failover`], and only
+/// a master's restart counts; otherwise a restart of any node is a [`Cause::RestartHazard`]
+/// and a clock set forward a [`Cause::ClockJump`]: some node granted both (a single server,
+/// or two majorities of the same masters), and each of these loses the first key on the node
+/// it hits.
+fn from_events(grant: &DoubleGrant, context: &Context) -> Option<Explanation> {
+    let (first, second) = (&grant.first, &grant.second);
+    let (from, to) = (first.start_ms, second.start_ms);
+    let spells = &context.timeline.spells;
+    let masters = context.masters_around(from);
+    // A failover asked for or under way, a promotion, or two masters named at the first
+    // grant (the one being replaced had not stepped down), allowing for the polling; or a
+    // master replaced shortly before: a client still connected to it is granted there until
+    // the Sentinels make it a replica, which on a busy machine takes seconds.
+    let failover = masters.as_ref().and_then(|named| {
+        spells
+            .iter()
+            .find(|s| {
+                (s.state == State::Failover && s.touches(from - MASTER_POLL_MS, to))
+                    || (s.state == State::Master
+                        && s.promoted_by.is_some()
+                        && s.start_ms >= from - MASTER_POLL_MS
+                        && s.start_ms <= to + MASTER_POLL_MS)
+            })
+            .or_else(|| (named.len() > 1).then(|| named[named.len() - 1]))
+            .map(|s| (s, s.phrase_until(to)))
+            .or_else(|| {
+                let replaced = spells.iter().rev().find(|s| {
+                    s.state == State::Master
+                        && s.stop_ms
+                            .is_some_and(|stop| stop >= from - RECONFIGURED_MS && stop <= to)
+                })?;
+                let story = format!(
+                    "{} was master until {}, and a client still connected to it could be \
+                     granted there until it was made a replica",
+                    replaced.node,
+                    seconds(replaced.stop_ms.unwrap_or(from))
+                );
+                Some((replaced, story))
+            })
+    });
+    let master_nodes: Option<Vec<String>> = masters
+        .as_ref()
+        .map(|named| named.iter().map(|m| m.node.clone()).collect());
+    let (cause, spell, story, consequence) = if let Some((spell, story)) = failover {
+        (
+            Cause::Failover,
+            spell,
+            story,
+            format!(
+                "the master that granted process {} had not received process {}'s key",
+                second.process, first.process
+            ),
+        )
+    } else {
+        let lost = context.key_lost(master_nodes.as_deref(), from, to)?;
+        let consequence = if lost.state == State::Down {
+            format!("it came back without process {}'s key", first.process)
+        } else {
+            format!(
+                "the clock set forward expired process {}'s key early",
+                first.process
+            )
+        };
+        let cause = if lost.state == State::Down {
+            Cause::RestartHazard
+        } else {
+            Cause::ClockJump
+        };
+        (cause, lost, lost.phrase_until(to), consequence)
+    };
+    let sentence = format!(
+        "the grants do not name their nodes; process {} was granted at {} and process {} at \
+         {}, while process {}'s lease ran until {}, across this: {}; {consequence}",
+        first.process,
+        seconds(first.start_ms),
+        second.process,
+        seconds(second.start_ms),
+        first.process,
+        seconds(first.lease_end_ms),
+        story,
+    );
+    Some(Explanation::new(cause, sentence).resting_on(&[first, second], &[spell]))
+}
+
+/// How long after the Sentinels name a new master the old one may still grant to clients
+/// connected to it: until they make it a replica, within Sentinel's failover-timeout (6 s by
+/// default; measured here, a busy machine took 2 to 3 s).
+const RECONFIGURED_MS: f64 = 6_000.0;
+
+/// Rule 3: shared nodes that granted both, each having lost the first key.
+fn forgotten(
+    grant: &DoubleGrant,
+    shared: &[&String],
+    releases: &[Release],
+    context: &Context,
+) -> Explanation {
+    let (first, second) = (&grant.first, &grant.second);
+    let (from, to) = (first.start_ms, second.start_ms);
+    // The nemesis records a restart once the node answers again, which may be after the node
+    // granted the second; a kill after the first grant and before the second is what counts.
+    let mut stories: Vec<(Cause, &Spell, Vec<&str>)> = Vec::new();
+    let mut evidence: Vec<&Spell> = Vec::new();
+    for node in shared {
+        let restart = context
+            .timeline
+            .on(node, &[State::Down], from, to)
+            .find(|s| s.start_ms >= from);
+        let jump = context
+            .timeline
+            .on(node, &[State::Clock], from, to)
+            .find(|s| s.offset_ms.is_none_or(|offset| offset > 0.0));
+        let (cause, spell) = match (restart, jump) {
+            (Some(spell), _) => (Cause::RestartHazard, spell),
+            (None, Some(spell)) => (Cause::ClockJump, spell),
+            (None, None) => {
+                return hijack(grant, releases, context).unwrap_or_else(|| {
+                    unexplained(
+                        grant,
+                        context,
+                        &format!(
+                            "{node} granted both, and was neither restarted nor had its clock \
+                             moved between the grants"
+                        ),
+                    )
+                })
+            }
+        };
+        evidence.push(spell);
+        let same = |(c, s, _): &&mut (Cause, &Spell, Vec<&str>)| {
+            // Offsets measured on each node differ by a fraction of a millisecond.
+            let offset = |s: &Spell| s.offset_ms.map(|o| o.round() as i64);
+            *c == cause && s.start_index == spell.start_index && offset(s) == offset(spell)
+        };
+        match stories.iter_mut().find(same) {
+            Some((_, _, nodes)) => nodes.push(node),
+            None => stories.push((cause, spell, vec![node])),
+        }
+    }
+    let names: Vec<&str> = shared.iter().map(|n| n.as_str()).collect();
+    let what: Vec<String> = stories
+        .iter()
+        .map(|(cause, spell, nodes)| {
+            let all = nodes.len() == names.len();
+            let who = match (all, nodes.len()) {
+                (true, 1) => "it".to_string(),
+                (true, _) => "they".to_string(),
+                _ => and_list(nodes),
+            };
+            let at = |ms: f64| seconds(ms);
+            match cause {
+                Cause::RestartHazard => format!(
+                    "{who} {} killed at {} and came back{} without the key",
+                    if nodes.len() == 1 { "was" } else { "were" },
+                    at(spell.start_ms),
+                    spell
+                        .stop_ms
+                        .filter(|&back| back <= to)
+                        .map_or(String::new(), |back| format!(" at {}", at(back))),
+                ),
+                _ => format!(
+                    "{} set {} at {}, expiring the key early",
+                    match (nodes.len(), all) {
+                        (1, true) => "its clock was".to_string(),
+                        (1, false) => format!("{who}'s clock was"),
+                        (_, true) => "their clocks were".to_string(),
+                        (_, false) => format!("the clocks of {who} were"),
+                    },
+                    spell
+                        .offset_ms
+                        .map_or("off".to_string(), |o| format!("{o:+.0} ms")),
+                    at(spell.start_ms),
+                ),
+            }
+        })
+        .collect();
+    let quorums = match (&first.nodes, &second.nodes) {
+        (Some(a), Some(b)) if a.len() > 1 || b.len() > 1 => format!(
+            "; process {}'s quorum {} overlapped process {}'s {} only in {}",
+            second.process,
+            b.join(","),
+            first.process,
+            a.join(","),
+            names.join(",")
+        ),
+        _ => format!(
+            "; {} then granted process {} at {}",
+            names.join(","),
+            second.process,
+            seconds(second.start_ms)
+        ),
+    };
+    let sentence = format!(
+        "{} granted both: {}, while process {}'s lease ran until {}{}",
+        and_list(&names),
+        what.join("; "),
+        first.process,
+        seconds(first.lease_end_ms),
+        quorums
+    );
+    Explanation::new(stories[0].0, sentence).resting_on(&[first, second], &evidence)
+}
+
+/// Rule 4: the lock moved from the first holder's node to another.
+fn moved(
+    grant: &DoubleGrant,
+    first_nodes: &[String],
+    second_nodes: &[String],
+    context: &Context,
+) -> Explanation {
+    let (first, second) = (&grant.first, &grant.second);
+    let (from, to) = (first.start_ms, second.start_ms);
+    let old = and_list(&first_nodes.iter().map(String::as_str).collect::<Vec<_>>());
+    let new = and_list(&second_nodes.iter().map(String::as_str).collect::<Vec<_>>());
+    let cut_before = first_nodes.iter().find_map(|node| {
+        context
+            .timeline
+            .on(node, &[State::CutOff], from, to)
+            .find(|s| s.earliest_ms() <= from && s.stop_ms.is_none_or(|stop| stop >= from))
+    });
+    // The deployment's master, as the nemesis polled it, may be recorded a little after a
+    // client found it.
+    let promotion = second_nodes.iter().find_map(|node| {
+        context
+            .timeline
+            .on(
+                node,
+                &[State::Master],
+                to - MASTER_POLL_MS,
+                to + MASTER_POLL_MS,
+            )
+            .filter(|s| s.promoted_by.is_some())
+            .last()
+    });
+    let promoted = |side: &str| match promotion {
+        Some(spell) => format!(
+            "{new}, which became master{side} at {}{},",
+            seconds(spell.start_ms),
+            spell
+                .promoted_by
+                .as_ref()
+                .map_or(String::new(), |by| format!(" (promoted by {by})"))
+        ),
+        None => format!("{new}, promoted{side},"),
+    };
+    let evidence = |spell: &Spell| -> Vec<Spell> {
+        std::iter::once(spell).chain(promotion).cloned().collect()
+    };
+    if let Some(cut) = cut_before {
+        let sentence = format!(
+            "{} and went on granting as master: process {} at {}; {} granted process {} at {}, \
+             while process {}'s lease ran until {}: two masters at once",
+            cut.phrase_until(from),
+            first.process,
+            seconds(first.start_ms),
+            promoted(" on the other side"),
+            second.process,
+            seconds(second.start_ms),
+            first.process,
+            seconds(first.lease_end_ms),
+        );
+        let spells = evidence(cut);
+        return Explanation::new(Cause::SplitBrain, sentence)
+            .resting_on(&[first, second], &spells.iter().collect::<Vec<_>>());
+    }
+    // A node the deployment no longer (or not yet) named master that granted all the same
+    // was a second master: the one it was replaced by, or that replaced it, granted the other.
+    let stale = [(first, first_nodes), (second, second_nodes)]
+        .into_iter()
+        .find_map(|(hold, nodes)| {
+            let node = nodes.first()?;
+            let named = context.masters_around(hold.start_ms)?;
+            (!named.iter().any(|m| m.node == *node)).then_some((hold, node, named))
+        });
+    if let Some((hold, node, named)) = stale {
+        let at = hold.start_ms;
+        let masters: Vec<&str> = named
+            .iter()
+            .filter(|s| s.touches(at, at))
+            .map(|s| s.node.as_str())
+            .collect();
+        let demoted = context
+            .timeline
+            .spells
+            .iter()
+            .filter(|s| s.state == State::Master && s.node == *node)
+            .filter_map(|s| s.stop_ms.filter(|&stop| stop <= at))
+            .fold(None, |latest: Option<f64>, stop| {
+                Some(latest.map_or(stop, |l| l.max(stop)))
+            });
+        let sentence = format!(
+            "{node} granted process {} at {} as master, though the deployment {}{}; process {} \
+             held the lock on {old} from {}, and {} granted process {} at {}, while process \
+             {}'s lease ran until {}: two masters at once",
+            hold.process,
+            seconds(at),
+            demoted.map_or("had never named it master".to_string(), |stop| format!(
+                "had named it master no more since {}",
+                seconds(stop)
+            )),
+            if masters.is_empty() {
+                String::new()
+            } else {
+                format!(", naming {} instead", and_list(&masters))
+            },
+            first.process,
+            seconds(first.start_ms),
+            new,
+            second.process,
+            seconds(second.start_ms),
+            first.process,
+            seconds(first.lease_end_ms),
+        );
+        let spells: Vec<&Spell> = named.into_iter().chain(promotion).collect();
+        return Explanation::new(Cause::SplitBrain, sentence).resting_on(&[first, second], &spells);
+    }
+    let went_away = first_nodes.iter().find_map(|node| {
+        context
+            .timeline
+            .on(
+                node,
+                &[State::CutOff, State::Down, State::Paused, State::Failover],
+                from,
+                to,
+            )
+            .find(|s| s.state == State::Failover || s.start_ms >= from)
+    });
+    if let Some(spell) = went_away {
+        let sentence = format!(
+            "process {} held the lock on {} from {}; {}; {} granted process {} at {} while \
+             process {}'s lease ran until {}: the key process {} set on {} had not reached {}",
+            first.process,
+            old,
+            seconds(first.start_ms),
+            spell.phrase_until(to),
+            promoted(""),
+            second.process,
+            seconds(second.start_ms),
+            first.process,
+            seconds(first.lease_end_ms),
+            first.process,
+            old,
+            new,
+        );
+        let spells = evidence(spell);
+        return Explanation::new(Cause::Failover, sentence)
+            .resting_on(&[first, second], &spells.iter().collect::<Vec<_>>());
+    }
+    // A failover under way from the second holder's node: the master being replaced and the
+    // one replacing it both granted before the old one stepped down.
+    let stepping_down = second_nodes.iter().find_map(|node| {
+        context
+            .timeline
+            .on(node, &[State::Failover], from, to)
+            .next()
+    });
+    if let Some(spell) = stepping_down {
+        let sentence = format!(
+            "{}; {old} granted process {} at {} and {new}, the master being replaced, granted \
+             process {} at {}, while process {}'s lease ran until {}: both granted before the \
+             old master stepped down",
+            spell.phrase(),
+            first.process,
+            seconds(first.start_ms),
+            second.process,
+            seconds(second.start_ms),
+            first.process,
+            seconds(first.lease_end_ms),
+        );
+        return Explanation::new(Cause::Failover, sentence).resting_on(&[first, second], &[spell]);
+    }
+    unexplained(
+        grant,
+        context,
+        &format!(
+            "{old} granted the first, {new} the second, and nothing happened to {old} between them"
+        ),
+    )
+}
+
+/// Rule 1: a holder that had outlived its lease.
+fn zombie(grant: &DoubleGrant, context: &Context) -> Explanation {
+    let (first, second) = (&grant.first, &grant.second);
+    let outlived = |h: &Hold| h.end_ms.min(h.lease_end_ms) <= second.start_ms;
+    let (zombie, other) = if outlived(first) || !outlived(second) {
+        (first, second)
+    } else {
+        (second, first)
+    };
+    let granted = format!(
+        "its lease ended at {}; process {} was granted at {}; process {} went on as holder \
+         until {}{}",
+        seconds(zombie.lease_end_ms),
+        other.process,
+        seconds(other.start_ms),
+        zombie.process,
+        seconds(zombie.end_ms),
+        if grant.kind == "fenced" {
+            ", and the storage refused every access it made after its lease (fenced)"
+        } else {
+            ""
+        }
+    );
+    let near = context.spells_near(zombie, zombie.start_ms, zombie.end_ms);
+    let client = context.worker(zombie.process);
+    let frozen = near
+        .iter()
+        .find(|s| s.state == State::ClientPaused && client.as_deref() == Some(s.node.as_str()));
+    if let Some(pause) = frozen {
+        let sentence = format!(
+            "process {} (on {}) was frozen from {} to {}, inside its critical section; {}",
+            zombie.process,
+            pause.node,
+            seconds(pause.start_ms.max(zombie.start_ms)),
+            pause.stop_ms.map_or("the end".to_string(), seconds),
+            granted
+        );
+        return Explanation::new(Cause::Zombie, sentence).resting_on(&[first, second], &[pause]);
+    }
+    let cut = near.iter().find(|s| {
+        matches!(s.state, State::Links | State::CutOff)
+            && s.holder.map(Process::Client) == Some(zombie.process)
+            && s.start_ms <= zombie.lease_end_ms
+    });
+    if let Some(cut) = cut {
+        let sentence = format!(
+            "process {} was cut off just after its grant at {} ({}, {}); {}",
+            zombie.process,
+            seconds(zombie.start_ms),
+            cut.fault,
+            cut.phrase_until(zombie.end_ms),
+            granted
+        );
+        let cuts: Vec<&Spell> = near
+            .iter()
+            .copied()
+            .filter(|s| s.start_index == cut.start_index)
+            .collect();
+        return Explanation::new(Cause::CutOffHolder, sentence).resting_on(&[first, second], &cuts);
+    }
+    // A renewing holder whose node came back empty: its renewals found no key from then on,
+    // so its lease ran out under it.
+    let restart = zombie
+        .renews
+        .then(|| context.key_lost(zombie.nodes.as_deref(), zombie.start_ms, other.start_ms));
+    if let Some(kill) = restart.flatten().filter(|s| s.state == State::Down) {
+        let sentence = format!(
+            "process {} renews its lease, and during its hold {}, without its key: its renewals \
+             failed from then; {}",
+            zombie.process,
+            kill.phrase_until(other.start_ms),
+            granted
+        );
+        return Explanation::new(Cause::RestartHazard, sentence)
+            .resting_on(&[first, second], &[kill]);
+    }
+    if near.is_empty() {
+        let sentence = format!(
+            "process {} held the lock past its lease with no fault on it or its nodes: {}",
+            zombie.process, granted
+        );
+        return Explanation::new(Cause::SlowHolder, sentence).resting_on(&[first, second], &[]);
+    }
+    unexplained(
+        grant,
+        context,
+        &format!("process {} outlived its lease", zombie.process),
+    )
+}
+
+/// Rule 6: what is known, and the faults active from the first grant to the end of the
+/// overlap, named.
+fn unexplained(grant: &DoubleGrant, context: &Context, known: &str) -> Explanation {
+    let (first, second) = (&grant.first, &grant.second);
+    let to = second.start_ms + grant.overlap_ms;
+    let active: Vec<&Spell> = context
+        .timeline
+        .spells
+        .iter()
+        .filter(|s| s.touches(first.start_ms, to))
+        .collect();
+    let faults = if active.is_empty() {
+        "no fault was active".to_string()
+    } else {
+        let phrases: Vec<String> = active.iter().map(|s| s.phrase()).collect();
+        format!("faults active: {}", phrases.join("; "))
+    };
+    let sentence =
+        format!("no mechanism splitbrain knows explains it: {known}; {faults}; look at this one");
+    Explanation::new(Cause::Unexplained, sentence).resting_on(&[first, second], &active)
+}
+
+/// `n1, n2 and n3`.
+fn and_list(names: &[&str]) -> String {
+    match names {
+        [] => String::new(),
+        [one] => one.to_string(),
+        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
+    }
+}
+
+#[cfg(test)]
+mod tests;

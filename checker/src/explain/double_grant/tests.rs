@@ -1,0 +1,767 @@
+//! Rules 1 to 6 on histories made op by op.
+
+use super::*;
+use crate::lock_safety::check;
+use crate::{Op, OpType};
+use serde_json::{json, Value};
+
+/// A history made op by op, in time order; indexes are given at the end.
+#[derive(Default)]
+struct History(Vec<Op>);
+
+impl History {
+    fn push(&mut self, op: Op, at_ms: u64) -> &mut Self {
+        let index = self.0.len() as u64;
+        self.0.push(op.at(index, at_ms * 1_000_000));
+        self
+    }
+
+    /// `process` asks at `at_ms` and is granted at `ok_ms` by `nodes`, for `validity_ms`.
+    fn grant(
+        &mut self,
+        process: u64,
+        at_ms: u64,
+        ok_ms: u64,
+        validity_ms: u64,
+        nodes: &[&str],
+    ) -> &mut Self {
+        let mut invoke = Op::new(Process::Client(process), OpType::Invoke, "acquire").key("lock");
+        invoke.ttl_ms = Some(validity_ms);
+        let mut ok = Op::new(Process::Client(process), OpType::Ok, "acquire")
+            .key("lock")
+            .token(format!("t{process}"))
+            .nodes(nodes.iter().map(|n| n.to_string()).collect());
+        ok.validity_ms = Some(validity_ms);
+        self.push(invoke, at_ms).push(ok, ok_ms)
+    }
+
+    fn release(&mut self, process: u64, at_ms: u64, outcome: OpType) -> &mut Self {
+        let op = |kind| Op::new(Process::Client(process), kind, "release").key("lock");
+        self.push(op(OpType::Invoke), at_ms)
+            .push(op(outcome), at_ms + 1)
+    }
+
+    fn fault(
+        &mut self,
+        f: &str,
+        at_ms: u64,
+        fault: &str,
+        nodes: &[&str],
+        value: Value,
+        measured: Value,
+    ) -> &mut Self {
+        let mut op = Op::new(Process::NEMESIS, OpType::Info, f)
+            .nodes(nodes.iter().map(|n| n.to_string()).collect());
+        op.fault = Some(fault.to_string());
+        op.value = (!value.is_null()).then_some(value);
+        op.measured = (!measured.is_null()).then_some(measured);
+        self.push(op, at_ms)
+    }
+
+    /// The explanation of each double grant found, in order.
+    fn explained(&self) -> Vec<Explanation> {
+        let mut ops = self.0.clone();
+        ops.sort_by_key(|op| op.time);
+        for (index, op) in ops.iter_mut().enumerate() {
+            op.index = index as u64;
+        }
+        let safety = check(&ops);
+        safety
+            .double_grants
+            .iter()
+            .chain(&safety.fenced_double_grants)
+            .map(|grant| {
+                grant
+                    .explanation
+                    .clone()
+                    .expect("every double grant is explained")
+            })
+            .collect()
+    }
+}
+
+fn causes(explained: &[Explanation]) -> Vec<Cause> {
+    explained.iter().map(|e| e.cause).collect()
+}
+
+const REDLOCK: [&str; 5] = ["n1", "n2", "n3", "n4", "n5"];
+
+#[test]
+fn a_node_restarted_between_two_overlapping_quorums_is_the_restart_hazard() {
+    let mut history = History::default();
+    history
+        .grant(0, 1_000, 1_010, 10_000, &["n1", "n2", "n3"])
+        .fault("start", 2_000, "kill", &["n3"], Value::Null, Value::Null)
+        .fault("stop", 2_100, "kill", &["n3"], Value::Null, Value::Null)
+        .grant(1, 3_000, 3_010, 10_000, &["n3", "n4", "n5"]);
+    let explained = history.explained();
+    assert_eq!(causes(&explained), vec![Cause::RestartHazard]);
+    assert_eq!(
+        explained[0].sentence,
+        "n3 granted both: it was killed at 2.000s and came back at 2.100s without the key, \
+         while process 0's lease ran until 11.000s; process 1's quorum n3,n4,n5 overlapped process \
+         0's n1,n2,n3 only in n3"
+    );
+    assert_eq!(explained[0].nodes, vec!["n3"]);
+    assert_eq!(explained[0].ops, vec![0, 2, 3, 4]);
+}
+
+#[test]
+fn a_kill_that_ended_before_the_first_grant_or_after_the_second_explains_nothing() {
+    for (start, stop) in [(100, 900), (3_500, 3_600)] {
+        let mut history = History::default();
+        history
+            .fault("start", start, "kill", &["n3"], Value::Null, Value::Null)
+            .fault("stop", stop, "kill", &["n3"], Value::Null, Value::Null)
+            .grant(0, 1_000, 1_010, 10_000, &["n1", "n2", "n3"])
+            .grant(1, 3_000, 3_010, 10_000, &["n3", "n4", "n5"]);
+        let explained = history.explained();
+        assert_eq!(
+            causes(&explained),
+            vec![Cause::Unexplained],
+            "kill {start}-{stop}"
+        );
+        assert!(explained[0]
+            .sentence
+            .contains("n3 granted both, and was neither restarted"));
+    }
+}
+
+#[test]
+fn a_single_node_restarted_empty_is_the_restart_hazard_too() {
+    let mut history = History::default();
+    history
+        .grant(0, 1_000, 1_001, 5_000, &["n1"])
+        .fault(
+            "start",
+            1_500,
+            "kill-holder",
+            &["n1"],
+            Value::Null,
+            json!({"holder": 0, "granted_by": ["n1"]}),
+        )
+        .fault(
+            "stop",
+            1_600,
+            "kill-holder",
+            &["n1"],
+            Value::Null,
+            Value::Null,
+        )
+        .grant(1, 1_700, 1_701, 5_000, &["n1"]);
+    let explained = history.explained();
+    assert_eq!(causes(&explained), vec![Cause::RestartHazard]);
+    assert!(explained[0]
+        .sentence
+        .ends_with("n1 then granted process 1 at 1.701s"));
+}
+
+#[test]
+fn a_clock_set_forward_on_the_shared_node_is_a_clock_jump_and_backward_explains_nothing() {
+    for (offset, cause) in [(3_000.0, Cause::ClockJump), (-3_000.0, Cause::Unexplained)] {
+        let mut history = History::default();
+        history
+            .grant(0, 1_000, 1_010, 10_000, &REDLOCK[..3])
+            .fault(
+                "start",
+                2_000,
+                "clock-holder",
+                &["n2", "n3"],
+                json!({"offset_ms": 3000}),
+                json!({"skew_ms": {"n2": offset, "n3": offset + 0.3}, "holder": 0}),
+            )
+            .grant(1, 3_000, 3_010, 10_000, &REDLOCK[1..4])
+            .fault(
+                "stop",
+                4_000,
+                "clock-holder",
+                &["n2", "n3"],
+                Value::Null,
+                Value::Null,
+            );
+        let explained = history.explained();
+        assert_eq!(causes(&explained), vec![cause], "offset {offset}");
+        if cause == Cause::ClockJump {
+            assert!(explained[0].sentence.starts_with(
+                "n2 and n3 granted both: their clocks were set +3000 ms at 2.000s, expiring the \
+                 key early, while process 0's lease ran until 11.000s"
+            ), "{}", explained[0].sentence);
+        }
+    }
+}
+
+#[test]
+fn the_lock_on_another_master_after_its_master_failed_over_is_a_failover() {
+    let mut history = History::default();
+    history
+        .grant(0, 1_000, 1_001, 5_000, &["n1"])
+        .fault(
+            "start",
+            2_000,
+            "failover",
+            &[],
+            json!({"pick": 1}),
+            json!({"master": "n1", "asked": "n2"}),
+        )
+        .grant(1, 3_000, 3_001, 5_000, &["n2"])
+        .fault("stop", 3_500, "failover", &[], Value::Null, Value::Null);
+    let explained = history.explained();
+    assert_eq!(causes(&explained), vec![Cause::Failover]);
+    assert_eq!(
+        explained[0].sentence,
+        "process 0 held the lock on n1 from 1.001s; the Sentinels were asked to fail over n1 \
+         at 2.000s; n2, promoted, granted process 1 at 3.001s while process 0's lease ran \
+         until 6.000s: the key process 0 set on n1 had not reached n2"
+    );
+}
+
+#[test]
+fn a_failover_names_the_promotion_the_nemesis_recorded() {
+    let mut promoted = master(&["n2"]);
+    promoted.measured = Some(json!({"from": ["n1"], "by": "sentinel"}));
+    let mut history = History::default();
+    history
+        .push(master(&["n1"]), 0)
+        .grant(0, 1_000, 1_001, 5_000, &["n1"])
+        .fault("start", 2_000, "kill", &["n1"], Value::Null, Value::Null)
+        .push(promoted, 3_200)
+        .grant(1, 3_000, 3_001, 5_000, &["n2"]);
+    let explained = history.explained();
+    assert_eq!(causes(&explained), vec![Cause::Failover]);
+    assert!(
+        explained[0].sentence.contains(
+            "n1 was killed at 2.000s; n2, which became master at 3.200s (promoted by sentinel), \
+         granted process 1 at 3.001s"
+        ),
+        "{}",
+        explained[0].sentence
+    );
+    assert_eq!(explained[0].spells.len(), 2);
+}
+
+#[test]
+fn a_failover_under_way_at_either_grant_is_a_failover() {
+    // Asked before the first grant, which came from the master being replaced.
+    let failover = |history: &mut History, master: &str| {
+        history
+            .fault(
+                "start",
+                500,
+                "failover",
+                &[],
+                Value::Null,
+                json!({"master": master}),
+            )
+            .fault("stop", 3_500, "failover", &[], Value::Null, Value::Null);
+    };
+    let mut history = History::default();
+    history.push(master(&["n1"]), 0);
+    failover(&mut history, "n1");
+    history
+        .grant(0, 1_000, 1_001, 5_000, &["n1"])
+        .grant(1, 1_200, 1_201, 5_000, &["n2"])
+        .push(master(&["n2"]), 1_400);
+    assert_eq!(
+        causes(&history.explained()),
+        vec![Cause::Failover],
+        "{:#?}",
+        history.explained()
+    );
+
+    // The new master granted first, the one being replaced just after.
+    let mut history = History::default();
+    history.push(master(&["n1"]), 0);
+    failover(&mut history, "n1");
+    history
+        .grant(0, 1_000, 1_001, 5_000, &["n2"])
+        .grant(1, 1_000, 1_002, 5_000, &["n1"])
+        .push(master(&["n1", "n2"]), 1_300);
+    let explained = history.explained();
+    assert_eq!(causes(&explained), vec![Cause::Failover]);
+    assert!(
+        explained[0]
+            .sentence
+            .ends_with("both granted before the old master stepped down"),
+        "{}",
+        explained[0].sentence
+    );
+}
+
+/// The nemesis's record of who is master.
+fn master(nodes: &[&str]) -> Op {
+    Op::new(Process::NEMESIS, OpType::Info, "master")
+        .nodes(nodes.iter().map(|n| n.to_string()).collect())
+}
+
+#[test]
+fn a_node_granting_when_the_deployment_named_another_master_is_a_split_brain() {
+    let mut history = History::default();
+    history
+        .push(master(&["n1"]), 0)
+        .fault(
+            "start",
+            100,
+            "failover",
+            &[],
+            Value::Null,
+            json!({"master": "n1"}),
+        )
+        .push(master(&["n3"]), 500)
+        .grant(0, 2_000, 2_001, 5_000, &["n1"])
+        .grant(1, 3_000, 3_001, 5_000, &["n3"]);
+    let explained = history.explained();
+    assert_eq!(causes(&explained), vec![Cause::SplitBrain]);
+    assert_eq!(
+        explained[0].sentence,
+        "n1 granted process 0 at 2.001s as master, though the deployment had named it master \
+         no more since 0.500s, naming n3 instead; process 0 held the lock on n1 from 2.001s, \
+         and n3 granted process 1 at 3.001s, while process 0's lease ran until 7.000s: two \
+         masters at once"
+    );
+}
+
+#[test]
+fn a_master_cut_off_before_it_granted_and_still_cut_off_at_the_second_grant_is_a_split_brain() {
+    let grudge = json!({"grudge": {"n1": ["n2", "n3"], "n2": ["n1"], "n3": ["n1"]}});
+    let mut history = History::default();
+    history
+        .fault(
+            "start",
+            500,
+            "partition-primary",
+            &["n1", "n2", "n3"],
+            Value::Null,
+            grudge.clone(),
+        )
+        .grant(0, 1_000, 1_001, 5_000, &["n1"])
+        .grant(1, 3_000, 3_001, 5_000, &["n2"])
+        .fault(
+            "stop",
+            5_000,
+            "partition-primary",
+            &["n1", "n2", "n3"],
+            Value::Null,
+            Value::Null,
+        );
+    let explained = history.explained();
+    assert_eq!(causes(&explained), vec![Cause::SplitBrain]);
+    assert!(explained[0].sentence.starts_with(
+        "n1 was cut off from n2,n3 at 0.500s and went on granting as master: process 0 at 1.001s; \
+         n2, promoted on the other side"
+    ), "{}", explained[0].sentence);
+
+    // Cut off after its grant: the key was lost in a failover, not granted twice by two masters.
+    let mut history = History::default();
+    history
+        .grant(0, 1_000, 1_001, 5_000, &["n1"])
+        .fault(
+            "start",
+            1_500,
+            "partition-primary",
+            &["n1", "n2", "n3"],
+            Value::Null,
+            grudge,
+        )
+        .grant(1, 3_000, 3_001, 5_000, &["n2"]);
+    assert_eq!(
+        causes(&history.explained()),
+        vec![Cause::Failover],
+        "{:#?}",
+        history.explained()
+    );
+}
+
+#[test]
+fn another_master_granting_with_nothing_done_to_the_first_is_unexplained() {
+    let mut history = History::default();
+    history
+        .grant(0, 1_000, 1_001, 5_000, &["n1"])
+        .fault("start", 2_000, "kill", &["n3"], Value::Null, Value::Null)
+        .grant(1, 3_000, 3_001, 5_000, &["n2"]);
+    let explained = history.explained();
+    assert_eq!(causes(&explained), vec![Cause::Unexplained]);
+    assert!(
+        explained[0].sentence.contains(
+            "n1 granted the first, n2 the second, and nothing happened to n1 between them; \
+         faults active: n3 was killed at 2.000s; look at this one"
+        ),
+        "{}",
+        explained[0].sentence
+    );
+}
+
+/// Processes 0 to 2 on workers client-0 to client-2.
+fn workers(history: &mut History) {
+    for process in 0..3 {
+        let op = |kind| Op::new(Process::Client(process), kind, "read").key("other");
+        history.push(op(OpType::Invoke), 1).push(op(OpType::Ok), 2);
+    }
+}
+
+#[test]
+fn a_holder_frozen_past_its_lease_is_a_zombie_and_one_untouched_a_slow_holder() {
+    for (frozen, cause) in [(true, Cause::Zombie), (false, Cause::SlowHolder)] {
+        let mut history = History::default();
+        workers(&mut history);
+        history
+            .grant(0, 1_000, 1_001, 1_000, &["n1"])
+            .grant(1, 2_500, 2_501, 5_000, &["n1"])
+            .release(0, 5_100, OpType::Ok);
+        if frozen {
+            history
+                .fault(
+                    "start",
+                    1_100,
+                    "client-pause",
+                    &["client-0"],
+                    json!({"pause_ms": 4000}),
+                    Value::Null,
+                )
+                .fault(
+                    "stop",
+                    5_000,
+                    "client-pause",
+                    &["client-0"],
+                    Value::Null,
+                    Value::Null,
+                );
+        }
+        let explained = history.explained();
+        assert_eq!(causes(&explained), vec![cause]);
+        let tail =
+            "its lease ended at 2.000s; process 1 was granted at 2.501s; process 0 went on as \
+                    holder until 5.100s";
+        let expected = if frozen {
+            format!("process 0 (on client-0) was frozen from 1.100s to 5.000s, inside its critical section; {tail}")
+        } else {
+            format!(
+                "process 0 held the lock past its lease with no fault on it or its nodes: {tail}"
+            )
+        };
+        assert_eq!(explained[0].sentence, expected);
+    }
+}
+
+/// python-redis-lock under kills: its renewal thread renewed the lease until n1 came back
+/// empty, then failed; the lease ran out under the holder, and n1 granted the next client.
+#[test]
+fn a_renewing_holder_whose_node_came_back_empty_is_the_restart_hazard() {
+    for renews in [true, false] {
+        let mut history = History::default();
+        workers(&mut history);
+        history.grant(0, 1_000, 1_001, 1_000, &["n1"]);
+        if renews {
+            let renew = |kind| {
+                let mut op = Op::new(Process::Client(0), kind, "renew").key("lock");
+                op.ttl_ms = Some(1_000);
+                op
+            };
+            history
+                .push(renew(OpType::Invoke), 1_600)
+                .push(renew(OpType::Ok), 1_601)
+                .push(renew(OpType::Invoke), 2_300)
+                .push(renew(OpType::Fail), 2_301);
+        }
+        history
+            .fault("start", 1_800, "kill", &["n1"], Value::Null, Value::Null)
+            .fault("stop", 1_870, "kill", &["n1"], Value::Null, Value::Null)
+            .grant(1, 2_700, 2_701, 1_000, &["n1"])
+            .release(0, 3_000, OpType::Ok);
+        let explained = history.explained();
+        let expected = if renews {
+            Cause::RestartHazard
+        } else {
+            Cause::Unexplained
+        };
+        assert_eq!(causes(&explained), vec![expected], "{explained:#?}");
+        if renews {
+            assert!(
+                explained[0].sentence.starts_with(
+                    "process 0 renews its lease, and during its hold n1 was killed at 1.800s, \
+                 back at 1.870s, without its key"
+                ),
+                "{}",
+                explained[0].sentence
+            );
+        }
+    }
+}
+
+#[test]
+fn a_pause_of_another_worker_does_not_make_a_zombie() {
+    let mut history = History::default();
+    workers(&mut history);
+    history
+        .grant(0, 1_000, 1_001, 1_000, &["n1"])
+        .fault(
+            "start",
+            1_100,
+            "client-pause",
+            &["client-2"],
+            json!({"pause_ms": 4000}),
+            Value::Null,
+        )
+        .grant(1, 2_500, 2_501, 5_000, &["n1"])
+        .release(0, 5_100, OpType::Ok);
+    assert_eq!(causes(&history.explained()), vec![Cause::SlowHolder]);
+}
+
+#[test]
+fn a_holder_whose_links_were_cut_just_after_its_grant_is_cut_off() {
+    let mut history = History::default();
+    workers(&mut history);
+    history
+        .grant(0, 1_000, 1_001, 1_000, &["n1"])
+        .fault(
+            "start",
+            1_050,
+            "link-drop-holder",
+            &["g0->n1"],
+            Value::Null,
+            json!({"holder": 0, "granted_by": ["n1"]}),
+        )
+        .grant(1, 2_500, 2_501, 5_000, &["n1"])
+        .fault(
+            "stop",
+            4_000,
+            "link-drop-holder",
+            &["g0->n1"],
+            Value::Null,
+            Value::Null,
+        )
+        .release(0, 5_100, OpType::Ok);
+    let explained = history.explained();
+    assert_eq!(causes(&explained), vec![Cause::CutOffHolder]);
+    assert!(explained[0].sentence.starts_with(
+        "process 0 was cut off just after its grant at 1.001s (link-drop-holder, the links to n1 \
+         from client group g0 were cut at 1.050s, restored at 4.000s)"
+    ), "{}", explained[0].sentence);
+}
+
+#[test]
+fn a_late_release_that_succeeded_between_two_live_leases_is_a_hijack() {
+    for (outcome, cause) in [
+        (OpType::Ok, Cause::Hijack),
+        (OpType::Fail, Cause::Unexplained),
+    ] {
+        let mut history = History::default();
+        workers(&mut history);
+        history
+            .grant(0, 1_000, 1_001, 1_000, &["n1"])
+            .grant(1, 2_500, 2_501, 5_000, &["n1"])
+            .release(0, 3_000, outcome)
+            .grant(2, 3_500, 3_501, 5_000, &["n1"]);
+        let explained = history.explained();
+        // Process 0 was a slow holder over process 1's grant; process 2's came after its
+        // release deleted process 1's key.
+        assert_eq!(
+            causes(&explained),
+            vec![Cause::SlowHolder, cause],
+            "{outcome:?}"
+        );
+        if cause == Cause::Hijack {
+            assert_eq!(
+                explained[1].sentence,
+                "process 0 released the key at 3.000s, after its own lease had ended at \
+                 2.000s, and so deleted process 1's key: process 2 was granted at 3.501s \
+                 while process 1's lease ran until 7.500s"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_release_of_a_holder_whose_key_was_gone_or_of_the_next_holder_itself_is_a_hijack() {
+    // Process 1's key went (nothing says how) and process 0 took the lock; process 1's
+    // release, within its own lease, deleted process 0's key.
+    let mut history = History::default();
+    history
+        .grant(1, 500, 501, 5_000, &["n1"])
+        .grant(0, 1_000, 1_001, 5_000, &["n1"])
+        .release(1, 2_500, OpType::Ok)
+        .grant(2, 3_000, 3_001, 5_000, &["n1"]);
+    let explained = history.explained();
+    assert_eq!(causes(&explained), vec![Cause::Unexplained, Cause::Hijack]);
+    assert!(
+        explained[1]
+            .sentence
+            .starts_with("process 1 released the key at 2.500s when its own key was gone already"),
+        "{}",
+        explained[1].sentence
+    );
+
+    // A zombie's release deletes the next holder's key, and the zombie takes the lock again.
+    let mut history = History::default();
+    workers(&mut history);
+    history
+        .grant(0, 1_000, 1_001, 1_000, &["n1"])
+        .grant(1, 2_500, 2_501, 5_000, &["n1"])
+        .release(0, 3_000, OpType::Ok)
+        .grant(0, 3_500, 3_501, 5_000, &["n1"]);
+    let explained = history.explained();
+    assert_eq!(causes(&explained), vec![Cause::SlowHolder, Cause::Hijack]);
+    assert!(
+        explained[1].sentence.ends_with(
+            "and so deleted process 1's key: process 0 was granted at 3.501s while process 1's \
+         lease ran until 7.500s"
+        ),
+        "{}",
+        explained[1].sentence
+    );
+}
+
+#[test]
+fn a_release_still_in_flight_when_the_first_was_granted_may_have_deleted_its_key() {
+    // Process 0's DEL was invoked just before process 1's grant and came back after it.
+    let mut history = History::default();
+    history
+        .grant(0, 1_000, 1_001, 1_000, &["n1"])
+        .grant(1, 2_999, 3_001, 5_000, &["n1"])
+        .release(0, 3_000, OpType::Ok)
+        .grant(2, 3_001, 3_002, 5_000, &["n1"]);
+    assert_eq!(causes(&history.explained()), vec![Cause::Hijack]);
+}
+
+#[test]
+fn a_release_by_a_holder_granted_after_the_first_on_its_nodes_hijacks_nothing() {
+    // Process 1 could be granted only once process 0's key was gone from n1: its release
+    // deleted its own key, whatever process 2's grant then overlapped.
+    let mut history = History::default();
+    history
+        .grant(0, 1_000, 1_001, 5_000, &["n1"])
+        .grant(1, 2_000, 2_001, 5_000, &["n1"])
+        .release(1, 2_500, OpType::Ok)
+        .grant(2, 3_000, 3_001, 5_000, &["n1"]);
+    let explained = history.explained();
+    assert_eq!(
+        causes(&explained),
+        vec![Cause::Unexplained, Cause::Unexplained]
+    );
+}
+
+#[test]
+fn a_release_on_another_master_hijacks_nothing() {
+    let mut history = History::default();
+    history
+        .grant(0, 1_000, 1_001, 5_000, &["n1"])
+        .grant(1, 1_200, 1_201, 5_000, &["n2"])
+        .release(1, 1_500, OpType::Ok)
+        .grant(2, 2_000, 2_001, 5_000, &["n1"]);
+    let explained = history.explained();
+    assert!(
+        !causes(&explained).contains(&Cause::Hijack),
+        "{explained:?}"
+    );
+}
+
+/// The redis-py adapter on `single` under `kill`, as issue 34 found it: process 2 held the
+/// lock when n1 was killed; n1 came back empty and granted process 0, whose release (with
+/// redis-py's token check) deleted its own key, and then process 1. Both double grants are
+/// the restart's; process 0's release hijacked nothing, whether the grants name n1 or not.
+#[test]
+fn a_release_after_the_restart_that_lost_the_first_key_is_no_hijack() {
+    for nodes in [&["n1"][..], &[]] {
+        let mut history = History::default();
+        history
+            .grant(2, 500, 501, 2_000, nodes)
+            .fault("start", 900, "kill", &["n1"], Value::Null, Value::Null)
+            .fault("stop", 969, "kill", &["n1"], Value::Null, Value::Null)
+            .grant(0, 973, 974, 2_000, nodes)
+            .release(0, 1_031, OpType::Ok)
+            .grant(1, 1_039, 1_040, 2_000, nodes);
+        let explained = history.explained();
+        assert_eq!(
+            causes(&explained),
+            vec![Cause::RestartHazard, Cause::RestartHazard],
+            "nodes {nodes:?}: {explained:#?}"
+        );
+    }
+    let mut history = History::default();
+    history
+        .grant(2, 500, 501, 2_000, &[])
+        .fault("start", 900, "kill", &["n1"], Value::Null, Value::Null)
+        .fault("stop", 969, "kill", &["n1"], Value::Null, Value::Null)
+        .grant(0, 973, 974, 2_000, &[]);
+    assert_eq!(
+        history.explained()[0].sentence,
+        "the grants do not name their nodes; process 2 was granted at 0.501s and process 0 \
+         at 0.974s, while process 2's lease ran until 2.500s, across this: n1 was killed at \
+         0.900s, back at 0.969s; it came back without process 2's key"
+    );
+}
+
+/// The redis-py Sentinel adapter on a busy machine: 1.5 s after the Sentinels named n3 in
+/// n2's place, a client still connected to n2 was granted there.
+#[test]
+fn unnamed_grants_soon_after_a_master_was_replaced_are_a_failover() {
+    let mut promoted = master(&["n2", "n3"]);
+    promoted.measured = Some(json!({"from": ["n2"], "by": "sentinel"}));
+    let mut history = History::default();
+    history
+        .push(master(&["n2"]), 100)
+        .push(promoted, 10_911)
+        .push(master(&["n3"]), 11_935)
+        .grant(3, 13_480, 13_483, 5_000, &[])
+        .grant(0, 13_830, 13_833, 5_000, &[]);
+    let explained = history.explained();
+    assert_eq!(causes(&explained), vec![Cause::Failover]);
+    assert!(
+        explained[0].sentence.contains(
+            "across this: n2 was master until 11.935s, and a client still connected to it \
+             could be granted there until it was made a replica"
+        ),
+        "{}",
+        explained[0].sentence
+    );
+    // Long after the change, nothing explains it.
+    let mut history = History::default();
+    history
+        .push(master(&["n2"]), 100)
+        .push(master(&["n3"]), 1_000)
+        .grant(3, 13_480, 13_483, 5_000, &[])
+        .grant(0, 13_830, 13_833, 5_000, &[]);
+    assert_eq!(causes(&history.explained()), vec![Cause::Unexplained]);
+}
+
+#[test]
+fn unnamed_grants_across_a_promotion_are_a_failover_and_across_nothing_unexplained() {
+    // The failover nemesis asked the Sentinels; a kill let them promote on their own.
+    let mut promoted = master(&["n2"]);
+    promoted.measured = Some(json!({"from": ["n1"], "by": "sentinel"}));
+    for (fault, measured) in [("failover", json!({"master": "n1"})), ("kill", Value::Null)] {
+        let mut history = History::default();
+        history
+            .push(master(&["n1"]), 100)
+            .grant(0, 1_000, 1_001, 5_000, &[])
+            .fault("start", 1_200, fault, &["n1"], Value::Null, measured)
+            .push(promoted.clone(), 1_900)
+            .grant(1, 2_000, 2_001, 5_000, &[]);
+        let explained = history.explained();
+        assert_eq!(causes(&explained), vec![Cause::Failover], "{fault}");
+        assert!(
+            explained[0]
+                .sentence
+                .ends_with("the master that granted process 1 had not received process 0's key"),
+            "{}",
+            explained[0].sentence
+        );
+    }
+
+    let mut history = History::default();
+    history
+        .grant(0, 1_000, 1_001, 5_000, &[])
+        .fault(
+            "start",
+            500,
+            "client-pause",
+            &["client-3"],
+            Value::Null,
+            Value::Null,
+        )
+        .grant(1, 2_000, 2_001, 5_000, &[]);
+    let explained = history.explained();
+    assert_eq!(causes(&explained), vec![Cause::Unexplained]);
+    assert!(explained[0]
+        .sentence
+        .contains("the grants do not name the nodes that gave them"));
+}

@@ -1,0 +1,343 @@
+//! Holds: who held which lock when, as the checkers derive it from a history (rules 1 to 4 of
+//! [`crate::lock_safety`]), and two holds at once, a [`DoubleGrant`].
+
+use foldhash::HashMap;
+use serde::{Deserialize, Serialize};
+
+use crate::explain::cause::Explanation;
+use crate::operation::ms;
+use crate::stream::{replay, Checker, Event, Outline};
+use crate::verdict::seconds;
+use crate::windows::FaultWindow;
+use crate::{Op, OpType, Process, Renewal};
+
+/// One process's hold on a lock, as the checker derived it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Hold {
+    pub process: Process,
+    pub key: String,
+    /// `index` of the acquire's invoke.
+    pub acquire_index: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token: Option<String>,
+    pub start_ms: f64,
+    pub end_ms: f64,
+    /// When the lease ended: the acquire's invoke plus its validity.
+    pub lease_end_ms: f64,
+    /// Why the hold ended: `release`, `validity`, or `unknown-outcome` for a possible hold.
+    pub ended_by: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nodes: Option<Vec<String>>,
+    /// Its client renews the lease (a watchdog, or a library that reports its renewals).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub renews: bool,
+}
+
+/// Two holders of one lock at once.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct DoubleGrant {
+    pub key: String,
+    /// `lease` (both leases live), `stale` (a holder had outlived its lease), or `fenced` (a
+    /// stale one whose zombie the storage refused).
+    pub kind: String,
+    /// The hold that began first.
+    pub first: Hold,
+    pub second: Hold,
+    pub overlap_ms: f64,
+    pub faults: Vec<FaultWindow>,
+    /// Its mechanism; `None` for a possible double grant.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub explanation: Option<Explanation>,
+}
+
+impl DoubleGrant {
+    /// One line: who, when, how long, under which faults.
+    pub fn line(&self) -> String {
+        let faults: Vec<String> = self
+            .faults
+            .iter()
+            .map(|f| {
+                let stop = f.stop_ms.map_or("end".to_string(), seconds);
+                let on = if f.nodes.is_empty() {
+                    String::new()
+                } else {
+                    format!(" {}", f.nodes.join(","))
+                };
+                format!("{}{on} {}-{}", f.fault, seconds(f.start_ms), stop)
+            })
+            .collect();
+        let nodes = |n: &Option<Vec<String>>| {
+            n.as_ref()
+                .filter(|n| !n.is_empty())
+                .map(|n| format!(" on {}", n.join(",")))
+                .unwrap_or_default()
+        };
+        let stale = if self.kind == "stale" {
+            "[stale: a holder outlived its lease] "
+        } else {
+            ""
+        };
+        format!(
+            "{stale}key {}: process {} held it from {}{} and process {} from {}{}, overlapping \
+             {:.1} ms; faults: {}",
+            self.key,
+            self.first.process,
+            seconds(self.first.start_ms),
+            nodes(&self.first.nodes),
+            self.second.process,
+            seconds(self.second.start_ms),
+            nodes(&self.second.nodes),
+            self.overlap_ms,
+            if faults.is_empty() {
+                "none".to_string()
+            } else {
+                faults.join("; ")
+            }
+        )
+    }
+}
+
+/// Every hold the checker derives from a history, in order of start: the definite ones and,
+/// with `ended_by` `unknown-outcome`, the possible ones (rule 4). For drawing a history; the
+/// verdict is [`crate::lock_safety::check`]'s.
+pub fn holds(history: &[Op]) -> Vec<Hold> {
+    struct Every(HoldTracker, Vec<Candidate>);
+    impl Checker for Every {
+        type Output = Vec<Candidate>;
+        fn observe(&mut self, event: Event<'_>) {
+            self.0.observe(event, &mut self.1);
+        }
+        fn finish(mut self) -> Vec<Candidate> {
+            self.0.finish(&mut self.1);
+            self.1
+        }
+    }
+    let tracker = HoldTracker::new(&Outline::of(history));
+    let mut holds = replay(history, Every(tracker, Vec::new()));
+    holds.sort_by_key(|h| (h.start, h.acquire_index));
+    holds.iter().map(Candidate::to_hold).collect()
+}
+
+/// A definite or possible hold, in nanoseconds.
+#[derive(Debug, Clone)]
+pub(crate) struct Candidate {
+    pub(crate) process: Process,
+    pub(crate) key: String,
+    pub(crate) acquire_index: u64,
+    pub(crate) token: Option<String>,
+    /// The nodes the grant came from, when the client named them.
+    pub(crate) nodes: Option<Vec<String>>,
+    /// The acquire's `ok` (its invoke, for a possible hold).
+    pub(crate) start: u64,
+    pub(crate) end: u64,
+    pub(crate) lease_end: u64,
+    pub(crate) ended_by: &'static str,
+    /// A definite hold: the acquire returned `ok`.
+    pub(crate) certain: bool,
+    pub(crate) fence: Option<u64>,
+    /// Granted with `renewal: silent`: no recorded renewal extends its lease (rule 1).
+    pub(crate) renews_silently: bool,
+    /// Its client renews the lease: granted with `renewal: reported`, or a `renew` recorded.
+    pub(crate) renews: bool,
+    /// Granted with `ends_with_write`: the holder's write releases it (rule 2).
+    pub(crate) ends_with_write: bool,
+    /// The order the holds were derived in, which breaks ties in time.
+    pub(crate) seq: u64,
+}
+
+impl Candidate {
+    pub(crate) fn to_hold(&self) -> Hold {
+        Hold {
+            process: self.process,
+            key: self.key.clone(),
+            acquire_index: self.acquire_index,
+            token: self.token.clone(),
+            start_ms: ms(self.start),
+            end_ms: ms(self.end),
+            lease_end_ms: ms(self.lease_end),
+            ended_by: self.ended_by.to_string(),
+            nodes: self.nodes.clone(),
+            renews: self.renews,
+        }
+    }
+}
+
+/// Turns acquires into holds as their ops come (rules 1 to 4), and hands each one over once
+/// its end can no longer move.
+pub(crate) struct HoldTracker {
+    end_of_history: u64,
+    /// Each process's definite hold per key, open until its process releases the key,
+    /// acquires it again, or the history ends: a renewal may extend it until then.
+    pub(crate) open: HashMap<(Process, String), Candidate>,
+    /// The invoke time of each process's acquire still pending: a possible hold may begin
+    /// there.
+    pending_acquires: HashMap<Process, u64>,
+    /// Definite holds made.
+    pub(crate) certain: usize,
+    /// Acquires whose outcome is unknown.
+    pub(crate) unknown: usize,
+    made: u64,
+}
+
+impl HoldTracker {
+    pub(crate) fn new(outline: &Outline) -> HoldTracker {
+        HoldTracker {
+            end_of_history: outline.end,
+            open: HashMap::default(),
+            pending_acquires: HashMap::default(),
+            certain: 0,
+            unknown: 0,
+            made: 0,
+        }
+    }
+
+    /// The earliest a hold not yet handed over may begin: a hold still open, or a possible
+    /// hold of an acquire still pending. A definite hold still to come begins later than any
+    /// op seen so far.
+    pub(crate) fn earliest_start(&self) -> Option<u64> {
+        let open = self.open.values().map(|hold| hold.start);
+        open.chain(self.pending_acquires.values().copied()).min()
+    }
+
+    fn next_seq(&mut self) -> u64 {
+        self.made += 1;
+        self.made
+    }
+
+    fn possible_hold(&mut self, invoke: &Op) -> Candidate {
+        self.unknown += 1;
+        let lease_end = invoke
+            .ttl_ms
+            .map_or(self.end_of_history, |ttl| invoke.time + ttl * 1_000_000);
+        Candidate {
+            process: invoke.process,
+            key: invoke.key.clone().unwrap_or_default(),
+            acquire_index: invoke.index,
+            token: invoke.token.clone(),
+            nodes: None,
+            start: invoke.time,
+            end: lease_end,
+            lease_end,
+            ended_by: "unknown-outcome",
+            certain: false,
+            fence: None,
+            renews_silently: false,
+            renews: false,
+            ends_with_write: false,
+            seq: self.next_seq(),
+        }
+    }
+
+    /// Takes in one event; the holds whose end it settled are pushed onto `ended`.
+    pub(crate) fn observe(&mut self, event: Event<'_>, ended: &mut Vec<Candidate>) {
+        match event {
+            Event::Nemesis(_) => {}
+            Event::Abandoned(invoke) => {
+                if invoke.f == "acquire" {
+                    self.pending_acquires.remove(&invoke.process);
+                    let hold = self.possible_hold(invoke);
+                    ended.push(hold);
+                }
+            }
+            Event::Invoke(op) => {
+                let held = || (op.process, op.key.clone().unwrap_or_default());
+                match op.f.as_str() {
+                    // A hold never released ended with its lease; a later release is not its.
+                    "acquire" => {
+                        self.pending_acquires.insert(op.process, op.time);
+                        ended.extend(self.open.remove(&held()));
+                    }
+                    "release" => {
+                        if let Some(mut hold) = self.open.remove(&held()) {
+                            hold.end = op.time.max(hold.start);
+                            hold.ended_by = "release";
+                            ended.push(hold);
+                        }
+                    }
+                    "add" => {
+                        let committing = self
+                            .open
+                            .iter()
+                            .find(|((process, _), hold)| {
+                                *process == op.process && hold.ends_with_write
+                            })
+                            .map(|(held, _)| held.clone());
+                        if let Some(mut hold) = committing.and_then(|held| self.open.remove(&held))
+                        {
+                            hold.end = op.time.max(hold.start);
+                            hold.ended_by = "write";
+                            ended.push(hold);
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            Event::Complete {
+                invoke,
+                completion: op,
+            } => {
+                let key = invoke.key.as_deref().unwrap_or_default();
+                if invoke.f == "renew" {
+                    if let Some(hold) = self.open.get_mut(&(op.process, key.to_string())) {
+                        hold.renews = true;
+                    }
+                }
+                if invoke.f == "renew" && op.kind == OpType::Ok {
+                    let open_hold = self
+                        .open
+                        .get_mut(&(op.process, key.to_string()))
+                        .filter(|hold| !hold.renews_silently);
+                    if let (Some(hold), Some(ttl)) = (open_hold, invoke.ttl_ms) {
+                        hold.lease_end = hold.lease_end.max(invoke.time + ttl * 1_000_000);
+                        if hold.ended_by == "validity" {
+                            hold.end = hold.lease_end;
+                        }
+                    }
+                }
+                if invoke.f != "acquire" {
+                    return;
+                }
+                self.pending_acquires.remove(&invoke.process);
+                match op.kind {
+                    OpType::Ok => {
+                        let validity = op.validity_ms.or(invoke.ttl_ms);
+                        let lease_end = validity.map_or(self.end_of_history, |v| {
+                            (invoke.time + v * 1_000_000).max(op.time)
+                        });
+                        self.certain += 1;
+                        let hold = Candidate {
+                            process: op.process,
+                            key: key.to_string(),
+                            acquire_index: invoke.index,
+                            token: op.token.clone().or_else(|| invoke.token.clone()),
+                            nodes: op.node.clone(),
+                            start: op.time,
+                            end: lease_end,
+                            lease_end,
+                            ended_by: "validity",
+                            certain: true,
+                            fence: op.fence.or(invoke.fence),
+                            renews_silently: op.renewal == Some(Renewal::Silent),
+                            renews: op.renewal == Some(Renewal::Reported),
+                            ends_with_write: op.ends_with_write,
+                            seq: self.next_seq(),
+                        };
+                        ended.extend(self.open.insert((op.process, key.to_string()), hold));
+                    }
+                    OpType::Info => {
+                        let hold = self.possible_hold(invoke);
+                        ended.push(hold);
+                    }
+                    OpType::Fail | OpType::Invoke => {}
+                }
+            }
+        }
+    }
+
+    /// The end of the history: every hold still open ends as it stands.
+    pub(crate) fn finish(&mut self, ended: &mut Vec<Candidate>) {
+        let mut open: Vec<Candidate> = self.open.drain().map(|(_, hold)| hold).collect();
+        open.sort_by_key(|hold| hold.seq);
+        ended.extend(open);
+    }
+}
