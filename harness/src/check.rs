@@ -14,7 +14,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use anyhow::Context;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use splitbrain_checker::coverage::RunFacts;
 use splitbrain_checker::every::{EveryChecker, Verdicts};
 use splitbrain_checker::linearizability::{self, find_model, Limits, Linearizability, MODELS};
@@ -27,8 +27,8 @@ use splitbrain_checker::{
 use crate::cli::CheckArgs;
 use crate::error::{Exit, HarnessError};
 use crate::report::stored::StoredRun;
-use crate::results::{injected_faults, OpCounts, Results};
 use crate::spec::TestSpec;
+use crate::store::{injected_faults, OpCounts, Results, RunDir};
 use crate::summary;
 
 /// How the linearizability checker runs on a history.
@@ -57,7 +57,7 @@ impl Default for LinearizabilityCheck {
 /// `--out`, and prints the summary with every finding, or with `--json` the results.
 pub fn check(args: &CheckArgs) -> Result<Exit, HarnessError> {
     let path = if args.history.is_dir() {
-        args.history.join("history.jsonl")
+        RunDir::at(&args.history).history()
     } else {
         args.history.clone()
     };
@@ -121,8 +121,9 @@ pub fn check(args: &CheckArgs) -> Result<Exit, HarnessError> {
         return check_edn(&path, &text, args, lin, &out);
     }
     drop(file);
-    let (interrupted, error) = recorded_outcome(&path);
-    let spec = stored_spec(&path);
+    let run = RunDir::beside(&path);
+    let recorded = run.outcome();
+    let spec = run.spec().ok();
     let facts = spec.as_ref().map(TestSpec::run_facts).unwrap_or_default();
     let checked = check_file(&path, &lin, facts).map_err(|e| not_a_history(&path, e))?;
     if let Some(e) = &checked.search_error {
@@ -138,14 +139,11 @@ pub fn check(args: &CheckArgs) -> Result<Exit, HarnessError> {
     let title = format!("check {}", path.display());
     // What the run recorded beside its history and the history cannot say: that it was
     // interrupted, or failed part way (which leaves its verdict unknown).
-    let mut results = checked.results(interrupted, error);
+    let mut results = checked.results(recorded.interrupted, recorded.error);
     results.pace = spec.and_then(|spec| spec.pace).map(|pace| pace.line());
     out.write_results(&results)?;
     if args.report {
-        let test = std::fs::read_to_string(path.with_file_name("test.json"))
-            .ok()
-            .and_then(|text| serde_json::from_str(&text).ok())
-            .unwrap_or_default();
+        let test = run.test_json().unwrap_or_default();
         let results = serde_json::to_value(&results).context("serialising results")?;
         // The report draws every op: it reads the history whole.
         let ops = std::fs::File::open(&path)
@@ -234,16 +232,9 @@ impl Output<'_> {
     /// take the file.
     fn write_results(&self, results: &impl Serialize) -> Result<(), HarnessError> {
         let text = serde_json::to_string_pretty(results).context("serialising results")? + "\n";
-        let path = self.dir.join("results.json");
-        // Truncating a file makes ext4 flush it to disk (auto_da_alloc), which costs more
-        // than the whole check of a small history: a check again that finds what the last
-        // one did leaves the file as it is.
-        let unchanged = std::fs::read(&path).is_ok_and(|old| old == text.as_bytes());
-        let written = if unchanged {
-            Ok(())
-        } else {
-            std::fs::write(&path, &text)
-        };
+        let folder = RunDir::at(self.dir);
+        let path = folder.results_path();
+        let written = folder.rewrite_results(&text);
         if let Err(e) = written {
             if self.asked_for {
                 return Err(HarnessError::BadInput(format!(
@@ -272,31 +263,6 @@ struct EdnResults {
     verdict: String,
     stats: stats::Stats,
     linearizability: Linearizability,
-}
-
-/// Whether the run beside `history` recorded that it was interrupted or failed part way, in
-/// its `results.json`.
-fn recorded_outcome(history: &Path) -> (bool, Option<String>) {
-    /// The two fields read; the rest of the file is skipped, not built into values.
-    #[derive(Deserialize, Default)]
-    struct Outcome {
-        #[serde(default)]
-        interrupted: bool,
-        #[serde(default)]
-        error: Option<String>,
-    }
-    let recorded: Outcome = std::fs::read_to_string(history.with_file_name("results.json"))
-        .ok()
-        .and_then(|text| serde_json::from_str(&text).ok())
-        .unwrap_or_default();
-    (recorded.interrupted, recorded.error)
-}
-
-/// The run's `test.json` beside a history, where there is one that reads as a spec: it says
-/// what the history alone does not (how many workers, what paced the faults).
-pub fn stored_spec(history: &Path) -> Option<TestSpec> {
-    let text = std::fs::read_to_string(history.with_file_name("test.json")).ok()?;
-    serde_json::from_str(&text).ok()
 }
 
 fn not_a_history(path: &Path, e: HistoryError) -> HarnessError {
@@ -585,23 +551,6 @@ mod tests {
 
     fn op(process: u64, kind: OpType, f: &str) -> Op {
         Op::new(Process::Client(process), kind, f)
-    }
-
-    #[test]
-    fn what_the_run_recorded_is_read_from_its_results_json() {
-        let dir = tempfile::tempdir().unwrap();
-        let history = dir.path().join("history.jsonl");
-        assert_eq!(recorded_outcome(&history), (false, None));
-        std::fs::write(
-            dir.path().join("results.json"),
-            r#"{"valid": "unknown", "checkers": {"lock-safety": {"valid": true}},
-                "interrupted": true, "error": "node n3 never answered"}"#,
-        )
-        .unwrap();
-        assert_eq!(
-            recorded_outcome(&history),
-            (true, Some("node n3 never answered".to_string()))
-        );
     }
 
     #[test]

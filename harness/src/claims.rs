@@ -8,7 +8,7 @@ use std::fmt::Write;
 use serde::Serialize;
 
 use crate::matrix::{Claim, Expect, Judge};
-use crate::report::stored::RecordedResults;
+use crate::store::RecordedResults;
 
 /// One scenario, run over its seeds.
 #[derive(Debug, Serialize)]

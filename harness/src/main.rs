@@ -20,12 +20,12 @@ mod reaper;
 mod reference;
 mod replay;
 mod report;
-mod results;
 mod run;
 mod scenario;
 mod serve;
 mod shrink;
 mod spec;
+mod store;
 mod summary;
 
 use clap::{Args, CommandFactory, FromArgMatches};

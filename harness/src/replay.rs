@@ -7,13 +7,14 @@
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
-use splitbrain_checker::{read_history, Op, Valid};
+use splitbrain_checker::Valid;
 use splitbrain_nemesis::find_fault;
 use splitbrain_nemesis::script::{self, ScriptedFault};
 use tokio_util::sync::CancellationToken;
 
 use crate::error::{Exit, HarnessError};
 use crate::spec::{Script, TestSpec};
+use crate::store::RunDir;
 
 /// Reads a script file's `[[fault]]` tables (a scenario file's other tables are the
 /// scenario's business, and are left alone).
@@ -68,28 +69,12 @@ impl Stored {
         let bad = HarnessError::BadInput;
         // `results/latest` moves with every run: a replay names the run itself.
         let dir = &std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
-        let test = dir.join("test.json");
-        let text = std::fs::read_to_string(&test).map_err(|e| {
-            bad(format!(
-                "{} is not a run folder ({}: {e}); give a folder under results/",
-                dir.display(),
-                test.display()
-            ))
-        })?;
-        let spec: TestSpec = serde_json::from_str(&text).map_err(|e| {
-            bad(format!(
-                "{}: {e}; it was written by another splitbrain version, or edited",
-                test.display()
-            ))
-        })?;
-        let history = dir.join("history.jsonl");
-        let ops = read_ops(dir)?;
-        let (faults, hit_nothing) =
-            script::from_history(&ops).map_err(|e| bad(format!("{}: {e}", history.display())))?;
-        let valid = std::fs::read_to_string(dir.join("results.json"))
-            .ok()
-            .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
-            .and_then(|results| serde_json::from_value(results["valid"].clone()).ok());
+        let run = RunDir::at(dir);
+        let spec = run.spec()?;
+        let ops = run.ops()?;
+        let (faults, hit_nothing) = script::from_history(&ops)
+            .map_err(|e| bad(format!("{}: {e}", run.history().display())))?;
+        let valid = run.valid();
         Ok(Stored {
             dir: dir.to_path_buf(),
             spec,
@@ -120,16 +105,6 @@ impl Stored {
         spec.results = results.to_path_buf();
         Ok(spec)
     }
-}
-
-/// The ops of a run folder's `history.jsonl`.
-pub fn read_ops(dir: &Path) -> Result<Vec<Op>, HarnessError> {
-    let history = dir.join("history.jsonl");
-    let file = std::fs::File::open(&history)
-        .map_err(|e| HarnessError::BadInput(format!("cannot read {}: {e}", history.display())))?;
-    read_history(std::io::BufReader::new(file))
-        .map(|history| history.ops)
-        .map_err(|e| HarnessError::BadInput(format!("{}: {e}", history.display())))
 }
 
 /// `splitbrain run --replay DIR --replays N`: runs `dir` again `replays` times and says how

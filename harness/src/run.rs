@@ -18,8 +18,8 @@ use tokio_util::sync::CancellationToken;
 use crate::check::check_history;
 use crate::error::{Exit, HarnessError};
 use crate::progress;
-use crate::results::{RunDir, TestRecord, Versions};
 use crate::spec::TestSpec;
+use crate::store::{RunDir, TestRecord, Versions};
 use crate::summary;
 
 /// A run done: how it ended, and its folder.
@@ -52,7 +52,7 @@ pub async fn run(spec: TestSpec, interrupt: CancellationToken) -> Result<Ran, Ha
             ..Versions::default()
         },
     };
-    dir.write_json("test.json", &record).map_err(unwritable)?;
+    dir.write_test(&record).map_err(unwritable)?;
     progress::step(&format!(
         "{} (seed {}, run {run_id}) -> {}",
         spec.name,
@@ -102,7 +102,7 @@ pub async fn run(spec: TestSpec, interrupt: CancellationToken) -> Result<Ran, Ha
     }
     if let Some(versions) = versions {
         record.versions = versions;
-        dir.write_json("test.json", &record)?;
+        dir.write_test(&record)?;
     }
 
     let interrupted = interrupt.is_cancelled();
@@ -123,7 +123,7 @@ pub async fn run(spec: TestSpec, interrupt: CancellationToken) -> Result<Ran, Ha
             summary::render(&title, &results, progress::findings_shown())
         );
     }
-    dir.write_json("results.json", &results)?;
+    dir.write_results(&results)?;
     dir.link_latest(&spec.results)?;
     crate::report::write_after_run(&dir.path, &spec.results);
     let report = dir.path.join("report.html");
@@ -163,7 +163,7 @@ async fn run_core(
     dir: std::path::PathBuf,
     interrupt: CancellationToken,
 ) -> anyhow::Result<Versions> {
-    let dir = RunDir { path: dir };
+    let dir = RunDir::at(&dir);
     // A missing image is built once, in a minute or so: one step says so and where its
     // output goes, and the output itself goes there (a terminal shows its latest line).
     let mut announced = false;

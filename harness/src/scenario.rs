@@ -29,7 +29,7 @@ use tokio_util::sync::CancellationToken;
 use crate::claims::{self, ClaimOutcome};
 use crate::error::{Exit, HarnessError};
 use crate::matrix::{self, Claim, Expect, Judge, MatrixOptions, Met};
-use crate::report::stored::RecordedResults;
+use crate::store::{RecordedResults, RunDir};
 
 /// The folder scenarios are read from, unless `--dir` says otherwise.
 pub const DIR: &str = "scenarios";
@@ -249,9 +249,7 @@ async fn run_one(
     let runs: Vec<RecordedResults> = met
         .iter()
         .filter_map(|cell| cell.run_dir.as_ref())
-        .filter_map(|run| std::fs::read_to_string(out.join(run).join("results.json")).ok())
-        .filter_map(|text| serde_json::from_str(&text).ok())
-        .map(RecordedResults::from_json)
+        .filter_map(|run| RunDir::at(&out.join(run)).results())
         .collect();
     Ok(ClaimOutcome {
         name: name.to_string(),

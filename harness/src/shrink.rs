@@ -18,8 +18,9 @@ use tokio_util::sync::CancellationToken;
 
 use crate::error::{Exit, HarnessError};
 use crate::progress;
-use crate::replay::{read_ops, Stored};
+use crate::replay::Stored;
 use crate::spec::{Script, TestSpec};
+use crate::store::RunDir;
 
 /// How `splitbrain shrink` was asked to run.
 pub struct ShrinkOptions {
@@ -109,7 +110,7 @@ pub async fn shrink(
     let words = shrinker
         .last_failing
         .as_deref()
-        .map(|dir| explain(&faults, &read_ops(dir).unwrap_or_default()))
+        .map(|dir| explain(&faults, &RunDir::at(dir).ops().unwrap_or_default()))
         .unwrap_or_default();
     let path = folder.join(format!("shrunk-{}.toml", stored.spec.name));
     let found = Found {
@@ -348,12 +349,12 @@ fn shift_to(faults: &[ScriptedFault], earliest: Duration) -> Vec<ScriptedFault> 
 
 /// When the run's first double grant began (the second grant's start), from its results.
 fn first_violation(run_dir: &Path) -> Option<Duration> {
-    let text = std::fs::read_to_string(run_dir.join("results.json")).ok()?;
-    let results: serde_json::Value = serde_json::from_str(&text).ok()?;
-    results["lock-safety"]["double_grants"]
-        .as_array()?
+    RunDir::at(run_dir)
+        .results()?
+        .lock_safety?
+        .double_grants
         .iter()
-        .filter_map(|grant| grant["second"]["start_ms"].as_f64())
+        .map(|grant| grant.second.start_ms)
         .min_by(f64::total_cmp)
         .map(|ms| Duration::from_secs_f64(ms / 1000.0))
 }

@@ -7,7 +7,7 @@ use splitbrain_checker::linearizability::Linearizability;
 use splitbrain_checker::stats::Stats;
 use splitbrain_checker::Valid;
 
-use crate::results::Results;
+use crate::store::Results;
 
 /// How many violations of each kind a run's summary spells out; its report shows them all.
 pub const SHOWN_AFTER_A_RUN: usize = 3;

@@ -31,6 +31,7 @@ pub use file::{load_scenario, Cell, Claim, Expect, Judge};
 
 use crate::error::{Exit, HarnessError};
 use crate::progress;
+use crate::store::RunDir;
 
 /// Which slice of the cells to run: the `index`-th of `count` (from 1), every `count`-th cell.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -312,18 +313,16 @@ async fn run_cell(
     let run_dir = std::fs::read_link(runs.join("latest"))
         .ok()
         .map(|link| runs.join(link))
-        .filter(|run| run.join("history.jsonl").is_file());
+        .filter(|run| RunDir::at(run).history().is_file());
     let verdict = match status.code() {
         Some(0) => Some(Valid::True),
         Some(1) => Some(Valid::False),
         Some(2) => Some(Valid::Unknown),
         _ => None,
     };
-    let results = |run: &Path| -> Option<serde_json::Value> {
-        let text = std::fs::read_to_string(run.join("results.json")).ok()?;
-        serde_json::from_str(&text).ok()
-    };
-    let results = run_dir.as_deref().and_then(results);
+    let results = run_dir
+        .as_deref()
+        .and_then(|run| RunDir::at(run).results_json().ok());
     // The run wrote its verdict in words into results.json.
     let written = results
         .as_ref()

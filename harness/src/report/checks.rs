@@ -19,7 +19,7 @@ use splitbrain_checker::{Checked, Valid};
 
 use super::faults;
 use super::html::{anchored_table, aside_badge, esc, seconds, table, verdict_badge};
-use super::stored::RecordedResults;
+use crate::store::RecordedResults;
 
 /// A section shown as JSON is cut at this many characters; results.json has the rest.
 const JSON_SHOWN: usize = 200_000;

@@ -10,8 +10,8 @@ use serde_json::Value;
 use splitbrain_checker::Valid;
 
 use super::html::{self, aside_badge, esc, href, verdict_badge};
-use super::stored::{is_run, read_json, StoredTest};
 use crate::error::HarnessError;
+use crate::store::{RunDir, StoredTest};
 
 /// One run, as the index lists it.
 struct Row {
@@ -48,15 +48,17 @@ fn runs(root: &Path) -> Result<Vec<Row>, HarnessError> {
     }
     let mut rows = Vec::new();
     for test_dir in real_dirs(root) {
-        for run_dir in real_dirs(&test_dir).into_iter().filter(|d| is_run(d)) {
+        for run_dir in real_dirs(&test_dir)
+            .into_iter()
+            .filter(|d| RunDir::at(d).is_run())
+        {
             let Ok(relative) = run_dir.strip_prefix(root) else {
                 continue;
             };
             let name = |p: &Path| p.file_name().map(|n| n.to_string_lossy().into_owned());
             // A run whose files do not read is still listed, with what could be read.
-            let test = read_json(&run_dir.join("test.json"))
-                .map(|json| StoredTest::from_json(&json))
-                .unwrap_or_default();
+            let run = RunDir::at(&run_dir);
+            let test = run.stored_test();
             rows.push(Row {
                 path: relative.to_string_lossy().into_owned(),
                 time: name(&run_dir).unwrap_or_default(),
@@ -68,7 +70,7 @@ fn runs(root: &Path) -> Result<Vec<Row>, HarnessError> {
                     },
                     ..test
                 },
-                results: read_json(&run_dir.join("results.json")).ok(),
+                results: run.results_json().ok(),
                 has_report: run_dir.join("report.html").is_file(),
             });
         }

@@ -1,11 +1,12 @@
-//! The results store: `results/<test>/<YYYYMMDDTHHMMSS>/` with `test.json`, `history.jsonl`,
-//! `results.json`, `nodes/<node>/*.log` and `splitbrain.log`, plus `latest` links.
+//! `results.json`: the verdict and each checker's section. `Results` is what a run or a check
+//! writes; `RecordedResults` reads one back leniently, for the report, the claims and the
+//! matrix: a section it cannot read is kept as the JSON it is.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
 
-use anyhow::Context;
+use serde::de::DeserializeOwned;
 use serde::Serialize;
+use serde_json::Value;
 use splitbrain_checker::acquisition_stats::AcquisitionStats;
 use splitbrain_checker::coverage::Coverage;
 use splitbrain_checker::fencing::Fencing;
@@ -15,101 +16,6 @@ use splitbrain_checker::lost_writes::LostWrites;
 use splitbrain_checker::stats::Stats;
 use splitbrain_checker::stuck_lock::StuckLock;
 use splitbrain_checker::{Checked, Op, OpType, Valid};
-
-use crate::spec::TestSpec;
-
-/// One run's folder.
-pub struct RunDir {
-    pub path: PathBuf,
-}
-
-impl RunDir {
-    /// Makes a fresh folder named after the start time (with a suffix if two runs of the same
-    /// test start in the same second).
-    pub fn create(
-        root: &Path,
-        test: &str,
-        started: chrono::DateTime<chrono::Utc>,
-    ) -> anyhow::Result<RunDir> {
-        let parent = root.join(test);
-        std::fs::create_dir_all(&parent)
-            .with_context(|| format!("creating the results folder {}", parent.display()))?;
-        let stamp = started.format("%Y%m%dT%H%M%S").to_string();
-        for attempt in 0..100 {
-            let name = if attempt == 0 {
-                stamp.clone()
-            } else {
-                format!("{stamp}-{attempt}")
-            };
-            let path = parent.join(name);
-            match std::fs::create_dir(&path) {
-                Ok(()) => return Ok(RunDir { path }),
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-                Err(e) => return Err(e).with_context(|| format!("creating {}", path.display())),
-            }
-        }
-        anyhow::bail!(
-            "too many runs of {test} in one second under {}",
-            parent.display()
-        )
-    }
-
-    pub fn history(&self) -> PathBuf {
-        self.path.join("history.jsonl")
-    }
-
-    pub fn nodes(&self) -> PathBuf {
-        self.path.join("nodes")
-    }
-
-    pub fn log(&self) -> PathBuf {
-        self.path.join("splitbrain.log")
-    }
-
-    pub fn write_json(&self, file: &str, value: &impl Serialize) -> anyhow::Result<()> {
-        let path = self.path.join(file);
-        let text = serde_json::to_string_pretty(value).context("serialising results")?;
-        std::fs::write(&path, text + "\n").with_context(|| format!("writing {}", path.display()))
-    }
-
-    /// Points `results/<test>/latest` and `results/latest` at this run.
-    pub fn link_latest(&self, root: &Path) -> anyhow::Result<()> {
-        let run = self.path.file_name().context("run folder has no name")?;
-        let test_dir = self.path.parent().context("run folder has no parent")?;
-        let test = test_dir.file_name().context("test folder has no name")?;
-        replace_symlink(Path::new(run), &test_dir.join("latest"))?;
-        replace_symlink(&Path::new(test).join(run), &root.join("latest"))
-    }
-}
-
-fn replace_symlink(target: &Path, link: &Path) -> anyhow::Result<()> {
-    let _ = std::fs::remove_file(link);
-    std::os::unix::fs::symlink(target, link)
-        .with_context(|| format!("linking {} to {}", link.display(), target.display()))
-}
-
-/// `test.json`: what was run, with which versions.
-#[derive(Debug, Serialize)]
-pub struct TestRecord<'a> {
-    #[serde(flatten)]
-    pub spec: &'a TestSpec,
-    pub run_id: &'a str,
-    pub started: String,
-    pub command: String,
-    pub versions: Versions,
-}
-
-#[derive(Debug, Default, Serialize)]
-pub struct Versions {
-    pub splitbrain: &'static str,
-    /// The server program and its version, as the first node reports it: `redis 7.0.15`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub server: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub node_image: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub storage_image: Option<String>,
-}
 
 /// `results.json`: the verdict and what every checker found.
 #[derive(Debug, Serialize)]
@@ -236,4 +142,96 @@ pub fn injected_faults(history: &[Op]) -> Vec<InjectedFault> {
             measured: op.measured.clone(),
         })
         .collect()
+}
+
+/// `results.json`, with each checker the report knows read into its type.
+#[derive(Debug, Default)]
+pub struct RecordedResults {
+    pub valid: Option<Valid>,
+    pub interrupted: bool,
+    pub error: Option<String>,
+    pub lock_safety: Option<LockSafety>,
+    pub lost_writes: Option<LostWrites>,
+    pub fencing: Option<Fencing>,
+    pub stuck_lock: Option<StuckLock>,
+    pub acquisition: Option<AcquisitionStats>,
+    pub stats: Option<Stats>,
+    pub coverage: Option<Coverage>,
+    pub linearizability: Option<Linearizability>,
+    /// Whether the linearizability result is part of the verdict.
+    pub linearizability_counts: bool,
+    /// Sections the report has no view of (a newer checker's) or could not
+    /// read, shown as they are.
+    pub other: Vec<(String, Value)>,
+}
+
+impl RecordedResults {
+    pub fn from_json(json: Value) -> RecordedResults {
+        let Value::Object(sections) = json else {
+            return RecordedResults::default();
+        };
+        let mut results = RecordedResults::default();
+        for (name, section) in sections {
+            match name.as_str() {
+                "valid" => results.valid = serde_json::from_value(section).ok(),
+                "interrupted" => results.interrupted = section.as_bool().unwrap_or(false),
+                "error" => results.error = section.as_str().map(str::to_string),
+                // The history shows these better.
+                "ops" | "faults" => {}
+                "lock-safety" => typed(&mut results.lock_safety, name, section, &mut results.other),
+                "lost-writes" => typed(&mut results.lost_writes, name, section, &mut results.other),
+                "fencing" => typed(&mut results.fencing, name, section, &mut results.other),
+                "stuck-lock" => typed(&mut results.stuck_lock, name, section, &mut results.other),
+                "acquisition" => typed(&mut results.acquisition, name, section, &mut results.other),
+                "stats" => typed(&mut results.stats, name, section, &mut results.other),
+                "coverage" => typed(&mut results.coverage, name, section, &mut results.other),
+                "linearizability" => typed(
+                    &mut results.linearizability,
+                    name,
+                    section,
+                    &mut results.other,
+                ),
+                "linearizability-in-verdict" => {
+                    results.linearizability_counts = section.as_bool().unwrap_or(false)
+                }
+                _ => results.other.push((name, section)),
+            }
+        }
+        results
+    }
+}
+
+/// Reads `section` into `slot`, or keeps it in `other` if it does not fit the type.
+fn typed<T: DeserializeOwned>(
+    slot: &mut Option<T>,
+    name: String,
+    section: Value,
+    other: &mut Vec<(String, Value)>,
+) {
+    match serde_json::from_value(section.clone()) {
+        Ok(value) => *slot = Some(value),
+        Err(_) => other.push((name, section)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn known_sections_are_typed_and_the_rest_kept_as_json() {
+        let results = RecordedResults::from_json(json!({
+            "valid": "unknown",
+            "interrupted": true,
+            "ops": {"total": 3},
+            "fencing": {"not": "a fencing result"},
+            "linearizability": {"valid": false, "model": "register", "failures": []},
+        }));
+        assert_eq!(results.valid, Some(Valid::Unknown));
+        assert!(results.interrupted);
+        assert!(results.fencing.is_none());
+        let names: Vec<&str> = results.other.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, ["fencing", "linearizability"]);
+    }
 }
