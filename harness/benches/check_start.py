@@ -4,8 +4,9 @@
 Both are run alternately, 300 times a round for 5 rounds, and the CPU time (user + system)
 of the children is read from getrusage; the median round of each is printed, and the ratio.
 The trivial binary (`fn main() {}`) is built with the same rustc, optimised, as rustc
-links by default (dynamically); the same linked statically, as splitbrain is on Linux, is
-measured beside them as the floor of starting a program at all.
+links by default (dynamically); the same linked statically is measured beside them as the
+floor of starting a program at all. Give a splitbrain built by the static recipe
+(docs/measurements.md) to measure that one.
 
     cargo build --release && python3 harness/benches/check_start.py [path/to/splitbrain]
 """
@@ -30,15 +31,10 @@ def cost_per_run(command, runs):
     return spent / runs * 1000, (after.ru_minflt - before.ru_minflt) / runs
 
 
-def host_tuple():
-    return subprocess.run(["rustc", "--print", "host-tuple"], capture_output=True, text=True,
-                          check=True).stdout.strip()
-
-
 def main():
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     splitbrain = sys.argv[1] if len(sys.argv) > 1 else os.path.join(
-        root, "target", host_tuple(), "release", "splitbrain")
+        root, "target", "release", "splitbrain")
     with tempfile.TemporaryDirectory() as work:
         source = os.path.join(work, "trivial.rs")
         trivial = os.path.join(work, "trivial")
