@@ -423,6 +423,54 @@ fn moved(
         let spells: Vec<&Spell> = named.into_iter().chain(promotion).collect();
         return Explanation::new(Cause::SplitBrain, sentence).resting_on(&[first, second], &spells);
     }
+    // A master cut off while another was promoted goes on granting after the heal, until the
+    // Sentinels make it a replica; the nemesis may see it demoted a little before its clients
+    // do, so this is the old master's grant within RECONFIGURED_MS of its heal.
+    let healed = [
+        (first, first_nodes, second_nodes),
+        (second, second_nodes, first_nodes),
+    ]
+    .into_iter()
+    .find_map(|(hold, nodes, others)| {
+        let at = hold.start_ms;
+        nodes.iter().find_map(|node| {
+            let cut = context
+                .timeline
+                .on(node, &[State::CutOff], at - RECONFIGURED_MS, at)
+                .filter(|s| s.stop_ms.is_some_and(|healed| healed <= at))
+                .last()?;
+            let promotion = others.iter().find_map(|other| {
+                context
+                    .timeline
+                    .on(other, &[State::Master], cut.start_ms, at)
+                    .find(|s| s.promoted_by.is_some() && s.start_ms >= cut.start_ms)
+            })?;
+            Some((hold, node, cut, promotion))
+        })
+    });
+    if let Some((hold, node, cut, promotion)) = healed {
+        let other = if std::ptr::eq(hold, first) {
+            second
+        } else {
+            first
+        };
+        let sentence = format!(
+            "{}, and {} meanwhile; {node} went on granting as master after the heal, until it \
+             was made a replica: process {} at {}; {} granted process {} at {}, while process \
+             {}'s lease ran until {}: two masters at once",
+            cut.phrase(),
+            promotion.phrase(),
+            hold.process,
+            seconds(hold.start_ms),
+            promotion.node,
+            other.process,
+            seconds(other.start_ms),
+            first.process,
+            seconds(first.lease_end_ms),
+        );
+        return Explanation::new(Cause::SplitBrain, sentence)
+            .resting_on(&[first, second], &[cut, promotion]);
+    }
     let went_away = first_nodes.iter().find_map(|node| {
         context
             .timeline

@@ -372,6 +372,73 @@ fn a_master_cut_off_before_it_granted_and_still_cut_off_at_the_second_grant_is_a
 }
 
 #[test]
+fn an_old_master_granting_just_after_the_heal_that_ended_its_cut_off_is_a_split_brain() {
+    // As in sentinel-failover-wait: n1, cut off, still grants for a moment after the heal,
+    // before the Sentinels make it a replica, though the nemesis saw it demoted already.
+    let grudge = json!({"grudge": {"n1": ["n2", "n3"], "n2": ["n1"], "n3": ["n1"]}});
+    let mut promoted = master(&["n1", "n3"]);
+    promoted.measured = Some(json!({"from": ["n1"], "by": "sentinel"}));
+    let mut history = History::default();
+    history
+        .push(master(&["n1"]), 0)
+        .fault(
+            "start",
+            500,
+            "partition-primary",
+            &["n1", "n2", "n3"],
+            Value::Null,
+            grudge,
+        )
+        .push(promoted, 2_000)
+        .fault(
+            "stop",
+            5_000,
+            "partition-primary",
+            &["n1", "n2", "n3"],
+            Value::Null,
+            Value::Null,
+        )
+        .grant(1, 5_100, 5_101, 5_000, &["n3"])
+        .push(master(&["n3"]), 5_200)
+        .grant(0, 5_300, 5_301, 5_000, &["n1"]);
+    let explained = history.explained();
+    assert_eq!(causes(&explained), vec![Cause::SplitBrain]);
+    assert_eq!(
+        explained[0].sentence,
+        "n1 was cut off from n2,n3 at 0.500s, healed at 5.000s, and n3 became master at 2.000s \
+         (promoted by sentinel) meanwhile; n1 went on granting as master after the heal, until \
+         it was made a replica: process 0 at 5.301s; n3 granted process 1 at 5.101s, while \
+         process 1's lease ran until 10.100s: two masters at once"
+    );
+
+    // Long after the heal, the old master's grant is no longer put down to it.
+    let mut history = History::default();
+    let mut promoted = master(&["n1", "n3"]);
+    promoted.measured = Some(json!({"from": ["n1"], "by": "sentinel"}));
+    history
+        .fault(
+            "start",
+            500,
+            "partition-primary",
+            &["n1", "n2", "n3"],
+            Value::Null,
+            json!({}),
+        )
+        .push(promoted, 2_000)
+        .fault(
+            "stop",
+            5_000,
+            "partition-primary",
+            &["n1", "n2", "n3"],
+            Value::Null,
+            Value::Null,
+        )
+        .grant(1, 20_000, 20_001, 5_000, &["n3"])
+        .grant(0, 20_300, 20_301, 5_000, &["n1"]);
+    assert_ne!(causes(&history.explained()), vec![Cause::SplitBrain]);
+}
+
+#[test]
 fn another_master_granting_with_nothing_done_to_the_first_is_unexplained() {
     let mut history = History::default();
     history
