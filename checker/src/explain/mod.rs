@@ -26,8 +26,10 @@
 //! 4. Where they share no node, the lock moved to another master: a [`Cause::SplitBrain`]
 //!    where the first holder's node was cut off when it granted (a master on the minority
 //!    side), or where either node granted while the deployment named other nodes master and
-//!    not it (a master left behind by a failover, or not yet demoted after a heal): two
-//!    masters at once. A [`Cause::Failover`] where the first node was cut off, killed or
+//!    not it (a master left behind by a failover, or not yet demoted after a heal), or
+//!    granted less than 6 s after the heal that ended its cut-off while the other node was
+//!    promoted (the Sentinels had not yet made it a replica): two masters at once. A
+//!    [`Cause::Failover`] where the first node was cut off, killed or
 //!    paused after its grant and before the second, or a failover of either node was under way
 //!    between them.
 //! 5. Where the grants name no nodes (a library behind `exec:` that does not say), the
