@@ -42,6 +42,7 @@ mod calls;
 mod explanation;
 mod model;
 mod models;
+mod registry;
 mod search;
 
 impl Checked for Linearizability {
@@ -78,12 +79,13 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 pub use explanation::{Explanation, LinearizedOp, OpSummary, RefusedOp, EXPLAINED_OPS};
-pub use model::{Call, Model, RegisteredModel, Values};
+pub use model::{Call, Model, Values};
 pub use models::{find_model, MODELS};
+pub use registry::RegisteredModel;
 
 use budget::{Budget, Stop};
 use calls::PartCalls;
-use model::PreparedPart;
+use registry::PreparedPart;
 use search::PartOutcome;
 
 use crate::verdict::Checked;

@@ -41,8 +41,9 @@ use std::mem::size_of;
 
 use super::budget::{Budget, Memory, Stop};
 use super::cache::{Cache, Linearized};
+use super::calls::PartCalls;
 use super::explanation::{Explanation, LinearizedOp, OpSummary, RefusedOp, EXPLAINED_OPS};
-use super::model::{Model, Prepared};
+use super::model::{Model, Values};
 
 /// The end of a list, and "no operation".
 const NONE: u32 = u32::MAX;
@@ -58,6 +59,20 @@ pub(crate) enum PartOutcome {
     Linearizable,
     NotLinearizable(Box<Explanation>),
     Stopped(Stop),
+}
+
+/// One key's operations as a model `M` prepared them.
+pub(crate) struct Prepared<'h, M: Model> {
+    pub model: &'h M,
+    pub values: Values,
+    /// The calls that take part in the search, `ok` ones first, each in history order.
+    pub calls: PartCalls<'h>,
+    /// `ops[i]` is `calls.calls[i]` prepared.
+    pub ops: Vec<M::Op>,
+    /// How many of `ops` completed `ok`; the rest are `info` (or never completed).
+    pub ok_count: usize,
+    /// Operations that passed whatever their place (nil reads).
+    pub passing: usize,
 }
 
 /// Searches one key's operations for a linearization within `budget`.
