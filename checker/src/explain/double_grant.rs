@@ -427,11 +427,11 @@ fn moved(
     // Sentinels make it a replica; the nemesis may see it demoted a little before its clients
     // do, so this is the old master's grant within RECONFIGURED_MS of its heal.
     let healed = [
-        (first, first_nodes, second_nodes),
-        (second, second_nodes, first_nodes),
+        (first, first_nodes, second, second_nodes),
+        (second, second_nodes, first, first_nodes),
     ]
     .into_iter()
-    .find_map(|(hold, nodes, others)| {
+    .find_map(|(hold, nodes, other, others)| {
         let at = hold.start_ms;
         nodes.iter().find_map(|node| {
             let cut = context
@@ -445,15 +445,10 @@ fn moved(
                     .on(other, &[State::Master], cut.start_ms, at)
                     .find(|s| s.promoted_by.is_some() && s.start_ms >= cut.start_ms)
             })?;
-            Some((hold, node, cut, promotion))
+            Some((hold, node, other, cut, promotion))
         })
     });
-    if let Some((hold, node, cut, promotion)) = healed {
-        let other = if std::ptr::eq(hold, first) {
-            second
-        } else {
-            first
-        };
+    if let Some((hold, node, other, cut, promotion)) = healed {
         let sentence = format!(
             "{}, and {} meanwhile; {node} went on granting as master after the heal, until it \
              was made a replica: process {} at {}; {} granted process {} at {}, while process \

@@ -195,26 +195,21 @@ impl RunDir {
         })?;
         read_history(std::io::BufReader::new(file))
             .map(|history| history.ops)
-            .map_err(|e| HarnessError::BadInput(format!("{}: {e}", history.display())))
+            .map_err(|e| {
+                HarnessError::BadInput(format!(
+                    "{} is not a JSON-lines history: {e}",
+                    history.display()
+                ))
+            })
     }
 
     /// The operations of `history.jsonl`, none where the run made none (it failed before any
-    /// client started); one that does not read is bad input.
+    /// client started).
     pub fn ops_if_any(&self) -> Result<Vec<Op>, HarnessError> {
-        let history = self.history();
-        match std::fs::File::open(&history) {
-            Ok(file) => Ok(read_history(std::io::BufReader::new(file))
-                .map_err(|e| {
-                    HarnessError::BadInput(format!(
-                        "{} is not a JSON-lines history: {e}",
-                        history.display()
-                    ))
-                })?
-                .ops),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
-            Err(e) => Err(anyhow::Error::from(e)
-                .context(format!("opening {}", history.display()))
-                .into()),
+        if self.history().exists() {
+            self.ops()
+        } else {
+            Ok(Vec::new())
         }
     }
 
