@@ -8,9 +8,9 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion, SamplingMode, Throughput};
-use splitbrain_checker::coverage::RunFacts;
 use splitbrain_checker::every::EveryChecker;
-use splitbrain_checker::stream::{Checker, Outline, Pairing};
+use splitbrain_checker::lock_safety::LockSafety;
+use splitbrain_checker::stream::{Checker, Outline, Pairing, RunFacts};
 use splitbrain_checker::testing::{lock_history, LockWorkload};
 use splitbrain_checker::{HistoryReader, Op, OpType, Process};
 
@@ -43,7 +43,10 @@ fn check_everything(jsonl: &[u8]) -> usize {
         pairing.feed_read(&mut op, &mut checkers);
     }
     pairing.finish(&mut checkers);
-    checkers.finish().lock_safety.holds
+    let sections = checkers.finish();
+    sections
+        .get::<LockSafety>()
+        .map_or(0, |safety| safety.holds)
 }
 
 fn jsonl_1m_ops() -> (usize, Vec<u8>) {

@@ -1,6 +1,6 @@
 //! Acquisition statistics: how often, how fast and why not a client got the lock.
 //!
-//! Not a checker: it passes no verdict, so its result has no `valid` field. The harness runs
+//! It passes no verdict, so its result has no `valid` field: it is shown beside the verdict. The harness runs
 //! one client algorithm per run, so the statistics are of the whole history, all keys
 //! together. Definitions, each with a unit test below:
 //!
@@ -26,9 +26,11 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::acquisition::Cause;
+use crate::every::{read_as, Registration};
 use crate::operation::ms;
 use crate::stream::{replay, Checker, Event};
-use crate::{Op, OpType, Process};
+use crate::verdict::Checked;
+use crate::{Op, OpType, Process, Valid};
 
 /// Acquisition statistics of a history.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -144,6 +146,52 @@ fn microseconds(ns: u64) -> u64 {
 pub fn check(history: &[Op]) -> AcquisitionStats {
     replay(history, AcquisitionChecker::default())
 }
+
+impl Checked for AcquisitionStats {
+    fn name(&self) -> &'static str {
+        "acquisition"
+    }
+    fn valid(&self) -> Valid {
+        Valid::True
+    }
+    fn summary(&self) -> Vec<(&'static str, String)> {
+        let mut lines = Vec::new();
+        if self.attempts > 0 {
+            lines.push((
+                "acquire",
+                format!(
+                    "{} attempts, {} granted ({:.1}/s); refused: {} held, {} split vote \
+                     ({:.1}%), {} unavailable; {} unknown; grant latency mean {:.1} ms, p99 \
+                     {:.1} ms",
+                    self.attempts,
+                    self.grants,
+                    self.grants_per_second,
+                    self.refused_held,
+                    self.refused_split_vote,
+                    self.split_vote_share * 100.0,
+                    self.refused_unavailable,
+                    self.unknown,
+                    self.grant_latency.mean_ms,
+                    self.grant_latency.p99_ms
+                ),
+            ));
+        }
+        // A collision repeated is worth a line of its own: it is how a livelock shows.
+        let streak = self.longest_split_vote_streak.as_ref();
+        if let Some(streak) = streak.filter(|s| s.rounds > 1) {
+            lines.push(("split", streak.to_string()));
+        }
+        lines
+    }
+}
+
+/// Its line in the list of every checker.
+pub const CHECKER: Registration = Registration {
+    name: "acquisition",
+    in_verdict: false,
+    start: |_, _| Box::<AcquisitionChecker>::default(),
+    read: read_as::<AcquisitionStats>,
+};
 
 /// The acquisition statistics as a stream.
 #[derive(Default)]

@@ -27,11 +27,13 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::every::{read_as, Registration};
 use crate::holds::{Candidate, HoldTracker};
 use crate::operation::ms;
-use crate::stream::{replay, Checker, Event, Outline};
+use crate::stream::{replay, Checker, Event, Outline, RunFacts};
+use crate::verdict::Checked;
 use crate::windows::Window;
-use crate::{Op, OpType, Process};
+use crate::{Op, OpType, Process, Valid};
 
 /// What a run exercised. Counts are exact; `restart_ms` is `None` without a stopped kill.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -81,33 +83,6 @@ pub struct Coverage {
     /// Of those, how many lasted longer than the failure detector (with `detector_ms`).
     #[serde(default)]
     pub outages_past_detector: usize,
-}
-
-/// What the history alone does not say about its run, where the caller knows it.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct RunFacts {
-    /// The number of client workers.
-    pub concurrency: Option<usize>,
-    /// The number of client groups with links of their own (worker `w` is in group
-    /// `w % groups`); `None` or 0 where unknown or where clients reach the nodes directly.
-    pub client_groups: Option<usize>,
-    /// How long a node must look gone before the deployment promotes another.
-    pub detector_ms: Option<u64>,
-    /// Whether the deployment acknowledges a write only once a majority holds it (a consensus
-    /// group): a cut-off master acknowledges nothing, so a change of master puts no
-    /// acknowledged write or granted lease at risk, and counting them would mislead.
-    pub majority_commits: bool,
-}
-
-impl RunFacts {
-    /// How much a leader election may add to a lease past its TTL, where a majority commits
-    /// (a consensus group keeps the leases): the failure detector, an election timeout and the
-    /// election after it.
-    pub fn elections(&self) -> Option<std::time::Duration> {
-        let detector = self.detector_ms?;
-        self.majority_commits
-            .then(|| std::time::Duration::from_millis(detector))
-    }
 }
 
 /// The least, median and greatest of some durations, in milliseconds. The median of an even
@@ -285,6 +260,30 @@ fn is_outage(fault: &str) -> bool {
 pub fn check(ops: &[Op], facts: RunFacts) -> Coverage {
     replay(ops, CoverageChecker::new(&Outline::of(ops), facts))
 }
+
+/// Coverage passes no verdict of its own: it says what a valid verdict rests on.
+impl Checked for Coverage {
+    fn name(&self) -> &'static str {
+        "coverage"
+    }
+    fn valid(&self) -> Valid {
+        Valid::True
+    }
+    fn summary(&self) -> Vec<(&'static str, String)> {
+        (self.grants > 0 || self.master_changes.is_some())
+            .then(|| ("coverage", self.line()))
+            .into_iter()
+            .collect()
+    }
+}
+
+/// Its line in the list of every checker.
+pub const CHECKER: Registration = Registration {
+    name: "coverage",
+    in_verdict: false,
+    start: |outline, facts| Box::new(CoverageChecker::new(outline, facts)),
+    read: read_as::<Coverage>,
+};
 
 /// The coverage check as a stream: each grant is weighed against the faults (all known from
 /// the outline) once its hold has ended.

@@ -27,6 +27,7 @@ use foldhash::HashMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::every::{read_as, Registration};
 use crate::explain::cause::{Cause, Explanation};
 use crate::explain::context::{story, Context, MASTER_POLL_MS};
 use crate::operation::ms;
@@ -84,6 +85,14 @@ pub struct FencedOp {
 }
 
 /// Checks a history's fencing tokens; see the module documentation for the rules.
+/// Its line in the list of every checker.
+pub const CHECKER: Registration = Registration {
+    name: "fencing",
+    in_verdict: true,
+    start: |outline, _| Box::new(FencingChecker::new(outline)),
+    read: read_as::<Fencing>,
+};
+
 pub fn check(history: &[Op]) -> Fencing {
     replay(history, FencingChecker::new(&Outline::of(history)))
 }

@@ -49,6 +49,7 @@ use foldhash::{HashMap, HashSet};
 
 use serde::{Deserialize, Serialize};
 
+use crate::every::{read_as, Registration};
 use crate::explain::cause::Explanation;
 use crate::explain::context::{Context, Release};
 use crate::explain::double_grant::double_grant;
@@ -100,6 +101,14 @@ pub struct PossibleDoubleGrants {
 }
 
 /// Checks a history for double grants.
+/// Its line in the list of every checker.
+pub const CHECKER: Registration = Registration {
+    name: "lock-safety",
+    in_verdict: true,
+    start: |outline, _| Box::new(LockSafetyChecker::new(outline)),
+    read: read_as::<LockSafety>,
+};
+
 pub fn check(history: &[Op]) -> LockSafety {
     replay(history, LockSafetyChecker::new(&Outline::of(history)))
 }

@@ -30,6 +30,7 @@ use serde::{Deserialize, Serialize};
 
 use foldhash::HashMap;
 
+use crate::every::{read_as, Registration};
 use crate::explain::cause::Explanation;
 use crate::explain::context::Context;
 use crate::explain::lost_writes::{lost_writes, Write};
@@ -93,6 +94,14 @@ pub struct KeyResult {
 }
 
 /// Checks a `lock-set` history for lost, unexpected and duplicated ids.
+/// Its line in the list of every checker.
+pub const CHECKER: Registration = Registration {
+    name: "lost-writes",
+    in_verdict: true,
+    start: |outline, _| Box::new(LostWritesChecker::new(outline)),
+    read: read_as::<LostWrites>,
+};
+
 pub fn check(history: &[Op]) -> LostWrites {
     replay(history, LostWritesChecker::new(&Outline::of(history)))
 }

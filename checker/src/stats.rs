@@ -31,6 +31,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::every::{read_as, Registration};
 use crate::stream::{replay, Checker, Event, Outline};
 use crate::verdict::Checked;
 use crate::{Op, OpType, Valid};
@@ -76,6 +77,14 @@ pub struct Stats {
 pub fn check(history: &[Op], needed: &[&str]) -> Stats {
     replay(history, StatsChecker::new(needed))
 }
+
+/// Its line in the list of every checker.
+pub const CHECKER: Registration = Registration {
+    name: "stats",
+    in_verdict: true,
+    start: |outline, _| Box::new(StatsChecker::new(&needed(outline))),
+    read: read_as::<Stats>,
+};
 
 /// The stats check as a stream.
 pub struct StatsChecker {

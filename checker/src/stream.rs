@@ -45,6 +45,33 @@ pub trait Checker {
     fn finish(self) -> Self::Output;
 }
 
+/// What the history alone does not say about its run, where the caller knows it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RunFacts {
+    /// The number of client workers.
+    pub concurrency: Option<usize>,
+    /// The number of client groups with links of their own (worker `w` is in group
+    /// `w % groups`); `None` or 0 where unknown or where clients reach the nodes directly.
+    pub client_groups: Option<usize>,
+    /// How long a node must look gone before the deployment promotes another.
+    pub detector_ms: Option<u64>,
+    /// Whether the deployment acknowledges a write only once a majority holds it (a consensus
+    /// group): a cut-off master acknowledges nothing, so a change of master puts no
+    /// acknowledged write or granted lease at risk, and counting them would mislead.
+    pub majority_commits: bool,
+}
+
+impl RunFacts {
+    /// How much a leader election may add to a lease past its TTL, where a majority commits
+    /// (a consensus group keeps the leases): the failure detector, an election timeout and the
+    /// election after it.
+    pub fn elections(&self) -> Option<std::time::Duration> {
+        let detector = self.detector_ms?;
+        self.majority_commits
+            .then(|| std::time::Duration::from_millis(detector))
+    }
+}
+
 /// Turns ops, in history order, into events: each completion comes with its invoke, and an
 /// invoke its process never completed is abandoned when the process invokes again or, at
 /// [`Pairing::finish`], in order of index. A completion with no invoke before it is dropped.

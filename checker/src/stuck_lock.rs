@@ -63,6 +63,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::acquisition::Cause;
+use crate::every::{read_as, Registration};
 use crate::explain::cause::{Cause as Mechanism, Explanation};
 use crate::explain::context::Context;
 use crate::operation::ms;
@@ -109,6 +110,26 @@ pub struct StuckPeriod {
     /// Its mechanism.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub explanation: Option<Explanation>,
+}
+
+/// Its line in the list of every checker.
+pub const CHECKER: Registration = Registration {
+    name: "stuck-lock",
+    in_verdict: true,
+    start: |outline, facts| {
+        Box::new(StuckLockChecker::new(
+            outline,
+            bound(outline),
+            facts.elections(),
+        ))
+    },
+    read: read_as::<StuckLock>,
+};
+
+/// How long a lock key may refuse everyone past its last lease before it counts as stuck:
+/// one more TTL (the longest asked for), so that retry and clock noise never count.
+pub fn bound(outline: &Outline) -> Duration {
+    Duration::from_millis(outline.longest_ttl_ms.unwrap_or(1_000))
 }
 
 /// Checks a history for lock keys that outlived every holder by more than `bound`.

@@ -2,7 +2,8 @@
 //! a fault over the whole run reaches every grant, and a run without faults exercised none.
 
 use proptest::prelude::*;
-use splitbrain_checker::coverage::{self, RunFacts};
+use splitbrain_checker::coverage;
+use splitbrain_checker::stream::RunFacts;
 use splitbrain_checker::testing::{lock_history, LockWorkload};
 use splitbrain_checker::{Op, OpType, Process};
 

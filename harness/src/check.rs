@@ -15,10 +15,9 @@ use std::time::Duration;
 
 use anyhow::Context;
 use serde::Serialize;
-use splitbrain_checker::coverage::RunFacts;
-use splitbrain_checker::every::{EveryChecker, Verdicts};
+use splitbrain_checker::every::{EveryChecker, Sections};
 use splitbrain_checker::linearizability::{self, find_model, Limits, Linearizability, MODELS};
-use splitbrain_checker::stream::{self, Checker, Outline, Pairing};
+use splitbrain_checker::stream::{self, Checker, Outline, Pairing, RunFacts};
 use splitbrain_checker::{
     read_edn_history, read_history, stats, EdnOptions, HistoryError, HistoryReader, Op, OpType,
     Process, Valid,
@@ -419,7 +418,7 @@ fn searched(
 struct Checked {
     outline: Outline,
     counts: OpCounts,
-    verdicts: Verdicts,
+    verdicts: Sections,
     linearizability: Option<(Linearizability, bool)>,
     /// Why the linearizability search could not take the history, where it could not.
     search_error: Option<linearizability::CheckError>,
@@ -431,15 +430,6 @@ impl Checked {
     /// operations its workload needs (Jepsen's stats checker) is at best `unknown`: nothing
     /// was tested.
     fn results(self, interrupted: bool, error: Option<String>) -> Results {
-        let Verdicts {
-            stats,
-            coverage,
-            lock_safety,
-            lost_writes,
-            fencing,
-            stuck_lock,
-            acquisition,
-        } = self.verdicts;
         let (linearizability, counts) = match self.linearizability {
             Some((result, counts)) => (Some(result), counts),
             None => (None, false),
@@ -449,15 +439,9 @@ impl Checked {
             valid: Valid::True,
             interrupted,
             ops: self.counts,
-            stats,
-            coverage,
             pace: None,
             faults: injected_faults(&self.outline.nemesis),
-            acquisition,
-            lock_safety,
-            lost_writes,
-            fencing,
-            stuck_lock,
+            checkers: self.verdicts,
             linearizability,
             linearizability_counts: counts,
             error,

@@ -6,6 +6,11 @@
 use std::fmt::Write;
 
 use serde::Serialize;
+use splitbrain_checker::acquisition_stats::AcquisitionStats;
+use splitbrain_checker::coverage::Coverage;
+use splitbrain_checker::lock_safety::LockSafety;
+use splitbrain_checker::lost_writes::LostWrites;
+use splitbrain_checker::stuck_lock::StuckLock;
 
 use crate::matrix::{Claim, Expect, Judge};
 use crate::store::RecordedResults;
@@ -41,7 +46,10 @@ pub fn figure(runs: &[RecordedResults], expect: Expect, judge: Judge) -> String 
             false => format!("{low}-{high} {what}"),
         })
     };
-    let safety: Vec<_> = runs.iter().filter_map(|r| r.lock_safety.as_ref()).collect();
+    let safety: Vec<_> = runs
+        .iter()
+        .filter_map(|r| r.checkers.get::<LockSafety>())
+        .collect();
     let mut parts = Vec::new();
     // A claim judged on leases rests on the double grants with both leases live; the stale
     // ones beside them are said apart.
@@ -79,7 +87,7 @@ pub fn figure(runs: &[RecordedResults], expect: Expect, judge: Judge) -> String 
     ));
     parts.extend(range(
         runs.iter()
-            .filter_map(|r| r.lost_writes.as_ref())
+            .filter_map(|r| r.checkers.get::<LostWrites>())
             .map(|l| l.lost_count)
             .collect(),
         "acknowledged writes lost a run",
@@ -87,7 +95,12 @@ pub fn figure(runs: &[RecordedResults], expect: Expect, judge: Judge) -> String 
     if judge == Judge::Livelock {
         let streaks: Vec<_> = runs
             .iter()
-            .filter_map(|r| r.acquisition.as_ref()?.longest_split_vote_streak.as_ref())
+            .filter_map(|r| {
+                r.checkers
+                    .get::<AcquisitionStats>()?
+                    .longest_split_vote_streak
+                    .as_ref()
+            })
             .collect();
         if let Some(rounds) = range(streaks.iter().map(|s| s.rounds).collect(), "rounds") {
             let longest = streaks
@@ -102,7 +115,7 @@ pub fn figure(runs: &[RecordedResults], expect: Expect, judge: Judge) -> String 
     }
     let stuck: Vec<f64> = runs
         .iter()
-        .filter_map(|r| r.stuck_lock.as_ref())
+        .filter_map(|r| r.checkers.get::<StuckLock>())
         .flat_map(|s| s.stuck_periods.iter().map(|p| p.stuck_ms))
         .collect();
     if let Some(longest) = stuck.iter().copied().reduce(f64::max) {
@@ -111,7 +124,7 @@ pub fn figure(runs: &[RecordedResults], expect: Expect, judge: Judge) -> String 
     if expect == Expect::Valid {
         parts.extend(range(
             runs.iter()
-                .filter_map(|r| r.coverage.as_ref())
+                .filter_map(|r| r.checkers.get::<Coverage>())
                 .map(|c| c.grants_faulted)
                 .collect(),
             "grants a fault reached a run",
@@ -221,7 +234,7 @@ mod tests {
             "3 double grants a run, the longest overlapping 242 ms"
         );
         let mut run = stored_run();
-        let safety = run.lock_safety.as_mut().unwrap();
+        let safety = run.checkers.get_mut::<LockSafety>().unwrap();
         safety.double_grants[1].kind = "stale".into();
         safety.stale_double_grant_count = 1;
         assert_eq!(

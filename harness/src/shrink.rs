@@ -11,6 +11,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use splitbrain_checker::lock_safety::LockSafety;
 use splitbrain_checker::{Op, OpType, Process, Valid};
 use splitbrain_nemesis::links::parse_link_name;
 use splitbrain_nemesis::script::ScriptedFault;
@@ -351,7 +352,8 @@ fn shift_to(faults: &[ScriptedFault], earliest: Duration) -> Vec<ScriptedFault> 
 fn first_violation(run_dir: &Path) -> Option<Duration> {
     RunDir::at(run_dir)
         .results()?
-        .lock_safety?
+        .checkers
+        .get::<LockSafety>()?
         .double_grants
         .iter()
         .map(|grant| grant.second.start_ms)

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-use splitbrain_checker::coverage::RunFacts;
+use splitbrain_checker::stream::RunFacts;
 use splitbrain_compose::system::{self, System};
 use splitbrain_compose::topology::{
     self, ClusterOptions, Persistence, Replication, SentinelOptions, Topology, TopologyOptions,

@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
+use splitbrain_checker::coverage::Coverage;
 use splitbrain_checker::linearizability::Linearizability;
 use splitbrain_checker::stats::Stats;
 use splitbrain_checker::Valid;
@@ -34,39 +35,10 @@ pub fn render(title: &str, results: &Results, shown: usize) -> String {
     if let Some(pace) = &results.pace {
         let _ = writeln!(out, "  pace     {pace}");
     }
-    if results.coverage.grants > 0 || results.coverage.master_changes.is_some() {
-        let _ = writeln!(out, "  coverage {}", results.coverage.line());
-    }
-    let stats = &results.acquisition;
-    if stats.attempts > 0 {
-        let _ = writeln!(
-            out,
-            "  acquire  {} attempts, {} granted ({:.1}/s); refused: {} held, {} split vote ({:.1}%), \
-             {} unavailable; {} unknown; grant latency mean {:.1} ms, p99 {:.1} ms",
-            stats.attempts,
-            stats.grants,
-            stats.grants_per_second,
-            stats.refused_held,
-            stats.refused_split_vote,
-            stats.split_vote_share * 100.0,
-            stats.refused_unavailable,
-            stats.unknown,
-            stats.grant_latency.mean_ms,
-            stats.grant_latency.p99_ms
-        );
-    }
-    // A collision repeated is worth a line of its own: it is how a livelock shows.
-    if let Some(streak) = stats
-        .longest_split_vote_streak
-        .as_ref()
-        .filter(|s| s.rounds > 1)
-    {
-        let _ = writeln!(out, "  split    {streak}");
-    }
-    let checkers = results.in_verdict();
-    for (label, line) in checkers.iter().flat_map(|c| c.summary()) {
+    for (label, line) in results.checkers.iter().flat_map(|(_, c)| c.summary()) {
         let _ = writeln!(out, "  {label:<8} {line}");
     }
+    let checkers = results.in_verdict();
     if let Some(result) = &results.linearizability {
         linearizability_lines(&mut out, result, results.linearizability_counts, shown);
     }
@@ -177,7 +149,9 @@ fn linearizability_lines(out: &mut String, result: &Linearizability, counts: boo
 
 /// What a valid lock run's faults reached, where that limits what the verdict says.
 fn reach(results: &Results) -> &'static str {
-    let coverage = &results.coverage;
+    let Some(coverage) = results.checkers.get::<Coverage>() else {
+        return "";
+    };
     if coverage.faults > 0 && coverage.no_failover() {
         "; but the master never changed: no fault made the deployment fail over"
     } else if coverage.grants > 0 && coverage.leases_live_at_promotion == Some(0) {

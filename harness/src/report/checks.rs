@@ -1,18 +1,22 @@
 //! The checkers' findings, from `results.json`: lock-safety's double grants (each with both
 //! holds, the overlap and the faults active, anchored so the timeline can link to it), lost
 //! writes, fencing violations, stuck periods, acquisition statistics and linearizability (the
-//! last operations linearized and those that could not come next). A section the report has
-//! no view of (a newer checker's) is shown as its JSON.
+//! last operations linearized and those that could not come next). Any other checker in the
+//! list of every checker is shown by its summary lines and findings; a section nobody can read
+//! (a newer splitbrain's) as its JSON.
 
 use std::fmt::Write;
 
 use serde_json::Value;
 use splitbrain_checker::acquisition_stats::AcquisitionStats;
+use splitbrain_checker::coverage::Coverage;
+use splitbrain_checker::every::{Registration, Section};
 use splitbrain_checker::fencing::{FencePair, Fencing};
 use splitbrain_checker::holds::{DoubleGrant, Hold};
 use splitbrain_checker::linearizability::{Linearizability, OpSummary};
 use splitbrain_checker::lock_safety::LockSafety;
 use splitbrain_checker::lost_writes::LostWrites;
+use splitbrain_checker::stats::Stats;
 use splitbrain_checker::stuck_lock::StuckLock;
 use splitbrain_checker::REPORTED_VIOLATIONS;
 use splitbrain_checker::{Checked, Valid};
@@ -87,11 +91,24 @@ impl GrantList {
     }
 }
 
+/// The checkers with a view of their own below; every other checker in the list of every
+/// checker is shown by [`listed`].
+const OWN_VIEWS: [&str; 7] = [
+    "stats",
+    "coverage",
+    "lock-safety",
+    "lost-writes",
+    "fencing",
+    "stuck-lock",
+    "acquisition",
+];
+
 /// Every checker's section.
 pub fn render(results: &RecordedResults) -> String {
     let mut out = String::new();
+    let checkers = &results.checkers;
     // Nothing tested: the first thing a reader must see.
-    if let Some(stats) = results.stats.as_ref() {
+    if let Some(stats) = checkers.get::<Stats>() {
         if let Some(reason) = stats.unknown_because() {
             let _ = write!(
                 out,
@@ -101,7 +118,7 @@ pub fn render(results: &RecordedResults) -> String {
             );
         }
     }
-    if let Some(coverage) = results.coverage.as_ref().filter(|c| c.grants > 0) {
+    if let Some(coverage) = checkers.get::<Coverage>().filter(|c| c.grants > 0) {
         let _ = write!(
             out,
             "<h3 id=\"check-coverage\">what the faults reached</h3><p>{}{}</p>",
@@ -114,26 +131,23 @@ pub fn render(results: &RecordedResults) -> String {
         );
     }
     // A data workload takes no lock: its empty lock-safety result would only be noise.
-    if let Some(safety) = results
-        .lock_safety
-        .as_ref()
+    if let Some(safety) = checkers
+        .get::<LockSafety>()
         .filter(|s| s.holds + s.unknown_acquires > 0 || s.valid != Valid::True)
     {
         out += &lock_safety(safety);
     }
-    if let Some(writes) = results.lost_writes.as_ref().filter(|w| !w.keys.is_empty()) {
+    if let Some(writes) = checkers.get::<LostWrites>().filter(|w| !w.keys.is_empty()) {
         out += &lost_writes(writes);
     }
-    if let Some(fencing) = results
-        .fencing
-        .as_ref()
+    if let Some(fencing) = checkers
+        .get::<Fencing>()
         .filter(|f| f.grants_checked > 0 || f.valid != Valid::True)
     {
         out += &fencing_section(fencing);
     }
-    if let Some(stuck) = results
-        .stuck_lock
-        .as_ref()
+    if let Some(stuck) = checkers
+        .get::<StuckLock>()
         .filter(|s| s.held_refusals > 0 || s.valid != Valid::True)
     {
         out += &stuck_lock(stuck);
@@ -141,8 +155,16 @@ pub fn render(results: &RecordedResults) -> String {
     if let Some(result) = &results.linearizability {
         out += &linearizability(result, results.linearizability_counts);
     }
-    if let Some(stats) = results.acquisition.as_ref().filter(|s| s.attempts > 0) {
+    if let Some(stats) = checkers
+        .get::<AcquisitionStats>()
+        .filter(|s| s.attempts > 0)
+    {
         out += &acquisition(stats);
+    }
+    for (registration, checker) in checkers.iter() {
+        if !OWN_VIEWS.contains(&registration.name) {
+            out += &listed(registration, checker);
+        }
     }
     for (name, section) in &results.other {
         out += &generic(name, section);
@@ -155,6 +177,30 @@ pub fn render(results: &RecordedResults) -> String {
         );
     }
     out
+}
+
+/// A checker with no view of its own: its summary lines and every finding, as `check` prints
+/// them.
+fn listed(registration: &Registration, checker: &dyn Section) -> String {
+    let title = registration.name.replace('-', " ");
+    let mut out = if registration.in_verdict {
+        heading(checker, &title)
+    } else {
+        aside_heading(checker, &title)
+    };
+    let summary = checker.summary().into_iter().map(|(_, line)| line);
+    let lines: Vec<String> = summary
+        .chain(checker.findings(REPORTED_VIOLATIONS))
+        .collect();
+    if lines.is_empty() {
+        out += "<p>Nothing found.</p>";
+        return out;
+    }
+    out += "<ul>";
+    for line in lines {
+        let _ = write!(out, "<li>{}</li>", esc(&line));
+    }
+    out + "</ul>"
 }
 
 /// A checker's heading, `title` with its verdict, anchored by the checker's name.

@@ -125,7 +125,7 @@ fn render(run: &StoredRun) -> String {
         masters: &masters,
         spells: &node_timeline.spells,
         node_lanes: &node_lanes,
-        lock_safety: run.results.lock_safety.as_ref(),
+        lock_safety: run.results.checkers.get(),
         concurrency: run.test.concurrency,
         scale,
     });

@@ -7,14 +7,8 @@ use std::collections::BTreeMap;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
-use splitbrain_checker::acquisition_stats::AcquisitionStats;
-use splitbrain_checker::coverage::Coverage;
-use splitbrain_checker::fencing::Fencing;
+use splitbrain_checker::every::Sections;
 use splitbrain_checker::linearizability::Linearizability;
-use splitbrain_checker::lock_safety::LockSafety;
-use splitbrain_checker::lost_writes::LostWrites;
-use splitbrain_checker::stats::Stats;
-use splitbrain_checker::stuck_lock::StuckLock;
 use splitbrain_checker::{Checked, Op, OpType, Valid};
 
 /// `results.json`: the verdict and what every checker found.
@@ -26,23 +20,13 @@ pub struct Results {
     /// The run was stopped early (Ctrl-C); the verdict covers the history up to then.
     pub interrupted: bool,
     pub ops: OpCounts,
-    /// Whether the run did anything a verdict can rest on (Jepsen's stats checker).
-    pub stats: Stats,
-    /// What the faults reached: grants with a fault on their holder, kills back within the
-    /// TTL, pauses that landed on a holder.
-    pub coverage: Coverage,
     /// What paced the faults, where the deployment's failure detector did.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pace: Option<String>,
     pub faults: Vec<InjectedFault>,
-    #[serde(rename = "lock-safety")]
-    pub lock_safety: LockSafety,
-    #[serde(rename = "lost-writes")]
-    pub lost_writes: LostWrites,
-    pub fencing: Fencing,
-    #[serde(rename = "stuck-lock")]
-    pub stuck_lock: StuckLock,
-    pub acquisition: AcquisitionStats,
+    /// Every streaming checker's result, each under its name.
+    #[serde(flatten)]
+    pub checkers: Sections,
     /// The linearizability checker's result, where the operations call for a model.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub linearizability: Option<Linearizability>,
@@ -57,13 +41,11 @@ impl Results {
     /// The checkers whose results make the verdict, the stats checker first: where nothing
     /// was tested, that is the reason to give.
     pub fn in_verdict(&self) -> Vec<&dyn Checked> {
-        let mut checkers: Vec<&dyn Checked> = vec![
-            &self.stats,
-            &self.lock_safety,
-            &self.lost_writes,
-            &self.fencing,
-            &self.stuck_lock,
-        ];
+        let mut checkers: Vec<&dyn Checked> = self
+            .checkers
+            .in_verdict()
+            .map(|c| c as &dyn Checked)
+            .collect();
         if let Some(result) = self.linearizability.as_ref() {
             if self.linearizability_counts {
                 checkers.push(result);
@@ -150,13 +132,8 @@ pub struct RecordedResults {
     pub valid: Option<Valid>,
     pub interrupted: bool,
     pub error: Option<String>,
-    pub lock_safety: Option<LockSafety>,
-    pub lost_writes: Option<LostWrites>,
-    pub fencing: Option<Fencing>,
-    pub stuck_lock: Option<StuckLock>,
-    pub acquisition: Option<AcquisitionStats>,
-    pub stats: Option<Stats>,
-    pub coverage: Option<Coverage>,
+    /// The sections of the checkers in the list of every checker that read as their types.
+    pub checkers: Sections,
     pub linearizability: Option<Linearizability>,
     /// Whether the linearizability result is part of the verdict.
     pub linearizability_counts: bool,
@@ -167,10 +144,15 @@ pub struct RecordedResults {
 
 impl RecordedResults {
     pub fn from_json(json: Value) -> RecordedResults {
-        let Value::Object(sections) = json else {
+        let Value::Object(mut sections) = json else {
             return RecordedResults::default();
         };
-        let mut results = RecordedResults::default();
+        let (checkers, unread) = Sections::read(&mut sections);
+        let mut results = RecordedResults {
+            checkers,
+            other: unread,
+            ..RecordedResults::default()
+        };
         for (name, section) in sections {
             match name.as_str() {
                 "valid" => results.valid = serde_json::from_value(section).ok(),
@@ -178,13 +160,6 @@ impl RecordedResults {
                 "error" => results.error = section.as_str().map(str::to_string),
                 // The history shows these better.
                 "ops" | "faults" => {}
-                "lock-safety" => typed(&mut results.lock_safety, name, section, &mut results.other),
-                "lost-writes" => typed(&mut results.lost_writes, name, section, &mut results.other),
-                "fencing" => typed(&mut results.fencing, name, section, &mut results.other),
-                "stuck-lock" => typed(&mut results.stuck_lock, name, section, &mut results.other),
-                "acquisition" => typed(&mut results.acquisition, name, section, &mut results.other),
-                "stats" => typed(&mut results.stats, name, section, &mut results.other),
-                "coverage" => typed(&mut results.coverage, name, section, &mut results.other),
                 "linearizability" => typed(
                     &mut results.linearizability,
                     name,
@@ -218,6 +193,7 @@ fn typed<T: DeserializeOwned>(
 mod tests {
     use super::*;
     use serde_json::json;
+    use splitbrain_checker::fencing::Fencing;
 
     #[test]
     fn known_sections_are_typed_and_the_rest_kept_as_json() {
@@ -230,7 +206,7 @@ mod tests {
         }));
         assert_eq!(results.valid, Some(Valid::Unknown));
         assert!(results.interrupted);
-        assert!(results.fencing.is_none());
+        assert!(results.checkers.get::<Fencing>().is_none());
         let names: Vec<&str> = results.other.iter().map(|(n, _)| n.as_str()).collect();
         assert_eq!(names, ["fencing", "linearizability"]);
     }
