@@ -42,6 +42,7 @@ checkers![
     lost_writes,
     fencing,
     stuck_lock,
+    starvation,
 ];
 
 pub use edn::{read_edn_history, EdnOptions};
