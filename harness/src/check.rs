@@ -27,7 +27,7 @@ use crate::cli::CheckArgs;
 use crate::error::{Exit, HarnessError};
 use crate::report::stored::StoredRun;
 use crate::spec::TestSpec;
-use crate::store::{injected_faults, OpCounts, Results, RunDir};
+use crate::store::{injected_faults, OpCounts, Results, RunDir, FORMAT};
 use crate::summary;
 
 /// How the linearizability checker runs on a history.
@@ -435,6 +435,7 @@ impl Checked {
             None => (None, false),
         };
         let mut results = Results {
+            format: FORMAT,
             verdict: String::new(),
             valid: Valid::True,
             interrupted,
@@ -445,6 +446,7 @@ impl Checked {
             linearizability,
             linearizability_counts: counts,
             error,
+            unread: Vec::new(),
         };
         let valid = results
             .in_verdict()

@@ -13,7 +13,7 @@ use splitbrain_checker::lost_writes::LostWrites;
 use splitbrain_checker::stuck_lock::StuckLock;
 
 use crate::matrix::{Claim, Expect, Judge};
-use crate::store::RecordedResults;
+use crate::store::Results;
 
 /// One scenario, run over its seeds.
 #[derive(Debug, Serialize)]
@@ -38,7 +38,7 @@ pub struct ClaimOutcome {
 }
 
 /// What the runs that met a claim's expectation measured, in one line.
-pub fn figure(runs: &[RecordedResults], expect: Expect, judge: Judge) -> String {
+pub fn figure(runs: &[Results], expect: Expect, judge: Judge) -> String {
     let range = |values: Vec<usize>, what: &str| -> Option<String> {
         let (low, high) = (values.iter().min()?, values.iter().max()?);
         (*high > 0).then(|| match low == high {
@@ -215,11 +215,11 @@ mod tests {
     use super::*;
 
     /// A stored Redlock run under kills: 3 double grants, the longest overlapping 242 ms.
-    fn stored_run() -> RecordedResults {
+    fn stored_run() -> Results {
         let text = include_str!(
             "../tests/fixtures/redlock-redlock-lock-kill/20261130T004506/results.json"
         );
-        RecordedResults::from_json(serde_json::from_str(text).unwrap())
+        Results::read(serde_json::from_str(text).unwrap())
     }
 
     #[test]

@@ -19,7 +19,7 @@ use crate::check::check_history;
 use crate::error::{Exit, HarnessError};
 use crate::progress;
 use crate::spec::TestSpec;
-use crate::store::{RunDir, TestRecord, Versions};
+use crate::store::{RunDir, TestRecord, Versions, FORMAT};
 use crate::summary;
 
 /// A run done: how it ended, and its folder.
@@ -43,6 +43,7 @@ pub async fn run(spec: TestSpec, interrupt: CancellationToken) -> Result<Ran, Ha
     crate::logging::to_file(&dir.log()).map_err(unwritable)?;
     let run_id = format!("{}-{:04x}", started.format("%H%M%S"), rand::random::<u16>());
     let mut record = TestRecord {
+        format: FORMAT,
         spec: &spec,
         run_id: &run_id,
         started: started.to_rfc3339(),

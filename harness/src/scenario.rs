@@ -29,7 +29,7 @@ use tokio_util::sync::CancellationToken;
 use crate::claims::{self, ClaimOutcome};
 use crate::error::{Exit, HarnessError};
 use crate::matrix::{self, Claim, Expect, Judge, MatrixOptions, Met};
-use crate::store::{RecordedResults, RunDir};
+use crate::store::{Results, RunDir};
 
 /// The folder scenarios are read from, unless `--dir` says otherwise.
 pub const DIR: &str = "scenarios";
@@ -246,7 +246,7 @@ async fn run_one(
             "NOT REPRODUCED"
         }
     );
-    let runs: Vec<RecordedResults> = met
+    let runs: Vec<Results> = met
         .iter()
         .filter_map(|cell| cell.run_dir.as_ref())
         .filter_map(|run| RunDir::at(&out.join(run)).results())

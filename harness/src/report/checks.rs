@@ -23,7 +23,7 @@ use splitbrain_checker::{Checked, Valid};
 
 use super::faults;
 use super::html::{anchored_table, aside_badge, esc, seconds, table, verdict_badge};
-use crate::store::RecordedResults;
+use crate::store::Results;
 
 /// A section shown as JSON is cut at this many characters; results.json has the rest.
 const JSON_SHOWN: usize = 200_000;
@@ -104,7 +104,7 @@ const OWN_VIEWS: [&str; 7] = [
 ];
 
 /// Every checker's section.
-pub fn render(results: &RecordedResults) -> String {
+pub fn render(results: &Results) -> String {
     let mut out = String::new();
     let checkers = &results.checkers;
     // Nothing tested: the first thing a reader must see.
@@ -166,7 +166,7 @@ pub fn render(results: &RecordedResults) -> String {
             out += &listed(registration, checker);
         }
     }
-    for (name, section) in &results.other {
+    for (name, section) in &results.unread {
         out += &generic(name, section);
     }
     if let Some(error) = &results.error {
@@ -696,7 +696,7 @@ mod tests {
 
     #[test]
     fn a_run_that_tested_nothing_says_so_first_and_coverage_says_what_faults_reached() {
-        let results = RecordedResults::from_json(json!({
+        let results = Results::read(json!({
             "valid": "unknown",
             "stats": {"valid": "unknown", "reason": "no acquire succeeded", "by_f": {}},
             "coverage": {"grants": 3, "grants_faulted": 0, "kills": 2, "kills_back_within_ttl": 2,
@@ -710,7 +710,7 @@ mod tests {
             html.contains("this run could not have found the hazard"),
             "{html}"
         );
-        assert!(results.other.is_empty(), "both read as typed sections");
+        assert!(results.unread.is_empty(), "both read as typed sections");
     }
 
     #[test]

@@ -33,6 +33,7 @@ use splitbrain_checker::{holds, windows};
 use crate::cli::ReportArgs;
 use crate::error::{Exit, HarnessError};
 use crate::progress;
+use crate::store::FORMAT;
 use html::{esc, href, verdict_badge};
 use stored::StoredRun;
 
@@ -144,6 +145,13 @@ fn render(run: &StoredRun) -> String {
         body += "<p class=\"note\">This run has no results.json (it was stopped before writing \
                  one): the checkers ran again on its history for this report.</p>";
     }
+    if run.results.format > FORMAT {
+        body += &format!(
+            "<p class=\"note\">This results.json was written by a newer splitbrain (format {}, \
+             this one reads {FORMAT}): what it cannot read is shown as JSON.</p>",
+            run.results.format
+        );
+    }
     body += &checks::render(&run.results);
     body += &files(run);
     html::page(&format!("{} — splitbrain", run.test.name), &body)
@@ -179,7 +187,7 @@ fn header(run: &StoredRun, end_ns: u64, operations: usize) -> String {
     let mut out = format!(
         "<h1>{}</h1><p>{}{}</p><dl class=\"facts\">",
         esc(&test.name),
-        verdict_badge(run.results.valid),
+        verdict_badge(Some(run.results.valid)),
         if run.results.interrupted {
             " <span class=\"note\">the run was interrupted; the verdict covers the history up \
              to then</span>"

@@ -13,14 +13,14 @@ use serde_json::Value;
 use splitbrain_checker::Op;
 
 use crate::error::HarnessError;
-use crate::store::{RecordedResults, RunDir, StoredTest};
+use crate::store::{Results, RunDir, StoredTest};
 
 /// One run folder, read.
 pub struct StoredRun {
     pub dir: PathBuf,
     pub test: StoredTest,
     pub history: Vec<Op>,
-    pub results: RecordedResults,
+    pub results: Results,
     /// Whether `results.json` was missing and the checkers ran again for this report.
     pub results_rechecked: bool,
     /// The files worth linking to, relative to the run folder: the run's own files, then each
@@ -71,7 +71,7 @@ impl StoredRun {
             dir: dir.to_path_buf(),
             test: StoredTest::from_json(test),
             history,
-            results: RecordedResults::from_json(results),
+            results: Results::read(results),
             results_rechecked,
             files: RunDir::at(dir).files(),
         }

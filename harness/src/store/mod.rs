@@ -18,8 +18,13 @@ use splitbrain_checker::{read_history, Op, Valid};
 use crate::error::HarnessError;
 use crate::spec::TestSpec;
 
-pub use results::{injected_faults, OpCounts, RecordedResults, Results};
+pub use results::{injected_faults, OpCounts, Results};
 pub use test::{StoredTest, TestRecord, Versions};
+
+/// The layout of `test.json` and `results.json` this splitbrain writes, in each as `format`.
+/// Files before it was numbered read as 0 and have the same layout; a reader given a higher
+/// one reads what it knows and keeps the rest as JSON.
+pub const FORMAT: u32 = 1;
 
 const TEST: &str = "test.json";
 const HISTORY: &str = "history.jsonl";
@@ -169,13 +174,13 @@ impl RunDir {
     }
 
     /// `results.json` with each section read into its checker's type, where there is one.
-    pub fn results(&self) -> Option<RecordedResults> {
-        self.results_json().ok().map(RecordedResults::from_json)
+    pub fn results(&self) -> Option<Results> {
+        self.results_json().ok().map(Results::read)
     }
 
     /// The verdict `results.json` records.
     pub fn valid(&self) -> Option<Valid> {
-        self.results().and_then(|results| results.valid)
+        self.results().map(|results| results.valid)
     }
 
     /// How the run ended, from `results.json`: only its two fields are read, the rest of the

@@ -1,11 +1,12 @@
-//! `results.json`: the verdict and each checker's section. `Results` is what a run or a check
-//! writes; `RecordedResults` reads one back leniently, for the report, the claims and the
-//! matrix: a section it cannot read is kept as the JSON it is.
+//! `results.json`: the verdict and each checker's section, under its name. [`Results`] is what
+//! a run or a check writes, and what the report, the claims and shrink read back
+//! ([`Results::read`]), leniently: a section it cannot read is kept as the JSON it is, so one
+//! bad or newer section never hides the rest.
 
 use std::collections::BTreeMap;
 
 use serde::de::DeserializeOwned;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use splitbrain_checker::every::Sections;
 use splitbrain_checker::linearizability::Linearizability;
@@ -14,6 +15,8 @@ use splitbrain_checker::{Checked, Op, OpType, Valid};
 /// `results.json`: the verdict and what every checker found.
 #[derive(Debug, Serialize)]
 pub struct Results {
+    /// The file's layout: [`crate::store::FORMAT`] when written here.
+    pub format: u32,
     pub valid: Valid,
     /// The verdict in words, with what each checker found (`INVALID: 3 double grants`).
     pub verdict: String,
@@ -35,6 +38,10 @@ pub struct Results {
     pub linearizability_counts: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// Read back: the sections this splitbrain could not read (a newer one's, or one edited),
+    /// as they are. Never written.
+    #[serde(skip)]
+    pub unread: Vec<(String, Value)>,
 }
 
 impl Results {
@@ -55,7 +62,7 @@ impl Results {
     }
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub struct InjectedFault {
     pub fault: String,
     pub nodes: Vec<String>,
@@ -66,7 +73,8 @@ pub struct InjectedFault {
 }
 
 /// How many ops of each kind a history holds, clients and nemesis apart.
-#[derive(Debug, Default, Serialize)]
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct OpCounts {
     pub total: usize,
     pub invoke: usize,
@@ -75,7 +83,7 @@ pub struct OpCounts {
     pub info: usize,
     pub nemesis: usize,
     /// Completions by function: `acquire` → {ok, fail, info}.
-    pub by_f: BTreeMap<String, BTreeMap<&'static str, usize>>,
+    pub by_f: BTreeMap<String, BTreeMap<String, usize>>,
 }
 
 impl OpCounts {
@@ -104,11 +112,17 @@ impl OpCounts {
                 "info"
             }
         };
+        // Looked up before inserting: a history of a million ops allocates no key for each.
         let by_outcome = match self.by_f.get_mut(&op.f) {
             Some(by_outcome) => by_outcome,
             None => self.by_f.entry(op.f.clone()).or_default(),
         };
-        *by_outcome.entry(slot).or_default() += 1;
+        match by_outcome.get_mut(slot) {
+            Some(n) => *n += 1,
+            None => {
+                by_outcome.insert(slot.to_string(), 1);
+            }
+        }
     }
 }
 
@@ -126,66 +140,53 @@ pub fn injected_faults(history: &[Op]) -> Vec<InjectedFault> {
         .collect()
 }
 
-/// `results.json`, with each checker the report knows read into its type.
-#[derive(Debug, Default)]
-pub struct RecordedResults {
-    pub valid: Option<Valid>,
-    pub interrupted: bool,
-    pub error: Option<String>,
-    /// The sections of the checkers in the list of every checker that read as their types.
-    pub checkers: Sections,
-    pub linearizability: Option<Linearizability>,
-    /// Whether the linearizability result is part of the verdict.
-    pub linearizability_counts: bool,
-    /// Sections the report has no view of (a newer checker's) or could not
-    /// read, shown as they are.
-    pub other: Vec<(String, Value)>,
-}
-
-impl RecordedResults {
-    pub fn from_json(json: Value) -> RecordedResults {
-        let Value::Object(mut sections) = json else {
-            return RecordedResults::default();
+impl Results {
+    /// Reads `results.json` back. A field missing or unreadable takes its default (a missing
+    /// verdict is `unknown`: the file does not say); a checker's section that does not read
+    /// as its type, and any name this splitbrain does not know, go to `unread`.
+    pub fn read(json: Value) -> Results {
+        let Value::Object(mut fields) = json else {
+            return Results::read(Value::Object(Default::default()));
         };
-        let (checkers, unread) = Sections::read(&mut sections);
-        let mut results = RecordedResults {
+        let (checkers, unread) = Sections::read(&mut fields);
+        let mut read = Fields { fields, unread };
+        let results = Results {
+            format: read.take("format").unwrap_or(0),
+            valid: read.take("valid").unwrap_or(Valid::Unknown),
+            verdict: read.take("verdict").unwrap_or_default(),
+            interrupted: read.take("interrupted").unwrap_or(false),
+            ops: read.take("ops").unwrap_or_default(),
+            pace: read.take("pace"),
+            faults: read.take("faults").unwrap_or_default(),
             checkers,
-            other: unread,
-            ..RecordedResults::default()
+            linearizability: read.take("linearizability"),
+            linearizability_counts: read.take("linearizability-in-verdict").unwrap_or(false),
+            error: read.take("error"),
+            unread: Vec::new(),
         };
-        for (name, section) in sections {
-            match name.as_str() {
-                "valid" => results.valid = serde_json::from_value(section).ok(),
-                "interrupted" => results.interrupted = section.as_bool().unwrap_or(false),
-                "error" => results.error = section.as_str().map(str::to_string),
-                // The history shows these better.
-                "ops" | "faults" => {}
-                "linearizability" => typed(
-                    &mut results.linearizability,
-                    name,
-                    section,
-                    &mut results.other,
-                ),
-                "linearizability-in-verdict" => {
-                    results.linearizability_counts = section.as_bool().unwrap_or(false)
-                }
-                _ => results.other.push((name, section)),
-            }
-        }
-        results
+        let Fields { fields, mut unread } = read;
+        unread.extend(fields);
+        Results { unread, ..results }
     }
 }
 
-/// Reads `section` into `slot`, or keeps it in `other` if it does not fit the type.
-fn typed<T: DeserializeOwned>(
-    slot: &mut Option<T>,
-    name: String,
-    section: Value,
-    other: &mut Vec<(String, Value)>,
-) {
-    match serde_json::from_value(section.clone()) {
-        Ok(value) => *slot = Some(value),
-        Err(_) => other.push((name, section)),
+/// A `results.json` being read: each field taken by its name, as its type or else into
+/// `unread`.
+struct Fields {
+    fields: serde_json::Map<String, Value>,
+    unread: Vec<(String, Value)>,
+}
+
+impl Fields {
+    fn take<T: DeserializeOwned>(&mut self, name: &str) -> Option<T> {
+        let value = self.fields.remove(name)?;
+        match serde_json::from_value(value.clone()) {
+            Ok(typed) => Some(typed),
+            Err(_) => {
+                self.unread.push((name.to_string(), value));
+                None
+            }
+        }
     }
 }
 
@@ -197,17 +198,41 @@ mod tests {
 
     #[test]
     fn known_sections_are_typed_and_the_rest_kept_as_json() {
-        let results = RecordedResults::from_json(json!({
+        let results = Results::read(json!({
             "valid": "unknown",
             "interrupted": true,
             "ops": {"total": 3},
             "fencing": {"not": "a fencing result"},
             "linearizability": {"valid": false, "model": "register", "failures": []},
         }));
-        assert_eq!(results.valid, Some(Valid::Unknown));
+        assert_eq!(results.valid, Valid::Unknown);
         assert!(results.interrupted);
+        assert_eq!(results.ops.total, 3);
+        assert_eq!(results.format, 0, "a file before the format was numbered");
         assert!(results.checkers.get::<Fencing>().is_none());
-        let names: Vec<&str> = results.other.iter().map(|(n, _)| n.as_str()).collect();
+        let names: Vec<&str> = results.unread.iter().map(|(n, _)| n.as_str()).collect();
         assert_eq!(names, ["fencing", "linearizability"]);
+    }
+
+    #[test]
+    fn what_is_written_reads_back_the_same_and_a_newer_section_is_kept() {
+        let history = [
+            Op::new(splitbrain_checker::Process::Client(0), OpType::Invoke, "acquire").key("l"),
+            Op::new(splitbrain_checker::Process::Client(0), OpType::Ok, "acquire").key("l"),
+        ];
+        let results = crate::check::check_ops(
+            &history,
+            false,
+            None,
+            Default::default(),
+            &Default::default(),
+        );
+        let written = serde_json::to_value(&results).unwrap();
+        let mut newer = written.clone();
+        newer["a-newer-checker"] = json!({"valid": true});
+        let read = Results::read(newer);
+        assert_eq!(read.format, crate::store::FORMAT);
+        assert_eq!(serde_json::to_value(&read).unwrap(), written);
+        assert_eq!(read.unread, [("a-newer-checker".to_string(), json!({"valid": true}))]);
     }
 }

@@ -9,6 +9,8 @@ use crate::spec::TestSpec;
 /// `test.json`: what was run, with which versions.
 #[derive(Debug, Serialize)]
 pub struct TestRecord<'a> {
+    /// [`super::FORMAT`].
+    pub format: u32,
     #[serde(flatten)]
     pub spec: &'a TestSpec,
     pub run_id: &'a str,
