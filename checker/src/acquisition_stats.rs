@@ -26,7 +26,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::acquisition::Cause;
-use crate::every::{read_as, Registration};
+use crate::every::{read_as, Registration, Role};
 use crate::operation::ms;
 use crate::stream::{replay, Checker, Event};
 use crate::verdict::Checked;
@@ -188,7 +188,7 @@ impl Checked for AcquisitionStats {
 /// Its line in the list of every checker.
 pub const CHECKER: Registration = Registration {
     name: "acquisition",
-    in_verdict: false,
+    role: Role::Statistics,
     start: |_, _| Box::<AcquisitionChecker>::default(),
     read: read_as::<AcquisitionStats>,
 };

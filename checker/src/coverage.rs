@@ -27,7 +27,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::every::{read_as, Registration};
+use crate::every::{read_as, Registration, Role};
 use crate::holds::{Candidate, HoldTracker};
 use crate::operation::ms;
 use crate::stream::{replay, Checker, Event, Outline, RunFacts};
@@ -280,7 +280,7 @@ impl Checked for Coverage {
 /// Its line in the list of every checker.
 pub const CHECKER: Registration = Registration {
     name: "coverage",
-    in_verdict: false,
+    role: Role::Statistics,
     start: |outline, facts| Box::new(CoverageChecker::new(outline, facts)),
     read: read_as::<Coverage>,
 };

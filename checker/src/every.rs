@@ -1,8 +1,8 @@
 //! Every checker of a lock history at once, and their results together.
 //!
 //! A checker is its own file and its name in the crate's `checkers!` list, which makes
-//! [`CHECKERS`]: its [`Registration`] names it, says whether its verdict is part of the
-//! run's, starts it on a history's outline and reads its section of `results.json` back. Its streaming half is a [`Checker`]; its result is a
+//! [`CHECKERS`]: its [`Registration`] names it, says what its verdict is to the run's
+//! ([`Role`]), starts it on a history's outline and reads its section of `results.json` back. Its streaming half is a [`Checker`]; its result is a
 //! [`Checked`] that serde writes. `check`, the end of a run, the summary, the verdict and the
 //! report go through the list, so a new checker is run, written, read back, summarised and
 //! shown without a line anywhere else. Only the linearizability search stands outside it: it
@@ -25,12 +25,23 @@ use crate::CHECKERS;
 pub struct Registration {
     /// Its name, which is its section's in `results.json` (`lock-safety`).
     pub name: &'static str,
-    /// Whether its verdict is part of the run's; the others are shown beside it.
-    pub in_verdict: bool,
+    /// What its verdict is to the run's.
+    pub role: Role,
     /// Starts it on a history with this outline.
     pub start: fn(&Outline, RunFacts) -> Box<dyn Streaming>,
     /// Reads its section of `results.json` back.
     pub read: fn(Value) -> Result<Box<dyn Section>, serde_json::Error>,
+}
+
+/// What a checker's verdict is to the run's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// Its verdict is part of the run's.
+    Verdict,
+    /// Its verdict is shown beside the run's, never part of it (unfairness is not unsafety).
+    Beside,
+    /// It measures and passes no verdict (what the faults reached, acquisition statistics).
+    Statistics,
 }
 
 /// What [`Registration::read`] is for a result type that serde reads.
@@ -100,7 +111,9 @@ impl Sections {
 
     /// The results whose verdicts make the run's.
     pub fn in_verdict(&self) -> impl Iterator<Item = &dyn Section> {
-        self.iter().filter(|(r, _)| r.in_verdict).map(|(_, s)| s)
+        self.iter()
+            .filter(|(r, _)| r.role == Role::Verdict)
+            .map(|(_, s)| s)
     }
 
     /// Takes out of `json` (`results.json`) every registered checker's section and reads it;

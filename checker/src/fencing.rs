@@ -27,7 +27,7 @@ use foldhash::HashMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::every::{read_as, Registration};
+use crate::every::{read_as, Registration, Role};
 use crate::explain::cause::{Cause, Explanation};
 use crate::explain::context::{story, Context, MASTER_POLL_MS};
 use crate::operation::ms;
@@ -88,7 +88,7 @@ pub struct FencedOp {
 /// Its line in the list of every checker.
 pub const CHECKER: Registration = Registration {
     name: "fencing",
-    in_verdict: true,
+    role: Role::Verdict,
     start: |outline, _| Box::new(FencingChecker::new(outline)),
     read: read_as::<Fencing>,
 };
@@ -383,6 +383,11 @@ impl Fenced {
 impl Checked for Fencing {
     fn name(&self) -> &'static str {
         "fencing"
+    }
+    fn explanations(&self) -> Vec<&Explanation> {
+        let pairs = self.duplicate_fences.iter().chain(&self.out_of_order_grants);
+        let pairs = pairs.chain(&self.stale_storage_accesses);
+        pairs.filter_map(|p| p.explanation.as_ref()).collect()
     }
     fn valid(&self) -> Valid {
         self.valid

@@ -49,7 +49,7 @@ use foldhash::{HashMap, HashSet};
 
 use serde::{Deserialize, Serialize};
 
-use crate::every::{read_as, Registration};
+use crate::every::{read_as, Registration, Role};
 use crate::explain::cause::Explanation;
 use crate::explain::context::{Context, Release};
 use crate::explain::double_grant::double_grant;
@@ -104,7 +104,7 @@ pub struct PossibleDoubleGrants {
 /// Its line in the list of every checker.
 pub const CHECKER: Registration = Registration {
     name: "lock-safety",
-    in_verdict: true,
+    role: Role::Verdict,
     start: |outline, _| Box::new(LockSafetyChecker::new(outline)),
     read: read_as::<LockSafety>,
 };
@@ -652,6 +652,10 @@ impl LockSafety {
 impl Checked for LockSafety {
     fn name(&self) -> &'static str {
         "lock-safety"
+    }
+    fn explanations(&self) -> Vec<&Explanation> {
+        let grants = self.double_grants.iter().chain(&self.fenced_double_grants);
+        grants.filter_map(|g| g.explanation.as_ref()).collect()
     }
     fn valid(&self) -> Valid {
         self.valid

@@ -30,7 +30,7 @@ use serde::{Deserialize, Serialize};
 
 use foldhash::HashMap;
 
-use crate::every::{read_as, Registration};
+use crate::every::{read_as, Registration, Role};
 use crate::explain::cause::Explanation;
 use crate::explain::context::Context;
 use crate::explain::lost_writes::{lost_writes, Write};
@@ -97,7 +97,7 @@ pub struct KeyResult {
 /// Its line in the list of every checker.
 pub const CHECKER: Registration = Registration {
     name: "lost-writes",
-    in_verdict: true,
+    role: Role::Verdict,
     start: |outline, _| Box::new(LostWritesChecker::new(outline)),
     read: read_as::<LostWrites>,
 };
@@ -413,6 +413,9 @@ fn capped(mut ids: Vec<i64>) -> (usize, Vec<i64>) {
 impl Checked for LostWrites {
     fn name(&self) -> &'static str {
         "lost-writes"
+    }
+    fn explanations(&self) -> Vec<&Explanation> {
+        self.keys.iter().filter_map(|k| k.explanation.as_ref()).collect()
     }
     fn valid(&self) -> Valid {
         self.valid

@@ -29,7 +29,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::acquisition::Cause;
-use crate::every::{read_as, Registration};
+use crate::every::{read_as, Registration, Role};
 use crate::operation::ms;
 use crate::stream::{Checker, Event, Outline};
 use crate::verdict::{and_more, count, seconds, Checked, REPORTED_VIOLATIONS};
@@ -41,7 +41,7 @@ pub const STARVED_AFTER_TTLS: u64 = 5;
 /// Its line in the list of every checker.
 pub const CHECKER: Registration = Registration {
     name: "starvation",
-    in_verdict: false,
+    role: Role::Beside,
     start: |outline, _| Box::new(StarvationChecker::new(outline)),
     read: read_as::<Starvation>,
 };

@@ -31,7 +31,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::every::{read_as, Registration};
+use crate::every::{read_as, Registration, Role};
 use crate::stream::{replay, Checker, Event, Outline};
 use crate::verdict::Checked;
 use crate::{Op, OpType, Valid};
@@ -81,7 +81,7 @@ pub fn check(history: &[Op], needed: &[&str]) -> Stats {
 /// Its line in the list of every checker.
 pub const CHECKER: Registration = Registration {
     name: "stats",
-    in_verdict: true,
+    role: Role::Verdict,
     start: |outline, _| Box::new(StatsChecker::new(&needed(outline))),
     read: read_as::<Stats>,
 };

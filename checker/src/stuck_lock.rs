@@ -63,7 +63,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::acquisition::Cause;
-use crate::every::{read_as, Registration};
+use crate::every::{read_as, Registration, Role};
 use crate::explain::cause::{Cause as Mechanism, Explanation};
 use crate::explain::context::Context;
 use crate::operation::ms;
@@ -115,7 +115,7 @@ pub struct StuckPeriod {
 /// Its line in the list of every checker.
 pub const CHECKER: Registration = Registration {
     name: "stuck-lock",
-    in_verdict: true,
+    role: Role::Verdict,
     start: |outline, facts| {
         Box::new(StuckLockChecker::new(
             outline,
@@ -589,6 +589,10 @@ impl KeyState {
 impl Checked for StuckLock {
     fn name(&self) -> &'static str {
         "stuck-lock"
+    }
+    fn explanations(&self) -> Vec<&Explanation> {
+        let periods = self.stuck_periods.iter();
+        periods.filter_map(|p| p.explanation.as_ref()).collect()
     }
     fn valid(&self) -> Valid {
         self.valid

@@ -1,5 +1,7 @@
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+use crate::explain::cause::Explanation;
+
 /// How many violations of each kind a result lists in full; the counts are always exact.
 pub const REPORTED_VIOLATIONS: usize = 100;
 
@@ -67,6 +69,10 @@ pub trait Checked {
     }
     /// What it found, one line each, at most `limit` of each kind.
     fn findings(&self, _limit: usize) -> Vec<String> {
+        Vec::new()
+    }
+    /// The mechanism of each violation it lists, in its order, where one was found.
+    fn explanations(&self) -> Vec<&Explanation> {
         Vec::new()
     }
 }

@@ -22,6 +22,7 @@ use anyhow::Context;
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use serde::{Deserialize, Serialize};
 use splitbrain_checker::acquisition_stats::AcquisitionStats;
+use splitbrain_checker::coverage::Coverage;
 use splitbrain_checker::explain::Cause;
 use splitbrain_checker::lock_safety::LockSafety;
 use splitbrain_checker::Valid;
@@ -31,7 +32,7 @@ pub use file::{load_scenario, Cell, Claim, Expect, Judge};
 
 use crate::error::{Exit, HarnessError};
 use crate::progress;
-use crate::store::RunDir;
+use crate::store::{Results, RunDir};
 
 /// Which slice of the cells to run: the `index`-th of `count` (from 1), every `count`-th cell.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -320,17 +321,16 @@ async fn run_cell(
         Some(2) => Some(Valid::Unknown),
         _ => None,
     };
-    let results = run_dir
-        .as_deref()
-        .and_then(|run| RunDir::at(run).results_json().ok());
+    let results = run_dir.as_deref().and_then(|run| RunDir::at(run).results());
     // The run wrote its verdict in words into results.json.
     let written = results
         .as_ref()
-        .and_then(|r| Some(r["verdict"].as_str()?.to_string()));
+        .map(|r| r.verdict.clone())
+        .filter(|verdict| !verdict.is_empty());
     let reached_a_holder = results
         .as_ref()
-        .and_then(|r| r["coverage"]["grants_faulted"].as_u64())
-        .is_some_and(|n| n > 0);
+        .and_then(|r| r.checkers.get::<Coverage>())
+        .is_some_and(|coverage| coverage.grants_faulted > 0);
     let verdict_line = match (&verdict, written) {
         (Some(_), Some(line)) => line,
         (Some(valid), None) => valid.label().to_string(),
@@ -347,20 +347,16 @@ async fn run_cell(
     };
     let (judged, verdict_line) = match (cell.judge, verdict) {
         (Judge::Leases, Some(_)) => {
-            let safety = results
-                .as_ref()
-                .and_then(|r| serde_json::from_value(r["lock-safety"].clone()).ok());
-            let (judged, words) = judged_on_leases(safety.as_ref());
+            let safety = results.as_ref().and_then(|r| r.checkers.get());
+            let (judged, words) = judged_on_leases(safety);
             (
                 Some(judged),
                 format!("{verdict_line}; judged on leases: {words}"),
             )
         }
         (Judge::Livelock, Some(verdict)) => {
-            let stats = results
-                .as_ref()
-                .and_then(|r| serde_json::from_value(r["acquisition"].clone()).ok());
-            let (judged, words) = judged_on_livelock(stats.as_ref());
+            let stats = results.as_ref().and_then(|r| r.checkers.get());
+            let (judged, words) = judged_on_livelock(stats);
             let judged = match verdict {
                 Valid::False => Valid::False,
                 _ => judged,
@@ -425,31 +421,13 @@ async fn run_cell(
 /// The causes its explanations give a run's reported violations (double grants, fenced ones
 /// too, stuck periods, keys with lost writes, fencing violations), each with how many it
 /// explains, in order of first appearance.
-fn causes_named(results: Option<&serde_json::Value>) -> Vec<(Cause, usize)> {
-    const FINDINGS: [(&str, &str); 7] = [
-        ("lock-safety", "double_grants"),
-        ("lock-safety", "fenced_double_grants"),
-        ("stuck-lock", "stuck_periods"),
-        ("lost-writes", "keys"),
-        ("fencing", "duplicate_fences"),
-        ("fencing", "out_of_order_grants"),
-        ("fencing", "stale_storage_accesses"),
-    ];
-    let Some(results) = results else {
-        return Vec::new();
-    };
+fn causes_named(results: Option<&Results>) -> Vec<(Cause, usize)> {
     let mut named: Vec<(Cause, usize)> = Vec::new();
-    let explained = FINDINGS
-        .iter()
-        .filter_map(|(checker, list)| results[checker][list].as_array())
-        .flatten()
-        .filter_map(|finding| {
-            serde_json::from_value::<Cause>(finding["explanation"]["cause"].clone()).ok()
-        });
-    for cause in explained {
-        match named.iter_mut().find(|(c, _)| *c == cause) {
+    let checkers = results.into_iter().flat_map(|r| r.checkers.iter());
+    for explanation in checkers.flat_map(|(_, checker)| checker.explanations()) {
+        match named.iter_mut().find(|(c, _)| *c == explanation.cause) {
             Some((_, n)) => *n += 1,
-            None => named.push((cause, 1)),
+            None => named.push((explanation.cause, 1)),
         }
     }
     named

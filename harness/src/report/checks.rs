@@ -10,7 +10,7 @@ use std::fmt::Write;
 use serde_json::Value;
 use splitbrain_checker::acquisition_stats::AcquisitionStats;
 use splitbrain_checker::coverage::Coverage;
-use splitbrain_checker::every::{Registration, Section};
+use splitbrain_checker::every::{Registration, Role, Section};
 use splitbrain_checker::fencing::{FencePair, Fencing};
 use splitbrain_checker::holds::{DoubleGrant, Hold};
 use splitbrain_checker::linearizability::{Linearizability, OpSummary};
@@ -183,10 +183,14 @@ pub fn render(results: &Results) -> String {
 /// them.
 fn listed(registration: &Registration, checker: &dyn Section) -> String {
     let title = registration.name.replace('-', " ");
-    let mut out = if registration.in_verdict {
-        heading(checker, &title)
-    } else {
-        aside_heading(checker, &title)
+    let mut out = match registration.role {
+        Role::Verdict => heading(checker, &title),
+        Role::Beside => aside_heading(checker, &title),
+        Role::Statistics => format!(
+            "<h3 id=\"check-{}\">{}</h3>",
+            registration.name,
+            esc(&title)
+        ),
     };
     let summary = checker.summary().into_iter().map(|(_, line)| line);
     let lines: Vec<String> = summary

@@ -6,12 +6,16 @@ use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use serde_json::Value;
+use splitbrain_checker::every::Role;
+use splitbrain_checker::fencing::Fencing;
+use splitbrain_checker::lock_safety::LockSafety;
+use splitbrain_checker::lost_writes::LostWrites;
+use splitbrain_checker::stuck_lock::StuckLock;
 use splitbrain_checker::Valid;
 
 use super::html::{self, aside_badge, esc, href, verdict_badge};
 use crate::error::HarnessError;
-use crate::store::{RunDir, StoredTest};
+use crate::store::{Results, RunDir, StoredTest};
 
 /// One run, as the index lists it.
 struct Row {
@@ -21,7 +25,7 @@ struct Row {
     /// one second).
     time: String,
     test: StoredTest,
-    results: Option<Value>,
+    results: Option<Results>,
     has_report: bool,
 }
 
@@ -70,7 +74,7 @@ fn runs(root: &Path) -> Result<Vec<Row>, HarnessError> {
                     },
                     ..test
                 },
-                results: run.results_json().ok(),
+                results: run.results(),
                 has_report: run_dir.join("report.html").is_file(),
             });
         }
@@ -132,21 +136,18 @@ fn render(rows: &[Row]) -> String {
 
 fn row(run: &Row) -> Vec<String> {
     let results = run.results.as_ref();
-    let count = |pointers: &[&str]| -> String {
-        let Some(results) = results else {
-            return String::new();
-        };
-        let found: Vec<u64> = pointers
-            .iter()
-            .filter_map(|p| results.pointer(p)?.as_u64())
-            .collect();
-        match found.iter().sum::<u64>() {
-            _ if found.is_empty() => String::new(),
-            0 => "0".into(),
-            violations => format!("<strong class=\"found\">{violations}</strong>"),
+    // A count the run's results do not have is left blank, not shown as 0.
+    let count = |found: Option<usize>| -> String {
+        match found {
+            None => String::new(),
+            Some(0) => "0".into(),
+            Some(violations) => format!("<strong class=\"found\">{violations}</strong>"),
         }
     };
-    let valid = results.and_then(|r| serde_json::from_value::<Valid>(r["valid"].clone()).ok());
+    let safety = results.and_then(|r| r.checkers.get::<LockSafety>());
+    let fencing = results.and_then(|r| r.checkers.get::<Fencing>()).map(|f| {
+        f.duplicate_fence_count + f.out_of_order_grant_count + f.stale_storage_access_count
+    });
     // A run stopped before its report was written still has its folder to browse.
     let link = if run.has_report {
         format!("{}/report.html", href(&run.path))
@@ -163,16 +164,20 @@ fn row(run: &Row) -> Vec<String> {
         esc(&run.test.client),
         esc(&run.test.workload),
         esc(&run.test.faults_label()),
-        verdict_badge(valid),
-        count(&["/lock-safety/double_grant_count"]),
-        count(&["/lock-safety/possible_double_grant_count"]),
-        count(&["/lost-writes/lost_count"]),
-        count(&[
-            "/fencing/duplicate_fence_count",
-            "/fencing/out_of_order_grant_count",
-            "/fencing/stale_storage_access_count",
-        ]),
-        count(&["/stuck-lock/stuck_period_count"]),
+        verdict_badge(results.map(|r| r.valid)),
+        count(safety.map(|s| s.double_grant_count)),
+        count(safety.map(|s| s.possible_double_grant_count)),
+        count(
+            results
+                .and_then(|r| r.checkers.get::<LostWrites>())
+                .map(|l| l.lost_count),
+        ),
+        count(fencing),
+        count(
+            results
+                .and_then(|r| r.checkers.get::<StuckLock>())
+                .map(|s| s.stuck_period_count),
+        ),
         results.map(other_checkers).unwrap_or_default(),
     ]
 }
@@ -192,25 +197,34 @@ pub fn listing_page(title: &str, names: &[String]) -> String {
     html::page(title, &body)
 }
 
-/// The verdicts of checkers the index has no column for (linearizability, say); one that
-/// `results.json` marks as not in the verdict (`<name>-in-verdict: false`) is shown grey.
-fn other_checkers(results: &Value) -> String {
-    const KNOWN: [&str; 4] = ["lock-safety", "lost-writes", "fencing", "stuck-lock"];
-    let Value::Object(sections) = results else {
-        return String::new();
-    };
-    sections
+/// The verdicts of checkers the index has no column for (linearizability, starvation, say);
+/// one shown beside the run's verdict, not in it, is grey; statistics pass none.
+fn other_checkers(results: &Results) -> String {
+    const COLUMNS: [&str; 4] = ["lock-safety", "lost-writes", "fencing", "stuck-lock"];
+    let registered = results
+        .checkers
         .iter()
-        .filter(|(name, _)| !KNOWN.contains(&name.as_str()))
-        .filter_map(|(name, section)| {
-            let valid = serde_json::from_value::<Valid>(section.get("valid")?.clone()).ok();
-            let aside = sections.get(&format!("{name}-in-verdict")) == Some(&Value::Bool(false));
+        .filter(|(r, _)| !COLUMNS.contains(&r.name) && r.role != Role::Statistics)
+        .map(|(r, checker)| (r.name, Some(checker.valid()), r.role == Role::Beside));
+    let searched = results.linearizability.as_ref().map(|l| {
+        let aside = !results.linearizability_counts;
+        ("linearizability", Some(l.valid), aside)
+    });
+    // A newer splitbrain's checker, unread, still shows the verdict its section records.
+    let unread = results.unread.iter().filter_map(|(name, section)| {
+        let valid = serde_json::from_value::<Valid>(section.get("valid")?.clone()).ok();
+        Some((name.as_str(), valid, false))
+    });
+    registered
+        .chain(searched)
+        .chain(unread)
+        .map(|(name, valid, aside)| {
             let badge = if aside {
                 aside_badge(valid)
             } else {
                 verdict_badge(valid)
             };
-            Some(format!("{} {badge}", esc(name)))
+            format!("{} {badge}", esc(name))
         })
         .collect::<Vec<_>>()
         .join(" ")
@@ -251,27 +265,40 @@ mod tests {
         assert_eq!(time_label("2026113OT002335"), "2026113OT002335");
     }
 
+    fn read(json: serde_json::Value) -> Results {
+        Results::read(json)
+    }
+
     #[test]
     fn other_checkers_show_their_verdicts() {
-        let results = serde_json::json!({
+        let results = read(serde_json::json!({
             "valid": false,
-            "lock-safety": {"valid": true},
-            "linearizability": {"valid": false, "model": "register"},
-        });
+            "linearizability": {"valid": false, "model": "register", "keys": 1,
+                "keys_checked": 1, "ops_checked": 2, "ops_ignored": 0, "states_explored": 3,
+                "peak_cache_bytes": 0, "failures": []},
+            "linearizability-in-verdict": true,
+            "a-newer-checker": {"valid": true},
+        }));
         let shown = other_checkers(&results);
-        assert!(shown.starts_with("linearizability <span class=\"verdict verdict-invalid\">"));
-        assert!(!shown.contains("lock-safety"));
+        assert!(
+            shown.starts_with("linearizability <span class=\"verdict verdict-invalid\">"),
+            "{shown}"
+        );
+        assert!(shown.contains("a-newer-checker <span class=\"verdict verdict-valid\">"));
     }
 
     #[test]
     fn checkers_beside_the_verdict_are_never_coloured_as_one() {
-        let results = serde_json::json!({
+        let results = read(serde_json::json!({
             "valid": true,
-            "linearizability": {"valid": false, "model": "owner-mutex"},
-            "linearizability-in-verdict": false,
-        });
+            "starvation": {"valid": false, "after_ttls": 5, "waits": 3, "longest_wait_ms": 9.0,
+                "starved_count": 1, "starved": []},
+        }));
         let shown = other_checkers(&results);
-        assert!(shown.contains("verdict-aside"), "{shown}");
+        assert!(
+            shown.starts_with("starvation <span class=\"verdict verdict-aside\""),
+            "{shown}"
+        );
         assert!(!shown.contains("verdict-invalid"), "{shown}");
     }
 }

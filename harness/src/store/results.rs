@@ -217,8 +217,18 @@ mod tests {
     #[test]
     fn what_is_written_reads_back_the_same_and_a_newer_section_is_kept() {
         let history = [
-            Op::new(splitbrain_checker::Process::Client(0), OpType::Invoke, "acquire").key("l"),
-            Op::new(splitbrain_checker::Process::Client(0), OpType::Ok, "acquire").key("l"),
+            Op::new(
+                splitbrain_checker::Process::Client(0),
+                OpType::Invoke,
+                "acquire",
+            )
+            .key("l"),
+            Op::new(
+                splitbrain_checker::Process::Client(0),
+                OpType::Ok,
+                "acquire",
+            )
+            .key("l"),
         ];
         let results = crate::check::check_ops(
             &history,
@@ -233,6 +243,9 @@ mod tests {
         let read = Results::read(newer);
         assert_eq!(read.format, crate::store::FORMAT);
         assert_eq!(serde_json::to_value(&read).unwrap(), written);
-        assert_eq!(read.unread, [("a-newer-checker".to_string(), json!({"valid": true}))]);
+        assert_eq!(
+            read.unread,
+            [("a-newer-checker".to_string(), json!({"valid": true}))]
+        );
     }
 }
