@@ -464,7 +464,7 @@ impl Checked for LostWrites {
             .flat_map(|k| {
                 // Ids are short: four times as many fit the line a longer finding takes.
                 let shown: Vec<String> =
-                    k.lost.iter().take(limit * 4).map(i64::to_string).collect();
+                    k.lost.iter().take(limit.saturating_mul(4)).map(i64::to_string).collect();
                 let more = match k.lost_count.saturating_sub(shown.len()) {
                     0 => String::new(),
                     more => format!(" and {more} more"),
@@ -533,6 +533,18 @@ mod tests {
         assert_eq!((r.attempted, r.acknowledged, r.lost_count), (3, 3, 0));
         assert_eq!(r.keys.len(), 1);
         assert_eq!(r.keys[0].final_read_index, Some(7));
+    }
+
+    #[test]
+    fn every_lost_id_is_listed_when_no_limit_is_asked() {
+        let r = Script::default()
+            .add(0, 1, 1, OpType::Ok)
+            .add(0, 2, 2, OpType::Ok)
+            .read(100, &[1])
+            .check();
+        // `splitbrain check` with no --limit asks for every finding.
+        let findings = r.findings(usize::MAX);
+        assert!(findings.iter().any(|f| f.ends_with("ids 2")), "{findings:?}");
     }
 
     #[test]

@@ -15,10 +15,13 @@
 //!    history. A wait ended so lasted until its last refusal.
 //! 2. Every grant to another process on the key after the wait began and before it ended is
 //!    a grant **passed over** the waiting process.
-//! 3. A wait is **starved** when it lasted at least [`STARVED_AFTER_TTLS`] of its TTLs and at
-//!    least as many grants passed it over: at least one lease, on average, went to someone
-//!    else for every TTL it waited. The TTL is the one its first acquire asked for, or the
-//!    longest in the history where it asked for none (a session lock's), 1 s at the least.
+//! 3. A wait is **starved** when grants kept passing it over for at least
+//!    [`STARVED_AFTER_TTLS`] of its TTLs, from its start to the last grant that passed it over,
+//!    and at least as many grants did: at least one lease, on average, went to someone else
+//!    for every TTL it waited. A wait that went on while nobody was granted (a stuck lock, a
+//!    livelock) counts only as long as others were granted. The TTL is the one its first
+//!    acquire asked for, or the longest in the history where it asked for none (a session
+//!    lock's), 1 s at the least.
 //!
 //! A split-vote livelock, where everyone collides and nobody is granted, passes no one over
 //! and is no starvation: the acquisition statistics count it (their longest split-vote
@@ -68,6 +71,9 @@ pub struct StarvedWait {
     pub key: String,
     pub process: Process,
     pub from_ms: f64,
+    /// When the last grant that passed it over was made (its `ok`).
+    pub passed_over_until_ms: f64,
+    /// When the wait ended: its grant, or its last refusal.
     pub to_ms: f64,
     pub ttl_ms: u64,
     /// How many times it was refused in that time.
@@ -79,8 +85,9 @@ pub struct StarvedWait {
 }
 
 impl StarvedWait {
-    fn waited_ms(&self) -> f64 {
-        self.to_ms - self.from_ms
+    /// How long grants kept passing it over.
+    fn passed_over_ms(&self) -> f64 {
+        self.passed_over_until_ms - self.from_ms
     }
 }
 
@@ -92,6 +99,8 @@ struct Wait {
     ttl_ms: u64,
     refusals: usize,
     passed_over: usize,
+    /// When the last grant that passed it over was made.
+    passed_over_until: u64,
 }
 
 /// The starvation check as a stream.
@@ -138,16 +147,18 @@ impl StarvationChecker {
             ttl_ms,
             refusals: 0,
             passed_over: 0,
+            passed_over_until: invoke.time,
         };
         self.waits.insert(slot, wait);
     }
 
     /// A grant: it ends its own process's wait and passes over every other on the key.
-    fn granted(&mut self, completion: &Op) {
-        let slot = Self::slot(completion);
+    fn granted(&mut self, invoke: &Op, completion: &Op) {
+        let slot = Self::slot(invoke);
         for ((key, process), wait) in self.waits.iter_mut() {
             if *key == slot.0 && *process != slot.1 && wait.from < completion.time {
                 wait.passed_over += 1;
+                wait.passed_over_until = completion.time;
             }
         }
         self.end(slot, true, Some(completion.time));
@@ -162,7 +173,8 @@ impl StarvationChecker {
         let waited = to.saturating_sub(wait.from);
         self.ended += 1;
         self.longest_wait = self.longest_wait.max(waited);
-        let starved = waited >= STARVED_AFTER_TTLS * wait.ttl_ms * 1_000_000
+        let passed_over_for = wait.passed_over_until - wait.from;
+        let starved = passed_over_for >= STARVED_AFTER_TTLS * wait.ttl_ms * 1_000_000
             && wait.passed_over as u64 >= STARVED_AFTER_TTLS;
         if !starved {
             return;
@@ -174,6 +186,7 @@ impl StarvationChecker {
                 key,
                 process,
                 from_ms: ms(wait.from),
+                passed_over_until_ms: ms(wait.passed_over_until),
                 to_ms: ms(to),
                 ttl_ms: wait.ttl_ms,
                 refusals: wait.refusals,
@@ -197,18 +210,20 @@ impl Checker for StarvationChecker {
                 if invoke.f != "acquire" {
                     return;
                 }
+                // A completion need not repeat its invoke's key.
+                let slot = Self::slot(invoke);
                 match completion.kind {
-                    OpType::Ok => self.granted(completion),
+                    OpType::Ok => self.granted(invoke, completion),
                     OpType::Fail => match Cause::of(completion.error.as_deref()) {
                         Cause::Held | Cause::SplitVote => {
-                            if let Some(wait) = self.waits.get_mut(&Self::slot(completion)) {
+                            if let Some(wait) = self.waits.get_mut(&slot) {
                                 wait.refusals += 1;
                                 wait.last = completion.time;
                             }
                         }
-                        Cause::Unavailable => self.end(Self::slot(completion), false, None),
+                        Cause::Unavailable => self.end(slot, false, None),
                     },
-                    OpType::Info | OpType::Invoke => self.end(Self::slot(completion), false, None),
+                    OpType::Info | OpType::Invoke => self.end(slot, false, None),
                 }
             }
         }
@@ -254,13 +269,13 @@ impl Checked for Starvation {
         let longest = self
             .starved
             .iter()
-            .max_by(|a, b| a.waited_ms().total_cmp(&b.waited_ms()));
+            .max_by(|a, b| a.passed_over_ms().total_cmp(&b.passed_over_ms()));
         let example = longest.map(|wait| format!("; the longest: {}", wait.line()));
         vec![(
             "starved",
             format!(
-                "(not in the verdict) {} of {} waits lasted {} TTLs or more while as many \
-                 grants went to others{}",
+                "(not in the verdict) {} of {} waits saw grants go to others for {} TTLs or \
+                 more, as many times{}",
                 self.starved_count,
                 self.waits,
                 self.after_ttls,
@@ -276,23 +291,23 @@ impl Checked for Starvation {
 }
 
 impl StarvedWait {
-    /// `process 3 asked for lock from 1.200s to 9.800s (8.6 TTLs), refused 140 times while
-    /// 12 grants went to others, then granted`.
+    /// `process 3 asked for lock from 1.200s; 12 grants went to others until 9.800s (8.6
+    /// TTLs) and it was refused 140 times; granted at 10.100s`.
     fn line(&self) -> String {
         format!(
-            "process {} asked for {} from {} to {} ({:.1} TTLs), refused {} while {} went \
-             to others, {}",
+            "process {} asked for {} from {}; {} went to others until {} ({:.1} TTLs) and it \
+             was refused {}; {}",
             self.process,
             self.key,
             seconds(self.from_ms),
-            seconds(self.to_ms),
-            self.waited_ms() / self.ttl_ms as f64,
-            count(self.refusals, "time"),
             count(self.passed_over, "grant"),
+            seconds(self.passed_over_until_ms),
+            self.passed_over_ms() / self.ttl_ms as f64,
+            count(self.refusals, "time"),
             if self.granted {
-                "then granted"
+                format!("granted at {}", seconds(self.to_ms))
             } else {
-                "never granted"
+                format!("still refused at {}", seconds(self.to_ms))
             }
         )
     }
@@ -311,8 +326,12 @@ mod tests {
     struct Script(Vec<Op>);
 
     impl Script {
+        /// Only an invoke names its key, as in the histories splitbrain writes.
         fn op(&mut self, at: u64, p: u64, kind: OpType, f: &str, error: Option<&str>) -> &mut Self {
-            let mut op = Op::new(Process::Client(p), kind, f).key("lock");
+            let mut op = Op::new(Process::Client(p), kind, f);
+            if kind == OpType::Invoke {
+                op = op.key("lock");
+            }
             op.ttl_ms = (kind == OpType::Invoke).then_some(TTL);
             op.error = error.map(str::to_string);
             self.0.push(op.at(0, at * 1_000_000));
@@ -369,7 +388,11 @@ mod tests {
         );
         assert_eq!(starved.passed_over, 12);
         assert_eq!((starved.from_ms, starved.to_ms), (0.0, 601.0));
-        assert!(result.findings(3)[0].contains("then granted"), "{result:?}");
+        assert_eq!(starved.passed_over_until_ms, 556.0);
+        assert!(
+            result.findings(3)[0].ends_with("granted at 0.601s"),
+            "{result:?}"
+        );
     }
 
     #[test]
@@ -423,6 +446,19 @@ mod tests {
         let starved = &result.starved[0];
         assert!(!starved.granted);
         assert_eq!(starved.to_ms, 791.0);
+    }
+
+    #[test]
+    fn a_wait_counts_only_as_long_as_others_were_granted() {
+        // Rule 3: others were granted for three TTLs, then the lock stuck and nobody was;
+        // the wait went on for ten TTLs, but was passed over for three.
+        let mut script = Script::default();
+        script
+            .refused_until(1, (0, 1_000), "held")
+            .granted_every(0, 20, (5, 300));
+        let result = script.check();
+        assert_eq!(result.starved_count, 0, "{result:?}");
+        assert_eq!(result.longest_wait_ms, 991.0);
     }
 
     #[test]
