@@ -2,11 +2,12 @@
 //!
 //! A checker is its own file and its name in the crate's `checkers!` list, which makes
 //! [`CHECKERS`]: its [`Registration`] names it, says what its verdict is to the run's
-//! ([`Role`]), starts it on a history's outline and reads its section of `results.json` back. Its streaming half is a [`Checker`]; its result is a
-//! [`Checked`] that serde writes. `check`, the end of a run, the summary, the verdict and the
-//! report go through the list, so a new checker is run, written, read back, summarised and
-//! shown without a line anywhere else. Only the linearizability search stands outside it: it
-//! needs the history whole.
+//! ([`Role`]), starts it on a history's outline and reads its section of `results.json` back.
+//! Its streaming half is a [`Checker`]; its result is a [`Checked`] that serde writes.
+//! `check`, the end of a run, the summary, the verdict, the matrix and the report go through
+//! the list, so a new checker is run, written, read back, summarised and shown without a line
+//! anywhere else. Only the linearizability search stands outside it: it needs the history
+//! whole.
 
 use std::any::Any;
 use std::fmt::Debug;
@@ -96,6 +97,7 @@ impl Sections {
         self.0.iter().find_map(|(_, s)| s.as_any().downcast_ref())
     }
 
+    /// The result of type `T`, to change (a test's, say).
     pub fn get_mut<T: 'static>(&mut self) -> Option<&mut T> {
         self.0
             .iter_mut()

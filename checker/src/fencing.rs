@@ -33,7 +33,8 @@ use crate::explain::context::{story, Context, MASTER_POLL_MS};
 use crate::operation::ms;
 use crate::stream::{replay, Checker, Event, Outline, Smallest};
 use crate::timeline::{Spell, State, Timeline};
-use crate::verdict::{and_more, count, seconds, Checked, REPORTED_VIOLATIONS};
+use crate::verdict::{Checked, REPORTED_VIOLATIONS};
+use crate::words::{and_more, count, seconds};
 use crate::{Op, OpType, Process, Valid};
 
 /// The result of the fencing check.

@@ -7,8 +7,8 @@ use serde::{Deserialize, Serialize};
 use crate::explain::cause::Explanation;
 use crate::operation::ms;
 use crate::stream::{replay, Checker, Event, Outline};
-use crate::verdict::seconds;
 use crate::windows::FaultWindow;
+use crate::words::seconds;
 use crate::{Op, OpType, Process, Renewal};
 
 /// One process's hold on a lock, as the checker derived it.

@@ -57,7 +57,8 @@ use crate::holds::{Candidate, DoubleGrant, Hold, HoldTracker};
 use crate::operation::ms;
 use crate::stream::{replay, Checker, Event, Outline, Smallest, FORGET_EVERY};
 use crate::timeline::Timeline;
-use crate::verdict::{and_more, count, seconds, Checked, REPORTED_VIOLATIONS};
+use crate::verdict::{Checked, REPORTED_VIOLATIONS};
+use crate::words::{and_more, count, seconds};
 use crate::windows::Window;
 use crate::{Op, OpType, Process, Valid};
 

@@ -38,7 +38,8 @@ use crate::operation::ms;
 use crate::stream::{replay, Checker, Event, Outline};
 use crate::timeline::Timeline;
 use crate::verdict::REPORTED_VIOLATIONS;
-use crate::verdict::{count, Checked};
+use crate::verdict::Checked;
+use crate::words::count;
 use crate::{Op, OpType, Process, Valid};
 
 /// The result of the lost-writes check: totals over all keys, and each key's own result.

@@ -35,7 +35,8 @@ use crate::acquisition::Cause;
 use crate::every::{read_as, Registration, Role};
 use crate::operation::ms;
 use crate::stream::{Checker, Event, Outline};
-use crate::verdict::{and_more, count, seconds, Checked, REPORTED_VIOLATIONS};
+use crate::verdict::{Checked, REPORTED_VIOLATIONS};
+use crate::words::{and_more, count, seconds};
 use crate::{Op, OpType, Process, Valid};
 
 /// How many TTLs a client must wait, passed over as often, to be starved (rule 3).

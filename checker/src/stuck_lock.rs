@@ -69,7 +69,8 @@ use crate::explain::context::Context;
 use crate::operation::ms;
 use crate::stream::{replay, Checker, Outline, Smallest, FORGET_EVERY};
 use crate::timeline::{Spell, State, Timeline};
-use crate::verdict::{and_more, count, seconds, Checked, REPORTED_VIOLATIONS};
+use crate::verdict::{Checked, REPORTED_VIOLATIONS};
+use crate::words::{and_more, count, seconds};
 use crate::windows::Window;
 use crate::{Op, OpType, Process, Renewal, Valid};
 

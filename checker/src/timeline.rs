@@ -12,7 +12,7 @@ use std::collections::BTreeSet;
 use serde::{Deserialize, Serialize};
 
 use crate::operation::ms;
-use crate::verdict::seconds;
+use crate::words::seconds;
 use crate::Op;
 
 /// What a node or client went through, from a fault's start to its stop.

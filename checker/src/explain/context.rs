@@ -4,7 +4,7 @@
 use crate::explain::cause::{Cause, Explanation};
 use crate::holds::Hold;
 use crate::timeline::{Spell, State, Timeline};
-use crate::verdict::seconds;
+use crate::words::seconds;
 use crate::Process;
 
 /// A release answered `ok`: one that checks no token deletes whoever holds the key by then

@@ -4,7 +4,7 @@ use crate::explain::cause::{Cause, Explanation};
 use crate::explain::context::{Context, Release, MASTER_POLL_MS};
 use crate::holds::{DoubleGrant, Hold};
 use crate::timeline::{Spell, State};
-use crate::verdict::seconds;
+use crate::words::seconds;
 use crate::Process;
 
 /// Explains a double grant (rules 1 to 5); `releases` are those on its key.

@@ -3,7 +3,7 @@
 use crate::explain::cause::{Cause, Explanation};
 use crate::explain::context::{story, Context};
 use crate::timeline::{Spell, State};
-use crate::verdict::seconds;
+use crate::words::seconds;
 use crate::Process;
 
 /// An acknowledged write, as rule 8 needs it.

@@ -1,7 +1,7 @@
 //! `results.json`: the verdict and each checker's section, under its name. [`Results`] is what
-//! a run or a check writes, and what the report, the claims and shrink read back
-//! ([`Results::read`]), leniently: a section it cannot read is kept as the JSON it is, so one
-//! bad or newer section never hides the rest.
+//! a run or a check writes, and what the report, the index, the claims, the matrix and shrink
+//! read back ([`Results::read`]), leniently: a section it cannot read is kept as the JSON it
+//! is, so one bad or newer section never hides the rest.
 
 use std::collections::BTreeMap;
 
