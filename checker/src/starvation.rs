@@ -27,8 +27,7 @@
 //! and is no starvation: the acquisition statistics count it (their longest split-vote
 //! streak).
 
-use std::collections::BTreeMap;
-
+use foldhash::HashMap;
 use serde::{Deserialize, Serialize};
 
 use crate::acquisition::Cause;
@@ -94,6 +93,7 @@ impl StarvedWait {
 
 /// One process asking for one key, not granted yet (rule 1).
 struct Wait {
+    key: String,
     from: u64,
     /// When its last refusal came; its invoke while it has none.
     last: u64,
@@ -108,7 +108,8 @@ struct Wait {
 pub struct StarvationChecker {
     /// The TTL of a wait whose acquire asked for none.
     default_ttl_ms: u64,
-    waits: BTreeMap<(String, Process), Wait>,
+    /// Each process's open wait: a process has one op at a time, so one wait.
+    waits: HashMap<Process, Wait>,
     ended: usize,
     longest_wait: u64,
     starved_count: usize,
@@ -119,7 +120,7 @@ impl StarvationChecker {
     pub fn new(outline: &Outline) -> StarvationChecker {
         StarvationChecker {
             default_ttl_ms: outline.longest_ttl_ms.unwrap_or(0).max(1_000),
-            waits: BTreeMap::new(),
+            waits: HashMap::default(),
             ended: 0,
             longest_wait: 0,
             starved_count: 0,
@@ -127,47 +128,43 @@ impl StarvationChecker {
         }
     }
 
-    /// The wait on `op`'s key by its process, if one is open.
-    fn slot(op: &Op) -> (String, Process) {
-        (op.key.clone().unwrap_or_default(), op.process)
-    }
-
     /// An acquire invoke: a new wait, or the one it carries on (rule 1).
     fn asked(&mut self, invoke: &Op) {
-        let slot = Self::slot(invoke);
-        if let Some(wait) = self.waits.get(&slot) {
-            if invoke.time.saturating_sub(wait.last) <= wait.ttl_ms * 1_000_000 {
+        let key = invoke.key.as_deref().unwrap_or_default();
+        if let Some(wait) = self.waits.get(&invoke.process) {
+            let gap = invoke.time.saturating_sub(wait.last);
+            if wait.key == key && gap <= wait.ttl_ms * 1_000_000 {
                 return;
             }
-            self.end(slot.clone(), false, None);
+            self.end(invoke.process, false, None);
         }
-        let ttl_ms = invoke.ttl_ms.unwrap_or(self.default_ttl_ms).max(1);
         let wait = Wait {
+            key: key.to_string(),
             from: invoke.time,
             last: invoke.time,
-            ttl_ms,
+            ttl_ms: invoke.ttl_ms.unwrap_or(self.default_ttl_ms).max(1),
             refusals: 0,
             passed_over: 0,
             passed_over_until: invoke.time,
         };
-        self.waits.insert(slot, wait);
+        self.waits.insert(invoke.process, wait);
     }
 
     /// A grant: it ends its own process's wait and passes over every other on the key.
     fn granted(&mut self, invoke: &Op, completion: &Op) {
-        let slot = Self::slot(invoke);
-        for ((key, process), wait) in self.waits.iter_mut() {
-            if *key == slot.0 && *process != slot.1 && wait.from < completion.time {
+        let key = invoke.key.as_deref().unwrap_or_default();
+        for (process, wait) in self.waits.iter_mut() {
+            if wait.key == key && *process != invoke.process && wait.from < completion.time {
                 wait.passed_over += 1;
                 wait.passed_over_until = completion.time;
             }
         }
-        self.end(slot, true, Some(completion.time));
+        self.end(invoke.process, true, Some(completion.time));
     }
 
-    /// Ends the wait in `slot`, if open, at `at` (granted) or at its last refusal.
-    fn end(&mut self, slot: (String, Process), granted: bool, at: Option<u64>) {
-        let Some(wait) = self.waits.remove(&slot) else {
+    /// Ends `process`'s wait, if open, at `at` (granted) or at its last refusal.
+    fn end(&mut self, process: Process, granted: bool, at: Option<u64>) {
+        let Some(wait) = self.waits.remove(&process) else {
             return;
         };
         let to = at.unwrap_or(wait.last);
@@ -182,9 +179,8 @@ impl StarvationChecker {
         }
         self.starved_count += 1;
         if self.starved.len() < REPORTED_VIOLATIONS {
-            let (key, process) = slot;
             self.starved.push(StarvedWait {
-                key,
+                key: wait.key,
                 process,
                 from_ms: ms(wait.from),
                 passed_over_until_ms: ms(wait.passed_over_until),
@@ -205,35 +201,35 @@ impl Checker for StarvationChecker {
         match event {
             Event::Nemesis(_) => {}
             Event::Invoke(op) if op.f == "acquire" => self.asked(op),
-            Event::Invoke(op) => self.end(Self::slot(op), false, None),
-            Event::Abandoned(op) => self.end(Self::slot(op), false, None),
+            Event::Invoke(op) | Event::Abandoned(op) => self.end(op.process, false, None),
             Event::Complete { invoke, completion } => {
                 if invoke.f != "acquire" {
                     return;
                 }
-                // A completion need not repeat its invoke's key.
-                let slot = Self::slot(invoke);
+                // The completion is read with its invoke's key: it need not repeat it.
                 match completion.kind {
                     OpType::Ok => self.granted(invoke, completion),
                     OpType::Fail => match Cause::of(completion.error.as_deref()) {
                         Cause::Held | Cause::SplitVote => {
-                            if let Some(wait) = self.waits.get_mut(&slot) {
+                            if let Some(wait) = self.waits.get_mut(&invoke.process) {
                                 wait.refusals += 1;
                                 wait.last = completion.time;
                             }
                         }
-                        Cause::Unavailable => self.end(slot, false, None),
+                        Cause::Unavailable => self.end(invoke.process, false, None),
                     },
-                    OpType::Info | OpType::Invoke => self.end(slot, false, None),
+                    OpType::Info | OpType::Invoke => self.end(invoke.process, false, None),
                 }
             }
         }
     }
 
     fn finish(mut self) -> Starvation {
-        let open: Vec<(String, Process)> = self.waits.keys().cloned().collect();
-        for slot in open {
-            self.end(slot, false, None);
+        // In the order they began, whatever order the map keeps them in.
+        let mut open: Vec<(u64, Process)> = self.waits.iter().map(|(p, w)| (w.from, *p)).collect();
+        open.sort();
+        for (_, process) in open {
+            self.end(process, false, None);
         }
         Starvation {
             valid: if self.starved_count > 0 {
