@@ -12,7 +12,8 @@
 //!    within one TTL. It ends with the process's grant; or, without one, with a refusal for
 //!    want of nodes (a fault kept it out, not the others), an unknown outcome, an op other
 //!    than `acquire`, a gap of more than a TTL before asking again, or the end of the
-//!    history. A wait ended so lasted until its last refusal.
+//!    history. A wait ended so lasted until its last refusal, or, where an acquire of it was
+//!    still in flight, until the last grant that passed it over.
 //! 2. Every grant to another process on the key after the wait began and before it ended is
 //!    a grant **passed over** the waiting process.
 //! 3. A wait is **starved** when grants kept passing it over for at least
@@ -73,7 +74,8 @@ pub struct StarvedWait {
     pub from_ms: f64,
     /// When the last grant that passed it over was made (its `ok`).
     pub passed_over_until_ms: f64,
-    /// When the wait ended: its grant, or its last refusal.
+    /// When the wait ended: its grant, or else its last refusal or the last grant that passed
+    /// it over, whichever came later.
     pub to_ms: f64,
     pub ttl_ms: u64,
     /// How many times it was refused in that time.
@@ -162,12 +164,14 @@ impl StarvationChecker {
         self.end(invoke.process, true, Some(completion.time));
     }
 
-    /// Ends `process`'s wait, if open, at `at` (granted) or at its last refusal.
+    /// Ends `process`'s wait, if open, at `at` (granted) or else at its last refusal, or at
+    /// the last grant that passed it over if later (it was still asking, its acquire in
+    /// flight).
     fn end(&mut self, process: Process, granted: bool, at: Option<u64>) {
         let Some(wait) = self.waits.remove(&process) else {
             return;
         };
-        let to = at.unwrap_or(wait.last);
+        let to = at.unwrap_or(wait.last.max(wait.passed_over_until));
         let waited = to.saturating_sub(wait.from);
         self.ended += 1;
         self.longest_wait = self.longest_wait.max(waited);
@@ -304,7 +308,7 @@ impl StarvedWait {
             if self.granted {
                 format!("granted at {}", seconds(self.to_ms))
             } else {
-                format!("still refused at {}", seconds(self.to_ms))
+                format!("not granted by {}", seconds(self.to_ms))
             }
         )
     }
@@ -443,6 +447,14 @@ mod tests {
         let starved = &result.starved[0];
         assert!(!starved.granted);
         assert_eq!(starved.to_ms, 791.0);
+
+        // Asked once more and never answered: the grants while it was in flight passed it
+        // over, and the wait ends with the last of them.
+        script
+            .op(800, 1, OpType::Invoke, "acquire", None)
+            .granted_every(0, 50, (805, 900));
+        let starved = &script.check().starved[0];
+        assert_eq!((starved.passed_over_until_ms, starved.to_ms), (856.0, 856.0));
     }
 
     #[test]
