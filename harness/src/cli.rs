@@ -4,6 +4,13 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
+use serde::{Deserialize, Serialize};
+
+/// How many violations of each kind a run's summary spells out; its report shows them all.
+pub const SHOWN_AFTER_A_RUN: usize = 3;
+
+/// The folder scenarios are read from, unless `--dir` says otherwise.
+pub const SCENARIOS: &str = "scenarios";
 
 /// A Jepsen-style chaos harness for distributed locks: Redis, and the etcd, ZooKeeper and
 /// PostgreSQL locks people are told to use instead.
@@ -217,7 +224,7 @@ pub struct RunArgs {
     pub quiet: bool,
     /// Spell out at most N violations of each kind in the summary (results.json and the
     /// report have them all).
-    #[arg(long, default_value_t = crate::summary::SHOWN_AFTER_A_RUN, value_parser = count)]
+    #[arg(long, default_value_t = SHOWN_AFTER_A_RUN, value_parser = count)]
     pub limit: usize,
     /// Delay every chunk on every client link by a random 0 to this, for the whole run: the
     /// uneven network under which Redlock's votes split (0: clients connect straight).
@@ -305,7 +312,7 @@ pub struct MatrixArgs {
     pub junit: Option<PathBuf>,
     /// Run only slice i of n (every n-th cell from the i-th), for CI runners side by side.
     #[arg(long)]
-    pub shard: Option<crate::matrix::Shard>,
+    pub shard: Option<Shard>,
     /// How many cells run at once on the one Docker engine. Default: one per core, at most
     /// one per 2 GiB of available memory.
     #[arg(long, value_parser = count)]
@@ -323,7 +330,7 @@ pub struct ScenarioArgs {
     #[command(subcommand)]
     pub command: ScenarioCommand,
     /// The folder of scenario files (NAME.toml).
-    #[arg(long, global = true, default_value = crate::scenario::DIR)]
+    #[arg(long, global = true, default_value = SCENARIOS)]
     pub dir: PathBuf,
 }
 
@@ -394,6 +401,29 @@ fn count(text: &str) -> Result<usize, String> {
     match text.parse::<usize>() {
         Ok(n) if n > 0 => Ok(n),
         _ => Err(format!("`{text}` is not a positive whole number")),
+    }
+}
+
+/// Which slice of the cells to run: the `index`-th of `count` (from 1), every `count`-th cell.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Shard {
+    pub index: usize,
+    pub count: usize,
+}
+
+impl std::str::FromStr for Shard {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Shard, String> {
+        let parsed = text
+            .split_once('/')
+            .and_then(|(i, n)| Some((i.trim().parse().ok()?, n.trim().parse().ok()?)));
+        match parsed {
+            Some((index, count)) if index >= 1 && index <= count => Ok(Shard { index, count }),
+            _ => Err(format!(
+                "`{text}` is not a shard: write i/n with 1 <= i <= n, like 2/4"
+            )),
+        }
     }
 }
 

@@ -22,6 +22,7 @@ mod replay;
 mod report;
 mod run;
 mod scenario;
+mod script;
 mod serve;
 mod shrink;
 mod spec;

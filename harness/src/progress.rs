@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 static QUIET: AtomicBool = AtomicBool::new(false);
 static SUMMARIES: AtomicBool = AtomicBool::new(true);
-static FINDINGS_SHOWN: AtomicUsize = AtomicUsize::new(crate::summary::SHOWN_AFTER_A_RUN);
+static FINDINGS_SHOWN: AtomicUsize = AtomicUsize::new(crate::cli::SHOWN_AFTER_A_RUN);
 /// Whether a status line is on screen, to be cleared before the next line.
 static STATUS_SHOWN: AtomicBool = AtomicBool::new(false);
 

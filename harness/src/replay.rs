@@ -6,51 +6,15 @@
 
 use std::path::{Path, PathBuf};
 
-use serde::Deserialize;
 use splitbrain_checker::Valid;
 use splitbrain_nemesis::find_fault;
 use splitbrain_nemesis::script::{self, ScriptedFault};
 use tokio_util::sync::CancellationToken;
 
 use crate::error::{Exit, HarnessError};
-use crate::spec::{Script, TestSpec};
+use crate::script::Script;
+use crate::spec::TestSpec;
 use crate::store::RunDir;
-
-/// Reads a script file's `[[fault]]` tables (a scenario file's other tables are the
-/// scenario's business, and are left alone).
-pub fn read_script(path: &Path) -> Result<Script, HarnessError> {
-    #[derive(Deserialize)]
-    struct ScriptFile {
-        #[serde(default)]
-        fault: Vec<ScriptedFault>,
-    }
-    let bad = HarnessError::BadInput;
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        bad(format!(
-            "cannot read the script file {}: {e}",
-            path.display()
-        ))
-    })?;
-    let file: ScriptFile = toml::from_str(&text).map_err(|e| {
-        let line = text[..e.span().map_or(0, |s| s.start).min(text.len())]
-            .matches('\n')
-            .count()
-            + 1;
-        bad(format!("{}:{line}: {}", path.display(), e.message().trim()))
-    })?;
-    if file.fault.is_empty() {
-        return Err(bad(format!(
-            "{} has no [[fault]] tables; write each fault as\n[[fault]]\nat = \"5s\"\nfault = \
-             \"kill\"\ntargets = [\"n1\"]\nfor = \"1s\"",
-            path.display()
-        )));
-    }
-    Ok(Script {
-        from: path.to_path_buf(),
-        replay: false,
-        faults: file.fault,
-    })
-}
 
 /// A stored run, read back for a replay.
 pub struct Stored {
@@ -99,7 +63,7 @@ impl Stored {
             faults: self.faults.clone(),
         };
         let mut spec = self.spec.clone();
-        spec.nemesis = crate::spec::script_faults(&script)?;
+        spec.nemesis = script.fault_kinds()?;
         spec.skip_unsupported = false;
         spec.script = Some(script);
         spec.results = results.to_path_buf();
@@ -319,35 +283,5 @@ mod tests {
             "{}",
             fidelity.line()
         );
-    }
-
-    #[test]
-    fn a_script_file_names_its_mistakes_at_their_line() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("script.toml");
-        std::fs::write(
-            &path,
-            "[[fault]]\nat = \"5s\"\nfault = \"kill\"\nfor = \"soon\"\n",
-        )
-        .unwrap();
-        let HarnessError::BadInput(why) = read_script(&path).unwrap_err() else {
-            panic!("not bad input")
-        };
-        assert!(
-            why.contains("script.toml:4:") && why.contains("`soon` is not a duration"),
-            "{why}"
-        );
-        std::fs::write(&path, "[scenario]\nclaim = \"x\"\n").unwrap();
-        let HarnessError::BadInput(why) = read_script(&path).unwrap_err() else {
-            panic!("not bad input")
-        };
-        assert!(why.contains("has no [[fault]] tables"), "{why}");
-        std::fs::write(
-            &path,
-            "[[fault]]\nat = \"5s 200ms\"\nfault = \"kill\"\ntargets = [\"n2\"]\nfor = \"1s\"\n",
-        )
-        .unwrap();
-        let script = read_script(&path).unwrap();
-        assert_eq!(script.faults, [kill(5200, "n2", 1000)]);
     }
 }

@@ -15,7 +15,7 @@ use splitbrain_workloads::workload::lock::{Shared, WorkloadError};
 use splitbrain_workloads::{ClientConfig, ClientCrashes, ClientPauses, Recorder};
 use tokio_util::sync::CancellationToken;
 
-use crate::check::check_history;
+use crate::check::history::check_history;
 use crate::error::{Exit, HarnessError};
 use crate::progress;
 use crate::spec::TestSpec;

@@ -31,9 +31,6 @@ use crate::error::{Exit, HarnessError};
 use crate::matrix::{self, Claim, Expect, Judge, MatrixOptions, Met};
 use crate::store::{Results, RunDir};
 
-/// The folder scenarios are read from, unless `--dir` says otherwise.
-pub const DIR: &str = "scenarios";
-
 /// One scenario file, by name.
 pub struct Scenario {
     pub name: String,

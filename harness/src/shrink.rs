@@ -20,7 +20,8 @@ use tokio_util::sync::CancellationToken;
 use crate::error::{Exit, HarnessError};
 use crate::progress;
 use crate::replay::Stored;
-use crate::spec::{Script, TestSpec};
+use crate::script::Script;
+use crate::spec::TestSpec;
 use crate::store::RunDir;
 
 /// How `splitbrain shrink` was asked to run.
@@ -202,7 +203,7 @@ impl Shrinker<'_> {
             replay: false,
             faults: faults.to_vec(),
         };
-        spec.nemesis = crate::spec::script_faults(&script)?;
+        spec.nemesis = script.fault_kinds()?;
         spec.script = Some(script);
         let ran = crate::run::run(spec, self.interrupt.clone()).await?;
         let failed = ran.exit == Exit::Verdict(Valid::False);

@@ -10,7 +10,6 @@ use splitbrain_compose::topology::{
     self, ClusterOptions, Persistence, Replication, SentinelOptions, Topology, TopologyOptions,
     MASTER_NAME,
 };
-use splitbrain_nemesis::script::ScriptedFault;
 use splitbrain_nemesis::{all_faults, find_fault, Fault, Layout, NemesisOptions, FAULTS};
 use splitbrain_workloads::storage::StorageConfig;
 use splitbrain_workloads::workload::lock::LockWorkload;
@@ -25,6 +24,7 @@ use splitbrain_workloads::{
 use crate::cli::RunArgs;
 use crate::error::HarnessError;
 use crate::limits;
+use crate::script::Script;
 
 /// Everything a run needs, as stored in `test.json`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -114,17 +114,6 @@ pub struct TestSpec {
     /// Faults at fixed times (`--script`, `--replay`) instead of the seeded schedule.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub script: Option<Script>,
-}
-
-/// A run's faults written out, and where they were read from.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Script {
-    /// The script file, or the run folder whose faults are replayed.
-    pub from: PathBuf,
-    /// Whether `from` is a stored run this one replays.
-    #[serde(default)]
-    pub replay: bool,
-    pub faults: Vec<ScriptedFault>,
 }
 
 /// The quiet time between faults, and the length of faults without one of their own, where
@@ -365,11 +354,11 @@ impl TestSpec {
             )));
         }
         let script = match &args.script {
-            Some(path) => Some(crate::replay::read_script(path)?),
+            Some(path) => Some(Script::read(path)?),
             None => None,
         };
         let nemesis = match &script {
-            Some(script) => script_faults(script)?,
+            Some(script) => script.fault_kinds()?,
             None => parse_nemesis(&args.nemesis)?,
         };
         let links = nemesis.iter().any(|f| f.needs_links());
@@ -951,26 +940,6 @@ fn shell_quoted(word: &str) -> String {
 
 fn yes() -> bool {
     true
-}
-
-/// The faults a script runs, each once, in the order they first come.
-pub fn script_faults(script: &Script) -> Result<Vec<&'static dyn Fault>, HarnessError> {
-    let mut faults: Vec<&'static dyn Fault> = Vec::new();
-    for (number, step) in script.faults.iter().enumerate() {
-        let Some(fault) = find_fault(&step.fault) else {
-            return Err(HarnessError::BadInput(format!(
-                "--script {}: scripted fault {} names an unknown fault `{}`; choose one of: {}",
-                script.from.display(),
-                number + 1,
-                step.fault,
-                names(FAULTS.iter().map(|f| f.name()))
-            )));
-        };
-        if !faults.iter().any(|f| f.name() == fault.name()) {
-            faults.push(fault);
-        }
-    }
-    Ok(faults)
 }
 
 fn parse_nemesis(text: &str) -> Result<Vec<&'static dyn Fault>, HarnessError> {

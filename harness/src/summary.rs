@@ -10,9 +10,6 @@ use splitbrain_checker::Valid;
 
 use crate::store::Results;
 
-/// How many violations of each kind a run's summary spells out; its report shows them all.
-pub const SHOWN_AFTER_A_RUN: usize = 3;
-
 /// Renders the summary: ops, faults, verdict and the first `shown` violations of each kind.
 pub fn render(title: &str, results: &Results, shown: usize) -> String {
     let mut out = String::new();

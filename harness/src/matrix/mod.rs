@@ -30,32 +30,10 @@ use tokio_util::sync::CancellationToken;
 
 pub use file::{load_scenario, Cell, Claim, Expect, Judge};
 
+use crate::cli::Shard;
 use crate::error::{Exit, HarnessError};
 use crate::progress;
 use crate::store::{Results, RunDir};
-
-/// Which slice of the cells to run: the `index`-th of `count` (from 1), every `count`-th cell.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Shard {
-    pub index: usize,
-    pub count: usize,
-}
-
-impl std::str::FromStr for Shard {
-    type Err = String;
-
-    fn from_str(text: &str) -> Result<Shard, String> {
-        let parsed = text
-            .split_once('/')
-            .and_then(|(i, n)| Some((i.trim().parse().ok()?, n.trim().parse().ok()?)));
-        match parsed {
-            Some((index, count)) if index >= 1 && index <= count => Ok(Shard { index, count }),
-            _ => Err(format!(
-                "`{text}` is not a shard: write i/n with 1 <= i <= n, like 2/4"
-            )),
-        }
-    }
-}
 
 impl Shard {
     /// Whether the cell numbered `number` (from 1) is this shard's.

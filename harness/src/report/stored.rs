@@ -45,7 +45,7 @@ impl StoredRun {
             (run.results_json()?, false)
         } else {
             let facts = run.spec().map(|spec| spec.run_facts()).unwrap_or_default();
-            let results = crate::check::check_history(&run.history(), false, None, facts)?;
+            let results = crate::check::history::check_history(&run.history(), false, None, facts)?;
             let json = serde_json::to_value(&results).context("serialising results")?;
             (json, true)
         };

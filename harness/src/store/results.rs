@@ -213,39 +213,4 @@ mod tests {
         let names: Vec<&str> = results.unread.iter().map(|(n, _)| n.as_str()).collect();
         assert_eq!(names, ["fencing", "linearizability"]);
     }
-
-    #[test]
-    fn what_is_written_reads_back_the_same_and_a_newer_section_is_kept() {
-        let history = [
-            Op::new(
-                splitbrain_checker::Process::Client(0),
-                OpType::Invoke,
-                "acquire",
-            )
-            .key("l"),
-            Op::new(
-                splitbrain_checker::Process::Client(0),
-                OpType::Ok,
-                "acquire",
-            )
-            .key("l"),
-        ];
-        let results = crate::check::check_ops(
-            &history,
-            false,
-            None,
-            Default::default(),
-            &Default::default(),
-        );
-        let written = serde_json::to_value(&results).unwrap();
-        let mut newer = written.clone();
-        newer["a-newer-checker"] = json!({"valid": true});
-        let read = Results::read(newer);
-        assert_eq!(read.format, crate::store::FORMAT);
-        assert_eq!(serde_json::to_value(&read).unwrap(), written);
-        assert_eq!(
-            read.unread,
-            [("a-newer-checker".to_string(), json!({"valid": true}))]
-        );
-    }
 }

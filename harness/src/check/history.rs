@@ -1,6 +1,5 @@
 //! Checking a history: every checker on a run's `history.jsonl` (at the end of a run, and
-//! again by `splitbrain check`), and the linearizability checker alone on a Jepsen or knossos
-//! EDN history.
+//! again by `splitbrain check`), or on a history in memory.
 //!
 //! The linearizability model follows from the operations unless one is asked for: a register
 //! history (`write`, `cas`) is checked as a `cas-register`, key by key, and counts in the
@@ -9,25 +8,17 @@
 //! by another client is not linearizable as a mutex, yet is exactly what a lease lock
 //! promises, and lock safety judges leases.
 
-use std::io::Read;
 use std::path::Path;
 use std::time::Duration;
 
 use anyhow::Context;
-use serde::Serialize;
 use splitbrain_checker::every::{EveryChecker, Sections};
-use splitbrain_checker::linearizability::{self, find_model, Limits, Linearizability, MODELS};
+use splitbrain_checker::linearizability::{self, find_model, Limits, Linearizability};
 use splitbrain_checker::stream::{self, Checker, Outline, Pairing, RunFacts};
-use splitbrain_checker::{
-    read_edn_history, read_history, stats, EdnOptions, HistoryError, HistoryReader, Op, OpType,
-    Process, Valid,
-};
+use splitbrain_checker::{read_history, HistoryError, HistoryReader, Op, OpType, Process, Valid};
 
-use crate::cli::CheckArgs;
-use crate::error::{Exit, HarnessError};
-use crate::report::stored::StoredRun;
-use crate::spec::TestSpec;
-use crate::store::{injected_faults, OpCounts, Results, RunDir, FORMAT};
+use crate::error::HarnessError;
+use crate::store::{injected_faults, OpCounts, Results, FORMAT};
 use crate::summary;
 
 /// How the linearizability checker runs on a history.
@@ -48,240 +39,6 @@ impl Default for LinearizabilityCheck {
                 memory_bytes: 1 << 30,
             },
         }
-    }
-}
-
-/// `splitbrain check`: checks `args.history` (a history.jsonl, a run folder holding one, or
-/// an EDN history), writes `results.json` (and with `--report`, `report.html`) beside it or in
-/// `--out`, and prints the summary with every finding, or with `--json` the results.
-pub fn check(args: &CheckArgs) -> Result<Exit, HarnessError> {
-    let path = if args.history.is_dir() {
-        RunDir::at(&args.history).history()
-    } else {
-        args.history.clone()
-    };
-    if !path.is_file() {
-        return Err(HarnessError::BadInput(format!(
-            "{}: no such history file; give a history.jsonl, a run folder under results/, or \
-             a Jepsen EDN history",
-            path.display()
-        )));
-    }
-    let model = match &args.model {
-        Some(name) => Some(find_model(name).ok_or_else(|| {
-            HarnessError::BadInput(format!(
-                "unknown model `{name}` in --model; choose one of: {}",
-                MODELS.iter().map(|m| m.name).collect::<Vec<_>>().join(", ")
-            ))
-        })?),
-        None => None,
-    };
-    let lin = LinearizabilityCheck {
-        model,
-        limits: Limits {
-            time: args.time_limit,
-            memory_bytes: args.memory_limit_mib << 20,
-        },
-    };
-    let beside = path.parent().unwrap_or(Path::new("."));
-    let out = Output {
-        dir: args.out.as_deref().unwrap_or(beside),
-        asked_for: args.out.is_some(),
-        json: args.json,
-        shown: args.limit.unwrap_or(usize::MAX),
-    };
-    if out.asked_for {
-        std::fs::create_dir_all(out.dir).map_err(|e| {
-            HarnessError::BadInput(format!(
-                "--out {}: cannot be created: {e}; give a folder this user can write",
-                out.dir.display()
-            ))
-        })?;
-    }
-    let unreadable = |e: std::io::Error| {
-        HarnessError::BadInput(format!("{}: cannot be read: {e}", path.display()))
-    };
-    // JSON lines are read as a stream, never whole; the first few KiB tell EDN from them.
-    let mut file = std::fs::File::open(&path).map_err(unreadable)?;
-    let mut head = Vec::new();
-    (&file)
-        .take(4096)
-        .read_to_end(&mut head)
-        .map_err(unreadable)?;
-    if is_edn(&path, &String::from_utf8_lossy(&head)) {
-        let mut bytes = head;
-        file.read_to_end(&mut bytes).map_err(unreadable)?;
-        let text = String::from_utf8(bytes).map_err(|_| {
-            HarnessError::BadInput(format!(
-                "{} is not a history splitbrain reads: it is not UTF-8 text",
-                path.display()
-            ))
-        })?;
-        return check_edn(&path, &text, args, lin, &out);
-    }
-    drop(file);
-    let run = RunDir::beside(&path);
-    let recorded = run.outcome();
-    let spec = run.spec().ok();
-    let facts = spec.as_ref().map(TestSpec::run_facts).unwrap_or_default();
-    let checked = check_file(&path, &lin, facts).map_err(|e| not_a_history(&path, e))?;
-    if let Some(e) = &checked.search_error {
-        return Err(HarnessError::BadInput(format!("{}: {e}", path.display())));
-    }
-    if checked.truncated_tail {
-        stderrln!(
-            "warning: {}: the last line was cut short (a run killed while writing?); checked \
-             the history up to the last complete line",
-            path.display()
-        );
-    }
-    let title = format!("check {}", path.display());
-    // What the run recorded beside its history and the history cannot say: that it was
-    // interrupted, or failed part way (which leaves its verdict unknown).
-    let mut results = checked.results(recorded.interrupted, recorded.error);
-    results.pace = spec.and_then(|spec| spec.pace).map(|pace| pace.line());
-    out.write_results(&results)?;
-    if args.report {
-        let test = run.test_json().unwrap_or_default();
-        let results = serde_json::to_value(&results).context("serialising results")?;
-        // The report draws every op: it reads the history whole.
-        let ops = std::fs::File::open(&path)
-            .map_err(HistoryError::Io)
-            .and_then(|file| read_history(std::io::BufReader::new(file)))
-            .map_err(|e| not_a_history(&path, e))?
-            .ops;
-        let run = StoredRun::of(out.dir, &test, ops, results, false);
-        let report = crate::report::write_stored(&run)?;
-        if !out.json {
-            stderrln!("wrote {}", report.display());
-        }
-    }
-    if !out.json {
-        stdout!("{}", summary::render(&title, &results, out.shown));
-    }
-    Ok(Exit::Verdict(results.valid))
-}
-
-/// Checks an EDN history with the linearizability model asked for: the only checker that
-/// reads one.
-fn check_edn(
-    path: &Path,
-    text: &str,
-    args: &CheckArgs,
-    lin: LinearizabilityCheck,
-    out: &Output,
-) -> Result<Exit, HarnessError> {
-    let title = format!("check {}", path.display());
-    let Some(model) = lin.model else {
-        return Err(HarnessError::BadInput(format!(
-            "{} is an EDN history, which only the linearizability checker reads: add \
-             --model (one of: {})",
-            path.display(),
-            MODELS.iter().map(|m| m.name).collect::<Vec<_>>().join(", ")
-        )));
-    };
-    if args.report {
-        return Err(HarnessError::BadInput(format!(
-            "{} is an EDN history; report.html is drawn for splitbrain's own histories \
-             (JSON lines): leave out --report",
-            path.display()
-        )));
-    }
-    let options = EdnOptions {
-        independent: args.independent,
-    };
-    let ops = read_edn_history(text, options).map_err(|e| not_a_history(path, e))?;
-    let result = linearizability::check(&ops, model, lin.limits)
-        .map_err(|e| HarnessError::BadInput(format!("{}: {e}", path.display())))?;
-    let evidence = stats::check(&ops, &stats::needed_for(&ops));
-    let results = EdnResults {
-        valid: result.valid.merge(evidence.valid),
-        verdict: summary::linearizability_verdict(&result, &evidence),
-        stats: evidence,
-        linearizability: result,
-    };
-    out.write_results(&results)?;
-    if !out.json {
-        stdout!(
-            "{}",
-            summary::render_linearizability(
-                &title,
-                &results.linearizability,
-                &results.stats,
-                out.shown
-            )
-        );
-    }
-    Ok(Exit::Verdict(results.valid))
-}
-
-/// Where and how `check` says what it found.
-struct Output<'a> {
-    dir: &'a Path,
-    /// `dir` was given with `--out`, rather than being the history's own folder.
-    asked_for: bool,
-    json: bool,
-    /// Findings of each kind spelled out in the summary.
-    shown: usize,
-}
-
-impl Output<'_> {
-    /// Writes `results.json`, and with `--json` prints it too. A history in a folder this
-    /// user cannot write is still checked, with a warning; a folder given with `--out` must
-    /// take the file.
-    fn write_results(&self, results: &impl Serialize) -> Result<(), HarnessError> {
-        let text = serde_json::to_string_pretty(results).context("serialising results")? + "\n";
-        let folder = RunDir::at(self.dir);
-        let path = folder.results_path();
-        let written = folder.rewrite_results(&text);
-        if let Err(e) = written {
-            if self.asked_for {
-                return Err(HarnessError::BadInput(format!(
-                    "--out {}: cannot be written: {e}; give a folder this user can write",
-                    path.display()
-                )));
-            }
-            stderrln!(
-                "warning: {}: cannot be written ({e}); give a folder this user can write with \
-                 --out",
-                path.display()
-            );
-        }
-        if self.json {
-            stdout!("{text}");
-        }
-        Ok(())
-    }
-}
-
-/// `results.json` of an EDN history: the linearizability checker's result, and whether the
-/// history showed anything for it to check.
-#[derive(Serialize)]
-struct EdnResults {
-    valid: Valid,
-    verdict: String,
-    stats: stats::Stats,
-    linearizability: Linearizability,
-}
-
-fn not_a_history(path: &Path, e: HistoryError) -> HarnessError {
-    match e {
-        HistoryError::Parse { .. } | HistoryError::NotUtf8 { .. } => HarnessError::BadInput(
-            format!("{} is not a history splitbrain reads: {e}", path.display()),
-        ),
-        HistoryError::Io(e) => HarnessError::Crash(anyhow::Error::from(e)),
-    }
-}
-
-/// Whether a history file is EDN rather than JSON lines: by its name, or by its first
-/// character being `[` or a map opening with a keyword.
-fn is_edn(path: &Path, text: &str) -> bool {
-    if path.extension().is_some_and(|e| e == "edn") {
-        return true;
-    }
-    let start = text.trim_start();
-    start.starts_with('[') || start.starts_with('#') || start.starts_with(";") || {
-        start.starts_with('{') && start[1..].trim_start().starts_with(':')
     }
 }
 
@@ -337,7 +94,7 @@ pub fn check_ops(
 /// its [`Outline`] (its faults, its end), once through every checker. Memory is what the
 /// checkers hold open, not the history's length; the ops are kept only for a linearizability
 /// search, which needs them all.
-fn check_file(
+pub(crate) fn check_file(
     path: &Path,
     lin: &LinearizabilityCheck,
     facts: RunFacts,
@@ -415,21 +172,21 @@ fn searched(
 }
 
 /// A history checked: what every checker found, and what it takes to say it.
-struct Checked {
+pub(crate) struct Checked {
     outline: Outline,
     counts: OpCounts,
     verdicts: Sections,
     linearizability: Option<(Linearizability, bool)>,
     /// Why the linearizability search could not take the history, where it could not.
-    search_error: Option<linearizability::CheckError>,
-    truncated_tail: bool,
+    pub(crate) search_error: Option<linearizability::CheckError>,
+    pub(crate) truncated_tail: bool,
 }
 
 impl Checked {
     /// The results, and the verdict they make. A history that shows none of the successful
     /// operations its workload needs (Jepsen's stats checker) is at best `unknown`: nothing
     /// was tested.
-    fn results(self, interrupted: bool, error: Option<String>) -> Results {
+    pub(crate) fn results(self, interrupted: bool, error: Option<String>) -> Results {
         let (linearizability, counts) = match self.linearizability {
             Some((result, counts)) => (Some(result), counts),
             None => (None, false),
@@ -537,15 +294,6 @@ mod tests {
 
     fn op(process: u64, kind: OpType, f: &str) -> Op {
         Op::new(Process::Client(process), kind, f)
-    }
-
-    #[test]
-    fn edn_is_told_apart_from_json_lines() {
-        let jsonl = Path::new("history.jsonl");
-        assert!(is_edn(jsonl, "[{:type :invoke}]"));
-        assert!(is_edn(jsonl, "  {:process 0, :type :invoke}"));
-        assert!(is_edn(Path::new("h.edn"), r#"{"index":0}"#));
-        assert!(!is_edn(jsonl, r#"{"index":0,"type":"invoke"}"#));
     }
 
     #[test]
@@ -673,6 +421,34 @@ mod tests {
                 .verdict
                 .starts_with("unknown: no acquire succeeded"),
             "the stats checker gives the reason first"
+        );
+    }
+
+    #[test]
+    fn what_is_written_reads_back_the_same_and_a_newer_section_is_kept() {
+        let history = [
+            op(0, OpType::Invoke, "acquire").key("l"),
+            op(0, OpType::Ok, "acquire").key("l"),
+        ];
+        let results = check_ops(
+            &history,
+            false,
+            None,
+            Default::default(),
+            &Default::default(),
+        );
+        let written = serde_json::to_value(&results).unwrap();
+        let mut newer = written.clone();
+        newer["a-newer-checker"] = serde_json::json!({"valid": true});
+        let read = Results::read(newer);
+        assert_eq!(read.format, FORMAT);
+        assert_eq!(serde_json::to_value(&read).unwrap(), written);
+        assert_eq!(
+            read.unread,
+            [(
+                "a-newer-checker".to_string(),
+                serde_json::json!({"valid": true})
+            )]
         );
     }
 }
