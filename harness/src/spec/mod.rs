@@ -1,5 +1,11 @@
 //! A test, as data: every parameter of a run, checked before anything starts.
 
+mod catalog;
+mod command_line;
+mod names;
+#[cfg(test)]
+mod tests;
+
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -17,9 +23,11 @@ use splitbrain_workloads::workload::{
     find_workload, DataOptions, Workload, WorkloadKind, WORKLOADS,
 };
 use splitbrain_workloads::{
-    find_client, ClientConfig, ClientKind, ClientOptions, Fences, Sentinels, Shape, CLIENTS,
-    EXEC_PREFIX,
+    find_client, ClientConfig, ClientOptions, Fences, Sentinels, Shape, CLIENTS, EXEC_PREFIX,
 };
+
+pub use catalog::catalog;
+pub use names::ChosenClient;
 
 use crate::cli::RunArgs;
 use crate::error::HarnessError;
@@ -30,11 +38,15 @@ use crate::script::Script;
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct TestSpec {
     pub name: String,
-    #[serde(with = "by_name")]
+    #[serde(with = "names::by_name")]
     pub deployment: &'static dyn Topology,
     /// The server version the nodes run (`--server`); runs stored before there was a choice
     /// ran their deployment's default.
-    #[serde(default, with = "opt_by_name", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        with = "names::opt_by_name",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub server: Option<&'static dyn System>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nodes: Option<usize>,
@@ -49,13 +61,13 @@ pub struct TestSpec {
     /// `wait`: how many replicas WAIT asks for; none for every replica.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wait_replicas: Option<usize>,
-    #[serde(with = "by_name")]
+    #[serde(with = "names::by_name")]
     pub workload: &'static WorkloadKind,
     /// lock-set: the storage checks fencing tokens.
     #[serde(default)]
     pub fencing: bool,
     /// The faults; none for no faults.
-    #[serde(with = "by_names")]
+    #[serde(with = "names::by_names")]
     pub nemesis: Vec<&'static dyn Fault>,
     /// `--nemesis all`: faults this machine cannot inject are skipped, not refused.
     pub skip_unsupported: bool,
@@ -63,51 +75,55 @@ pub struct TestSpec {
     /// Sentinel deployments: the quorum, timings and `min-replicas-to-write`.
     #[serde(default)]
     pub sentinel_quorum: usize,
-    #[serde(default, with = "millis")]
+    #[serde(default, with = "names::millis")]
     pub down_after: Duration,
-    #[serde(default, with = "millis")]
+    #[serde(default, with = "names::millis")]
     pub failover_timeout: Duration,
     #[serde(default)]
     pub min_replicas_to_write: usize,
     /// Cluster deployments: replicas per master and `cluster-node-timeout`.
     #[serde(default)]
     pub cluster_replicas: usize,
-    #[serde(default, with = "millis")]
+    #[serde(default, with = "names::millis")]
     pub cluster_node_timeout: Duration,
-    #[serde(with = "millis")]
+    #[serde(with = "names::millis")]
     pub time_limit: Duration,
     pub concurrency: usize,
-    #[serde(with = "millis")]
+    #[serde(with = "names::millis")]
     pub ttl: Duration,
-    #[serde(default, skip_serializing_if = "Option::is_none", with = "opt_millis")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "names::opt_millis"
+    )]
     pub hold: Option<Duration>,
     pub resources: usize,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hash_tag: Option<String>,
     /// `--restart-delay`, where it was given.
-    #[serde(default, with = "opt_millis")]
+    #[serde(default, with = "names::opt_millis")]
     pub restart_delay: Option<Duration>,
     /// `--nemesis-interval`, where it was given.
-    #[serde(default, with = "opt_millis")]
+    #[serde(default, with = "names::opt_millis")]
     pub nemesis_interval: Option<Duration>,
     /// What paces the faults, where it is the deployment's failure detector.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pace: Option<Pace>,
-    #[serde(with = "millis")]
+    #[serde(with = "names::millis")]
     pub clock_bump: Duration,
     pub clock_drift: f64,
-    #[serde(with = "millis")]
+    #[serde(with = "names::millis")]
     pub client_pause: Duration,
-    #[serde(default = "default_start_timeout", with = "millis")]
+    #[serde(default = "default_start_timeout", with = "names::millis")]
     pub exec_start_timeout: Duration,
     /// Client groups with links of their own through the link proxy; 0 when no link fault
     /// runs, and clients connect straight to the nodes.
     pub client_groups: usize,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub toxiproxy_port: Option<u16>,
-    #[serde(with = "millis")]
+    #[serde(with = "names::millis")]
     pub link_latency: Duration,
-    #[serde(default, with = "millis")]
+    #[serde(default, with = "names::millis")]
     pub link_jitter: Duration,
     pub seed: u64,
     pub results: PathBuf,
@@ -646,172 +662,6 @@ impl TestSpec {
             self.exec_start_timeout,
         )
     }
-
-    /// The command line that runs this test again, seed included.
-    pub fn command_line(&self) -> String {
-        if let Some(script) = self.script.as_ref().filter(|script| script.replay) {
-            return format!(
-                "splitbrain run --replay {}",
-                shell_quoted(&script.from.display().to_string())
-            );
-        }
-        let mut line = "splitbrain run".to_string();
-        for (flag, value) in self.options() {
-            line += &format!(" --{flag}");
-            if let Some(value) = value {
-                line += &format!(" {}", shell_quoted(&value));
-            }
-        }
-        line
-    }
-
-    /// The `splitbrain run` options that make this test again, seed and faults included, as
-    /// `(flag, value)`; no value for a switch.
-    pub fn options(&self) -> Vec<(&'static str, Option<String>)> {
-        let time = |d: Duration| Some(humantime::format_duration(d).to_string());
-        let mut options = vec![
-            ("deployment", Some(self.deployment.name().to_string())),
-            ("client", Some(self.client.to_string())),
-            ("workload", Some(self.workload.name.to_string())),
-        ];
-        options.push(match &self.script {
-            Some(script) => ("script", Some(script.from.display().to_string())),
-            None if self.skip_unsupported => ("nemesis", Some("all".to_string())),
-            None => (
-                "nemesis",
-                Some(self.fault_names().unwrap_or_else(|| "none".to_string())),
-            ),
-        });
-        options.extend([
-            ("time-limit", time(self.time_limit)),
-            ("concurrency", Some(self.concurrency.to_string())),
-            ("ttl", time(self.ttl)),
-            ("seed", Some(self.seed.to_string())),
-        ]);
-        // Each fault's own option only beside the fault: elsewhere `run` refuses it.
-        let faults = |names: &[&str]| self.nemesis.iter().any(|f| names.contains(&f.name()));
-        if self.persistence != "none" {
-            options.push(("persistence", Some(self.persistence.clone())));
-        }
-        if faults(&["clock-bump", "clock-strobe", "clock-holder"]) {
-            options.push(("clock-bump", time(self.clock_bump)));
-        }
-        if faults(&["clock-drift"]) {
-            options.push(("clock-drift", Some(self.clock_drift.to_string())));
-        }
-        if faults(&["client-pause"]) {
-            options.push(("client-pause", time(self.client_pause)));
-        }
-        if let Some(nodes) = self.nodes {
-            options.push(("nodes", Some(nodes.to_string())));
-        }
-        if let Some(server) = self
-            .server
-            .filter(|s| s.name() != self.deployment.system().name())
-        {
-            options.push(("server", Some(server.name().to_string())));
-        }
-        if let Some(delay) = self.restart_delay {
-            options.push(("restart-delay", time(delay)));
-        }
-        if let Some(interval) = self.nemesis_interval {
-            options.push(("nemesis-interval", time(interval)));
-        }
-        if self.client.command.is_some() {
-            options.push(("exec-start-timeout", time(self.exec_start_timeout)));
-        }
-        if let Some(hold) = self.hold {
-            options.push(("hold", time(hold)));
-        }
-        if self.client_groups > 0 {
-            options.push(("client-groups", Some(self.client_groups.to_string())));
-        }
-        if faults(&["link-latency"]) {
-            options.push(("link-latency", time(self.link_latency)));
-        }
-        if !self.link_jitter.is_zero() {
-            options.push(("link-jitter", time(self.link_jitter)));
-        }
-        if let Some(port) = self.toxiproxy_port {
-            options.push(("toxiproxy-port", Some(port.to_string())));
-        }
-        if self.resources != 1 {
-            options.push(("resources", Some(self.resources.to_string())));
-        }
-        if let Some(tag) = &self.hash_tag {
-            options.push(("hash-tag", Some(tag.clone())));
-        }
-        if self.deployment.replication() == Replication::Sentinel {
-            options.extend([
-                ("sentinel-quorum", Some(self.sentinel_quorum.to_string())),
-                ("down-after", time(self.down_after)),
-                ("failover-timeout", time(self.failover_timeout)),
-                (
-                    "min-replicas-to-write",
-                    Some(self.min_replicas_to_write.to_string()),
-                ),
-            ]);
-        }
-        if self.deployment.replication() == Replication::Cluster {
-            options.extend([
-                ("cluster-replicas", Some(self.cluster_replicas.to_string())),
-                ("cluster-node-timeout", time(self.cluster_node_timeout)),
-            ]);
-        }
-        if !self.jitter {
-            options.push(("no-jitter", None));
-        }
-        if self.sequential {
-            options.push(("acquire", Some("sequential".to_string())));
-        }
-        if let Some(replicas) = self.wait_replicas {
-            options.push(("wait-replicas", Some(replicas.to_string())));
-        }
-        if self.fencing {
-            options.push(("fencing", None));
-        }
-        options
-    }
-}
-
-/// Every deployment, client, workload and fault with its one-line summary, for `run --help`.
-pub fn catalog() -> String {
-    let section = |title: &str, rows: Vec<(&str, &str)>| {
-        let lines: Vec<String> = rows
-            .iter()
-            .map(|(name, summary)| format!("  {name:<18} {summary}"))
-            .collect();
-        format!("{title}:\n{}\n", lines.join("\n"))
-    };
-    [
-        section(
-            "Deployments",
-            topology::TOPOLOGIES
-                .iter()
-                .map(|t| (t.name(), t.summary()))
-                .collect(),
-        ),
-        section(
-            "Servers (--server)",
-            system::SYSTEMS
-                .iter()
-                .map(|s| (s.name(), s.summary()))
-                .collect(),
-        ),
-        section(
-            "Clients",
-            CLIENTS.iter().map(|c| (c.name, c.summary)).collect(),
-        ),
-        section(
-            "Workloads",
-            WORKLOADS.iter().map(|w| (w.name, w.summary)).collect(),
-        ),
-        section(
-            "Faults",
-            FAULTS.iter().map(|f| (f.name(), f.summary())).collect(),
-        ),
-    ]
-    .join("\n")
 }
 
 fn client_options(
@@ -827,47 +677,6 @@ fn client_options(
         wait_replicas,
         command: client.command.clone(),
         start_timeout,
-    }
-}
-
-/// A run's lock client: its kind and, for an `exec:` client, the command it runs. `test.json`
-/// stores it as `--client` took it.
-#[derive(Clone)]
-pub struct ChosenClient {
-    pub kind: &'static ClientKind,
-    pub command: Option<String>,
-}
-
-impl std::fmt::Display for ChosenClient {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match &self.command {
-            Some(command) => write!(f, "{EXEC_PREFIX}{command}"),
-            None => f.write_str(self.kind.name),
-        }
-    }
-}
-
-impl std::fmt::Debug for ChosenClient {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{self}")
-    }
-}
-
-impl Serialize for ChosenClient {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_str(self)
-    }
-}
-
-impl<'de> Deserialize<'de> for ChosenClient {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<ChosenClient, D::Error> {
-        let arg = String::deserialize(d)?;
-        let kind = find_client(&arg)
-            .ok_or_else(|| serde::de::Error::custom(format!("unknown client `{arg}`")))?;
-        Ok(ChosenClient {
-            kind,
-            command: arg.strip_prefix(EXEC_PREFIX).map(str::to_string),
-        })
     }
 }
 
@@ -963,571 +772,6 @@ fn parse_nemesis(text: &str) -> Result<Vec<&'static dyn Fault>, HarnessError> {
     Ok(faults)
 }
 
-/// A kind users name on the command line (a deployment, a workload, a fault): a spec holds
-/// what it is, and `test.json` its name.
-trait Named: 'static {
-    /// What it is, for an error: `deployment`.
-    const WHAT: &'static str;
-    fn named(&self) -> &'static str;
-    fn by_name(name: &str) -> Option<&'static Self>;
-}
-
-impl Named for dyn System {
-    const WHAT: &'static str = "server";
-    fn named(&self) -> &'static str {
-        self.name()
-    }
-    fn by_name(name: &str) -> Option<&'static Self> {
-        system::find(name)
-    }
-}
-
-impl Named for dyn Topology {
-    const WHAT: &'static str = "deployment";
-    fn named(&self) -> &'static str {
-        self.name()
-    }
-    fn by_name(name: &str) -> Option<&'static Self> {
-        topology::find(name)
-    }
-}
-
-impl Named for WorkloadKind {
-    const WHAT: &'static str = "workload";
-    fn named(&self) -> &'static str {
-        self.name
-    }
-    fn by_name(name: &str) -> Option<&'static Self> {
-        find_workload(name)
-    }
-}
-
-impl Named for dyn Fault {
-    const WHAT: &'static str = "fault";
-    fn named(&self) -> &'static str {
-        self.name()
-    }
-    fn by_name(name: &str) -> Option<&'static Self> {
-        find_fault(name)
-    }
-}
-
-/// A [`Named`] kind in JSON: its name.
-mod by_name {
-    use serde::{de, Deserialize, Deserializer, Serializer};
-
-    use super::Named;
-
-    pub fn serialize<T: Named + ?Sized, S: Serializer>(
-        kind: &&'static T,
-        s: S,
-    ) -> Result<S::Ok, S::Error> {
-        s.serialize_str(kind.named())
-    }
-
-    pub fn deserialize<'de, T: Named + ?Sized, D: Deserializer<'de>>(
-        d: D,
-    ) -> Result<&'static T, D::Error> {
-        let name = String::deserialize(d)?;
-        T::by_name(&name).ok_or_else(|| de::Error::custom(format!("unknown {} `{name}`", T::WHAT)))
-    }
-}
-
-/// An optional [`Named`] kind in JSON: its name, or nothing.
-mod opt_by_name {
-    use serde::{de, Deserialize, Deserializer, Serializer};
-
-    use super::Named;
-
-    pub fn serialize<T: Named + ?Sized, S: Serializer>(
-        kind: &Option<&'static T>,
-        s: S,
-    ) -> Result<S::Ok, S::Error> {
-        match kind {
-            Some(kind) => s.serialize_some(kind.named()),
-            None => s.serialize_none(),
-        }
-    }
-
-    pub fn deserialize<'de, T: Named + ?Sized, D: Deserializer<'de>>(
-        d: D,
-    ) -> Result<Option<&'static T>, D::Error> {
-        match Option::<String>::deserialize(d)? {
-            Some(name) => T::by_name(&name)
-                .map(Some)
-                .ok_or_else(|| de::Error::custom(format!("unknown {} `{name}`", T::WHAT))),
-            None => Ok(None),
-        }
-    }
-}
-
-/// A list of [`Named`] kinds in JSON: their names.
-mod by_names {
-    use serde::ser::SerializeSeq;
-    use serde::{de, Deserialize, Deserializer, Serializer};
-
-    use super::Named;
-
-    pub fn serialize<T: Named + ?Sized, S: Serializer>(
-        kinds: &[&'static T],
-        s: S,
-    ) -> Result<S::Ok, S::Error> {
-        let mut seq = s.serialize_seq(Some(kinds.len()))?;
-        for kind in kinds {
-            seq.serialize_element(kind.named())?;
-        }
-        seq.end()
-    }
-
-    pub fn deserialize<'de, T: Named + ?Sized, D: Deserializer<'de>>(
-        d: D,
-    ) -> Result<Vec<&'static T>, D::Error> {
-        Vec::<String>::deserialize(d)?
-            .iter()
-            .map(|name| {
-                T::by_name(name)
-                    .ok_or_else(|| de::Error::custom(format!("unknown {} `{name}`", T::WHAT)))
-            })
-            .collect()
-    }
-}
-
 fn names<'a>(names: impl Iterator<Item = &'a str>) -> String {
     names.collect::<Vec<_>>().join(", ")
-}
-
-/// Durations as whole milliseconds in JSON.
-mod millis {
-    use std::time::Duration;
-
-    use serde::{Deserialize, Deserializer, Serializer};
-
-    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_u64(d.as_millis() as u64)
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
-        Ok(Duration::from_millis(u64::deserialize(d)?))
-    }
-}
-
-mod opt_millis {
-    use std::time::Duration;
-
-    use serde::{Deserialize, Deserializer, Serializer};
-
-    pub fn serialize<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
-        match d {
-            Some(d) => s.serialize_some(&(d.as_millis() as u64)),
-            None => s.serialize_none(),
-        }
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
-        Ok(Option::<u64>::deserialize(d)?.map(Duration::from_millis))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::cli::{Cli, Command};
-    use clap::Parser;
-
-    fn spec(extra: &[&str]) -> Result<TestSpec, HarnessError> {
-        let argv = ["splitbrain", "run"].iter().chain(extra).copied();
-        let Command::Run(args) = Cli::try_parse_from(argv).unwrap().command else {
-            unreachable!()
-        };
-        TestSpec::from_args(&args)
-    }
-
-    fn message(extra: &[&str]) -> String {
-        spec(extra).unwrap_err().to_string()
-    }
-
-    #[test]
-    fn the_defaults_make_a_valid_test() {
-        let s = spec(&["--seed", "7"]).unwrap();
-        assert_eq!(s.name, "redlock-redlock-lock-kill");
-        assert_eq!(s.seed, 7);
-    }
-
-    #[test]
-    fn a_drawn_seed_survives_a_json_reader_that_reads_numbers_as_doubles() {
-        for _ in 0..1000 {
-            let seed = spec(&[]).unwrap().seed;
-            assert!(seed < 1 << 53, "{seed}");
-            assert_eq!(seed as f64 as u64, seed);
-        }
-    }
-
-    #[test]
-    fn bad_names_say_what_would_be_right() {
-        assert!(message(&["--deployment", "sentinal"]).contains("single, redlock, sentinel"));
-        let quorum = message(&["--deployment", "sentinel", "--sentinel-quorum", "4"]);
-        assert!(quorum.contains("quorum of 4"), "{quorum}");
-        let client = message(&["--client", "zookeeper"]);
-        for name in [
-            "setnx-expire",
-            "del-release",
-            "fenced",
-            "wait",
-            "exec:<command>",
-        ] {
-            assert!(client.contains(name), "{client}");
-        }
-        assert!(message(&["--nemesis", "kill,meteor"]).contains("`meteor`"));
-        assert!(message(&["--workload", "bank"]).contains("lock-set"));
-    }
-
-    #[test]
-    fn an_exec_client_keeps_its_command_and_reads_back_from_the_command_line() {
-        let s = spec(&[
-            "--deployment",
-            "single",
-            "--client",
-            "exec:sh -c 'exit 0'",
-            "--workload",
-            "lock-set",
-        ])
-        .unwrap();
-        assert_eq!(s.client.to_string(), "exec:sh -c 'exit 0'");
-        assert_eq!(
-            s.client_options().command.as_deref(),
-            Some("sh -c 'exit 0'")
-        );
-        assert!(s.name.starts_with("single-exec-sh-lock-set"), "{}", s.name);
-        let quoted = r#"--client 'exec:sh -c '\''exit 0'\''' "#;
-        assert!(s.command_line().contains(quoted), "{}", s.command_line());
-        let redlock = spec(&["--no-jitter", "--acquire", "sequential"]).unwrap();
-        assert!(!redlock.jitter && redlock.sequential);
-        assert!(redlock
-            .command_line()
-            .ends_with("--no-jitter --acquire sequential"));
-        let wait_one = [
-            "--deployment",
-            "sentinel",
-            "--client",
-            "wait",
-            "--wait-replicas",
-            "1",
-        ];
-        let wait_one = spec(&wait_one).unwrap();
-        assert_eq!(wait_one.client_options().wait_replicas, Some(1));
-        assert!(wait_one.command_line().ends_with("--wait-replicas 1"));
-        let too_many = message(&[
-            "--deployment",
-            "sentinel",
-            "--client",
-            "wait",
-            "--wait-replicas",
-            "3",
-        ]);
-        assert!(too_many.contains("more replicas than the 2"), "{too_many}");
-        let not_wait = message(&[
-            "--deployment",
-            "sentinel",
-            "--client",
-            "set-nx-px",
-            "--wait-replicas",
-            "1",
-        ]);
-        assert!(
-            not_wait.contains("--client is set-nx-px; use --client wait"),
-            "{not_wait}"
-        );
-        let no_lock = message(&[
-            "--deployment",
-            "sentinel",
-            "--workload",
-            "set",
-            "--wait-replicas",
-            "1",
-        ]);
-        assert!(no_lock.contains("use --workload lock"), "{no_lock}");
-    }
-
-    #[test]
-    fn limits_are_refused_before_anything_starts_with_the_limit_and_why() {
-        let many = message(&["--concurrency", "5000000000"]);
-        assert!(
-            many.contains("more than this machine can run: at most"),
-            "{many}"
-        );
-        let fast = message(&["--nemesis-interval", "1ns"]);
-        assert!(fast.contains("shorter than 100ms"), "{fast}");
-        let long = message(&["--time-limit", "2days"]);
-        assert!(long.contains("longer than 1day"), "{long}");
-        let wrapped = Cli::try_parse_from(["splitbrain", "run", "--clock-bump", "99999999999h"])
-            .unwrap_err()
-            .to_string();
-        assert!(wrapped.contains("longer than a year"), "{wrapped}");
-        let start = message(&["--exec-start-timeout", "0s"]);
-        assert!(start.contains("more than zero"), "{start}");
-        assert!(spec(&["--concurrency", "500", "--nemesis-interval", "100ms"]).is_ok());
-    }
-
-    #[test]
-    fn lease_faults_outlast_the_lease_unless_told() {
-        let faults = ["--nemesis", "client-pause,clock-bump"];
-        let at = |extra: &[&str]| {
-            let s = spec(&[&faults[..], extra].concat()).unwrap();
-            (s.client_pause, s.clock_bump)
-        };
-        let secs = Duration::from_secs_f64;
-        assert_eq!(
-            at(&[]),
-            (secs(3.0), secs(10.0)),
-            "the TTL of 2s asks no more"
-        );
-        assert_eq!(at(&["--ttl", "5s"]), (secs(7.5), secs(10.0)));
-        assert_eq!(at(&["--ttl", "8s"]), (secs(12.0), secs(16.0)));
-        let told = ["--ttl", "8s", "--client-pause", "1s", "--clock-bump", "2s"];
-        assert_eq!(at(&told), (secs(1.0), secs(2.0)));
-        let line = spec(&[&faults[..], &told[..]].concat())
-            .unwrap()
-            .command_line();
-        assert!(line.contains("--client-pause 1s"), "{line}");
-        // Beside faults that use neither, neither is written down: `run` would refuse them.
-        let line = spec(&["--ttl", "8s"]).unwrap().command_line();
-        assert!(
-            !line.contains("--client-pause") && !line.contains("--clock-bump"),
-            "{line}"
-        );
-    }
-
-    #[test]
-    fn replicated_deployments_pace_faults_by_their_failure_detector_unless_told() {
-        let sentinel = spec(&["--deployment", "sentinel", "--client", "set-nx-px"]).unwrap();
-        let pace = sentinel
-            .pace
-            .as_ref()
-            .expect("sentinel has a failure detector");
-        assert_eq!(pace.detector_ms, 3_000);
-        assert!(pace.line().contains("down-after (2s)"), "{}", pace.line());
-        assert_eq!(
-            sentinel.nemesis_options().detector,
-            Some(Duration::from_secs(3))
-        );
-        let cluster = spec(&[
-            "--deployment",
-            "cluster",
-            "--client",
-            "set-nx-px",
-            "--cluster-node-timeout",
-            "5s",
-        ])
-        .unwrap();
-        assert_eq!(cluster.pace.map(|p| p.detector_ms), Some(6_000));
-        let told = spec(&[
-            "--deployment",
-            "sentinel",
-            "--client",
-            "set-nx-px",
-            "--nemesis-interval",
-            "8s",
-        ])
-        .unwrap();
-        assert_eq!(told.pace, None);
-        assert!(told.command_line().contains("--nemesis-interval 8s"));
-        assert_eq!(
-            spec(&[]).unwrap().pace,
-            None,
-            "redlock has no failure detector"
-        );
-    }
-
-    #[test]
-    fn a_run_folder_name_stays_short_whatever_the_options() {
-        let s = spec(&[
-            "--deployment",
-            "sentinel",
-            "--nemesis",
-            "all",
-            "--client",
-            "exec:sh -c 'exit 0' a-very-long-argument-list-that-goes-on-and-on",
-        ])
-        .unwrap();
-        assert!(s.name.len() <= LONGEST_NAME, "{}", s.name);
-        assert!(s.name.starts_with("sentinel-exec-sh-lock-"), "{}", s.name);
-        let other = spec(&[
-            "--deployment",
-            "sentinel",
-            "--nemesis",
-            "all",
-            "--client",
-            "wait",
-        ])
-        .unwrap();
-        assert_ne!(s.name, other.name);
-    }
-
-    #[test]
-    fn a_client_must_suit_its_deployment() {
-        let cluster = message(&["--deployment", "cluster"]);
-        assert!(
-            cluster.contains("--client redlock does not fit"),
-            "{cluster}"
-        );
-        assert!(message(&["--deployment", "single", "--nodes", "3"]).contains("exactly 1 node"));
-        let s = spec(&[
-            "--deployment",
-            "single",
-            "--client",
-            "set-nx-px",
-            "--nemesis",
-            "none",
-        ])
-        .unwrap();
-        assert_eq!(s.name, "single-set-nx-px-lock-none");
-        assert!(s.nemesis.is_empty());
-    }
-
-    #[test]
-    fn faults_must_fit_the_deployment() {
-        let ring_on_one = message(&[
-            "--deployment",
-            "single",
-            "--client",
-            "set-nx-px",
-            "--nemesis",
-            "partition-ring",
-        ]);
-        assert!(ring_on_one.contains("at least 4 nodes"), "{ring_on_one}");
-        assert!(message(&["--clock-drift", "0"]).contains("--clock-drift"));
-        assert!(message(&["--clock-drift", "-1.5"]).contains("--clock-drift"));
-        assert!(message(&["--persistence", "rdb"]).contains("everysec"));
-        let all = spec(&["--nemesis", "all"]).unwrap();
-        assert!(all.nemesis.len() >= 6, "{:?}", all.nemesis);
-    }
-
-    #[test]
-    fn the_catalog_names_everything_registered() {
-        let catalog = catalog();
-        for name in [
-            "redlock",
-            "set-nx-px",
-            "watchdog",
-            "etcd-lease",
-            "valkey-8.1",
-            "lock",
-            "clock-strobe",
-            "link-reset",
-        ] {
-            assert!(catalog.contains(name), "{name} missing from\n{catalog}");
-        }
-    }
-
-    #[test]
-    fn zero_durations_are_refused() {
-        assert!(message(&["--ttl", "0s"]).contains("--ttl"));
-        assert!(message(&["--ttl", "10ms"]).contains("too short"));
-    }
-
-    #[test]
-    fn the_command_line_reproduces_the_spec() {
-        let s = spec(&[
-            "--nemesis",
-            "pause,kill,clock-drift",
-            "--seed",
-            "9",
-            "--hold",
-            "0s",
-            "--persistence",
-            "always",
-            "--clock-drift",
-            "1.5",
-        ])
-        .unwrap();
-        let line = s.command_line();
-        let argv: Vec<&str> = line.split_whitespace().collect();
-        let Command::Run(args) = Cli::try_parse_from(argv).unwrap().command else {
-            unreachable!()
-        };
-        let again = TestSpec::from_args(&args).unwrap();
-        assert_eq!(
-            serde_json::to_value(&again).unwrap(),
-            serde_json::to_value(&s).unwrap()
-        );
-    }
-
-    #[test]
-    fn test_json_names_each_kind_and_reads_back_as_the_same_spec() {
-        let s = spec(&[
-            "--deployment",
-            "sentinel",
-            "--client",
-            "set-nx-px",
-            "--nemesis",
-            "partition,kill",
-        ])
-        .unwrap();
-        let json = serde_json::to_value(&s).unwrap();
-        assert_eq!(json["deployment"], "sentinel");
-        assert_eq!(json["workload"], "lock");
-        assert_eq!(json["nemesis"], serde_json::json!(["partition", "kill"]));
-        let again: TestSpec = serde_json::from_value(json.clone()).unwrap();
-        assert_eq!(again.deployment.replication(), Replication::Sentinel);
-        assert_eq!(serde_json::to_value(&again).unwrap(), json);
-
-        let mut unknown = json;
-        unknown["nemesis"] = serde_json::json!(["kill", "meteor"]);
-        let e = serde_json::from_value::<TestSpec>(unknown).unwrap_err();
-        assert!(e.to_string().contains("unknown fault `meteor`"), "{e}");
-    }
-
-    /// The options a user types numbers and names into, for the fuzzing below.
-    const FLAGS: &[&str] = &[
-        "--deployment",
-        "--nodes",
-        "--workload",
-        "--nemesis",
-        "--persistence",
-        "--time-limit",
-        "--concurrency",
-        "--ttl",
-        "--hold",
-        "--resources",
-        "--restart-delay",
-        "--nemesis-interval",
-        "--clock-bump",
-        "--clock-drift",
-        "--client-pause",
-        "--client-groups",
-        "--link-latency",
-        "--link-jitter",
-        "--exec-start-timeout",
-        "--sentinel-quorum",
-        "--down-after",
-        "--cluster-node-timeout",
-        "--cluster-replicas",
-        "--seed",
-    ];
-
-    proptest::proptest! {
-        /// Any value of any option is taken or refused with a message; never a panic, and a
-        /// duration taken is within the longest one.
-        #[test]
-        fn any_option_value_is_taken_or_refused_never_a_panic(
-            flag in proptest::sample::select(FLAGS),
-            value in proptest::prop_oneof![
-                "\\PC{0,24}",
-                "-?[0-9]{1,22}(\\.[0-9]{1,3})?(ns|us|ms|s|m|h|d|days|y|years|)",
-                "[a-z-]{1,12}(,[a-z-]{1,12}){0,3}",
-            ],
-        ) {
-            let argv = ["splitbrain", "run", flag, value.as_str()];
-            if let Ok(Cli { command: Command::Run(args) }) = Cli::try_parse_from(argv) {
-                match TestSpec::from_args(&args) {
-                    Ok(spec) => {
-                        for d in [spec.time_limit, spec.ttl, spec.clock_bump] {
-                            proptest::prop_assert!(d <= crate::limits::LONGEST);
-                        }
-                    }
-                    Err(e) => proptest::prop_assert!(!e.to_string().is_empty()),
-                }
-            }
-        }
-    }
 }
