@@ -3,6 +3,7 @@
 //! A client makes one attempt per [`LockClient::acquire`]; the workload records the attempt
 //! and decides when to try again, using the client's own [`LockClient::retry_delay`].
 
+mod advisory;
 mod del_release;
 mod etcd_lease;
 mod etcd_lock;

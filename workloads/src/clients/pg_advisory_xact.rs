@@ -10,10 +10,11 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
+use super::advisory::{give_back, outcome, Advisory, AdvisoryClient};
 use super::{
     held_by_another, new_token, ClientConfig, ClientKind, Fences, Grant, LockClient, Outcome,
 };
-use crate::postgres::{give_back, lock, outcome, Advisory, AdvisoryClient, PgError, PgSession};
+use crate::postgres::{lock, PgError, PgSession};
 
 pub(super) const KIND: ClientKind = ClientKind {
     name: "pg-advisory-xact",
