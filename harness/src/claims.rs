@@ -10,6 +10,7 @@ use splitbrain_checker::acquisition_stats::AcquisitionStats;
 use splitbrain_checker::coverage::Coverage;
 use splitbrain_checker::lock_safety::LockSafety;
 use splitbrain_checker::lost_writes::LostWrites;
+use splitbrain_checker::starvation::Starvation;
 use splitbrain_checker::stuck_lock::StuckLock;
 
 use crate::matrix::{Claim, Expect, Judge};
@@ -92,6 +93,22 @@ pub fn figure(runs: &[Results], expect: Expect, judge: Judge) -> String {
             .collect(),
         "acknowledged writes lost a run",
     ));
+    if judge == Judge::Starvation {
+        let starved: Vec<&Starvation> = runs.iter().filter_map(|r| r.checkers.get()).collect();
+        if let Some(waits) = range(
+            starved.iter().map(|s| s.starved_count).collect(),
+            "starved waits a run",
+        ) {
+            let longest = starved
+                .iter()
+                .flat_map(|s| &s.starved)
+                .map(|w| (w.passed_over_until_ms - w.from_ms) / w.ttl_ms as f64)
+                .fold(0.0, f64::max);
+            parts.push(format!(
+                "{waits}, the longest passed over for {longest:.1} TTLs"
+            ));
+        }
+    }
     if judge == Judge::Livelock {
         let streaks: Vec<_> = runs
             .iter()

@@ -13,7 +13,7 @@
 //! expect = "valid"                # valid | invalid | any
 //! expect-fault-on-holder = true   # and some fault must have reached a lock's holder
 //! expect-causes = ["zombie"]      # and every violation explained by one of these mechanisms
-//! judge = "leases"                # held to the lock's leases only, or "livelock" (default: the verdict)
+//! judge = "leases"                # held to the lock's leases only, "livelock" or "starvation" (default: the verdict)
 //! options = { ttl = "2s" }        # more run options, over the defaults
 //!
 //! [[fault]]                       # or: faults at fixed times, in every cell (`run --script`)
@@ -119,6 +119,7 @@ impl Expect {
             Judge::Verdict => self.label().to_string(),
             Judge::Leases => format!("{} (leases)", self.label()),
             Judge::Livelock => format!("{} (livelock)", self.label()),
+            Judge::Starvation => format!("{} (starvation)", self.label()),
         }
     }
 }
@@ -140,6 +141,10 @@ pub enum Judge {
     /// without jitter), valid when the lock was granted and they never did. A run whose
     /// verdict is invalid stays invalid: a live lock must still be a safe one.
     Livelock,
+    /// Whether the lock was fair to its clients, as the `starvation` checker (beside the
+    /// verdict) says: invalid when some client was starved, valid when the lock was granted
+    /// and nobody was. A run whose verdict is invalid stays invalid.
+    Starvation,
 }
 
 /// One run of the matrix.

@@ -25,7 +25,8 @@ use splitbrain_checker::acquisition_stats::AcquisitionStats;
 use splitbrain_checker::coverage::Coverage;
 use splitbrain_checker::explain::Cause;
 use splitbrain_checker::lock_safety::LockSafety;
-use splitbrain_checker::Valid;
+use splitbrain_checker::starvation::Starvation;
+use splitbrain_checker::{Checked, Valid};
 use tokio_util::sync::CancellationToken;
 
 pub use file::{load_scenario, Cell, Claim, Expect, Judge};
@@ -344,6 +345,18 @@ async fn run_cell(
                 format!("{verdict_line}; judged on livelock: {words}"),
             )
         }
+        (Judge::Starvation, Some(verdict)) => {
+            let starvation = results.as_ref().and_then(|r| r.checkers.get());
+            let (judged, words) = judged_on_starvation(starvation);
+            let judged = match verdict {
+                Valid::False => Valid::False,
+                _ => judged,
+            };
+            (
+                Some(judged),
+                format!("{verdict_line}; judged on starvation: {words}"),
+            )
+        }
         _ => (verdict, verdict_line),
     };
     let met = match (judged, cell.expect) {
@@ -469,6 +482,28 @@ fn judged_on_livelock(stats: Option<&AcquisitionStats>) -> (Valid, String) {
             ),
         ),
         None => (Valid::True, "no livelock: no vote was split".to_string()),
+    }
+}
+
+/// A run's verdict on fairness ([`Judge::Starvation`]), from its `starvation` result, and the
+/// words that say so.
+fn judged_on_starvation(starvation: Option<&Starvation>) -> (Valid, String) {
+    let Some(starvation) = starvation else {
+        return (
+            Valid::Unknown,
+            "the run wrote no starvation result".to_string(),
+        );
+    };
+    match starvation.findings(1).first() {
+        Some(first) => (
+            Valid::False,
+            format!("{} starved, the first: {first}", starvation.starved_count),
+        ),
+        None if starvation.waits == 0 => (Valid::Unknown, "nobody waited".to_string()),
+        None => (
+            Valid::True,
+            format!("nobody starved in {} waits", starvation.waits),
+        ),
     }
 }
 
@@ -709,6 +744,38 @@ fn clock(seconds: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn judged_on_starvation_a_starved_client_is_invalid_and_nobody_waiting_unknown() {
+        let starvation = |starved: serde_json::Value, count: usize, waits: usize| {
+            serde_json::from_value::<Starvation>(serde_json::json!({
+                "valid": if count > 0 { serde_json::json!(false) } else { serde_json::json!(true) },
+                "after_ttls": 5, "waits": waits, "longest_wait_ms": 9000.0,
+                "starved_count": count, "starved": starved,
+            }))
+            .unwrap()
+        };
+        let one = serde_json::json!([{
+            "key": "lock", "process": 3, "from_ms": 0.0, "passed_over_until_ms": 9000.0,
+            "to_ms": 9500.0, "ttl_ms": 1000, "refusals": 40, "passed_over": 12, "granted": true
+        }]);
+        let (judged, words) = judged_on_starvation(Some(&starvation(one, 1, 20)));
+        assert_eq!(judged, Valid::False);
+        assert!(
+            words.starts_with("1 starved, the first: process 3 asked for lock"),
+            "{words}"
+        );
+        let none = serde_json::json!([]);
+        assert_eq!(
+            judged_on_starvation(Some(&starvation(none.clone(), 0, 20))).0,
+            Valid::True
+        );
+        assert_eq!(
+            judged_on_starvation(Some(&starvation(none, 0, 0))).0,
+            Valid::Unknown
+        );
+        assert_eq!(judged_on_starvation(None).0, Valid::Unknown);
+    }
 
     #[test]
     fn judged_on_livelock_every_contender_must_collide_five_times_running() {
