@@ -232,17 +232,7 @@ fn spread(values: &[i64]) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
-
-    fn kill(at_ms: u64, node: &str, hold_ms: u64) -> ScriptedFault {
-        ScriptedFault {
-            at: Duration::from_millis(at_ms),
-            fault: "kill".into(),
-            targets: vec![node.into()],
-            hold: Duration::from_millis(hold_ms),
-            params: serde_json::Value::Null,
-        }
-    }
+    use crate::script::tests::kill;
 
     #[test]
     fn a_replay_is_compared_fault_by_fault_with_its_lag() {

@@ -80,12 +80,13 @@ impl Script {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use std::time::Duration;
 
     use super::*;
 
-    fn kill(at_ms: u64, node: &str, hold_ms: u64) -> ScriptedFault {
+    /// A scripted kill of `node` at `at_ms` for `hold_ms`.
+    pub(crate) fn kill(at_ms: u64, node: &str, hold_ms: u64) -> ScriptedFault {
         ScriptedFault {
             at: Duration::from_millis(at_ms),
             fault: "kill".into(),

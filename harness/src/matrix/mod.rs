@@ -333,28 +333,26 @@ async fn run_cell(
                 format!("{verdict_line}; judged on leases: {words}"),
             )
         }
-        (Judge::Livelock, Some(verdict)) => {
-            let stats = results.as_ref().and_then(|r| r.checkers.get());
-            let (judged, words) = judged_on_livelock(stats);
+        (judge @ (Judge::Livelock | Judge::Starvation), Some(verdict)) => {
+            let checkers = results.as_ref().map(|r| &r.checkers);
+            let (on, (judged, words)) = match judge {
+                Judge::Livelock => (
+                    "livelock",
+                    judged_on_livelock(checkers.and_then(|c| c.get())),
+                ),
+                _ => (
+                    "starvation",
+                    judged_on_starvation(checkers.and_then(|c| c.get())),
+                ),
+            };
+            // A live and fair lock must still be a safe one.
             let judged = match verdict {
                 Valid::False => Valid::False,
                 _ => judged,
             };
             (
                 Some(judged),
-                format!("{verdict_line}; judged on livelock: {words}"),
-            )
-        }
-        (Judge::Starvation, Some(verdict)) => {
-            let starvation = results.as_ref().and_then(|r| r.checkers.get());
-            let (judged, words) = judged_on_starvation(starvation);
-            let judged = match verdict {
-                Valid::False => Valid::False,
-                _ => judged,
-            };
-            (
-                Some(judged),
-                format!("{verdict_line}; judged on starvation: {words}"),
+                format!("{verdict_line}; judged on {on}: {words}"),
             )
         }
         _ => (verdict, verdict_line),
