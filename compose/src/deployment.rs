@@ -20,7 +20,7 @@ use crate::system::System;
 use crate::topology::{NodeSpec, Replication, Topology, TopologyOptions, SENTINEL_PORT};
 use crate::ComposeError;
 
-mod roles;
+pub(crate) mod roles;
 
 /// The variable the node image's entry point writes a Sentinel's configuration from.
 const SENTINEL_CONF_ENV: &str = "SPLITBRAIN_SENTINEL_CONF";
@@ -108,9 +108,9 @@ pub struct ExecOutput {
 
 impl Deployment {
     /// Creates the run's network and nodes running `server` (a version of the topology's
-    /// program, from the image `image`), and waits until every node answers and the nodes
-    /// form one deployment. On any failure it removes what it made before returning the
-    /// error.
+    /// program, which the caller chose among its system's servers, from the image `image`),
+    /// and waits until every node answers and the nodes form one deployment. On any failure
+    /// it removes what it made before returning the error.
     pub async fn up(
         docker: &Docker,
         run_id: &str,
@@ -118,14 +118,6 @@ impl Deployment {
         options: &TopologyOptions,
         image: &str,
     ) -> Result<Deployment, ComposeError> {
-        if server.family() != topology.system().family() {
-            return Err(ComposeError::BadOptions(format!(
-                "the {} deployment runs {}, not {}",
-                topology.name(),
-                topology.system().family(),
-                server.name()
-            )));
-        }
         let specs = topology.nodes(options).map_err(ComposeError::BadOptions)?;
         let formation = topology.formation(options);
         let result =

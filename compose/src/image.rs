@@ -28,11 +28,21 @@ pub const SLIM_IMAGE: &str = "debian:bookworm-slim";
 /// An image splitbrain builds: its repository and its build context, every file by name.
 pub struct Recipe {
     pub repository: &'static str,
-    pub(crate) context: &'static [(&'static str, &'static str, u32)],
+    /// The build context's files: name, contents, mode.
+    pub context: &'static [(&'static str, &'static str, u32)],
     /// The Dockerfile's build arguments (besides `BASE`), where one Dockerfile makes several
     /// images: which Debian suite, which packages.
-    pub(crate) args: &'static [(&'static str, &'static str)],
+    pub args: &'static [(&'static str, &'static str)],
 }
+
+/// The entry point every node image shares (as `splitbrain-node` in its build context): it
+/// starts the server, and crashes and restarts it in place on the harness's word, keeping its
+/// data.
+pub const NODE_ENTRY_POINT: (&str, &str, u32) = (
+    "splitbrain-node",
+    include_str!("../images/node/splitbrain-node"),
+    0o755,
+);
 
 /// The storage service: PostgreSQL, trusting every client on the run's private network.
 pub const STORAGE: Recipe = Recipe {
@@ -444,7 +454,6 @@ fn mirror_in_one_line_format(text: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::system::System;
 
     #[test]
     fn finds_the_suite_in_deb822_sources() {
@@ -472,13 +481,7 @@ mod tests {
 
     #[test]
     fn image_tags_are_stable_and_distinct() {
-        let redis = crate::system::REDIS.image();
-        assert_eq!(redis.tag(), redis.tag());
-        assert!(redis.tag().starts_with("splitbrain/redis-node:"));
-        assert!(crate::system::ETCD
-            .image()
-            .tag()
-            .starts_with("splitbrain/etcd-node:"));
+        assert_eq!(STORAGE.tag(), STORAGE.tag());
         assert!(STORAGE.tag().starts_with("splitbrain/storage:"));
     }
 }

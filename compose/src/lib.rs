@@ -15,10 +15,11 @@ pub mod system;
 pub mod topology;
 
 pub use bollard::Docker;
+pub use deployment::roles::ask_redis;
 pub use deployment::{BringUp, Deployment, ExecOutput, Node, NodeState, Storage, MOST_NODES};
 pub use docker::{
     clean, connect, list_run, remove_owned, remove_run, Cleaned, Leftovers, RUN_LABEL,
 };
 pub use error::ComposeError;
 pub use system::System;
-pub use topology::{Replication, Topology, TopologyOptions, TOPOLOGIES};
+pub use topology::{Replication, Topology, TopologyOptions};

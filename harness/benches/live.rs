@@ -21,14 +21,19 @@ use bollard::models::ContainerCreateBody;
 use bollard::query_parameters::CreateContainerOptions;
 use futures_util::future::try_join_all;
 use splitbrain_checker::{read_history, OpType};
-use splitbrain_compose::system::REDIS;
-use splitbrain_compose::{topology, Deployment, Docker, System, TopologyOptions, RUN_LABEL};
+use splitbrain_compose::{Deployment, Docker, TopologyOptions, RUN_LABEL};
+use splitbrain_systems::{find_client, find_topology, Reach};
 use splitbrain_workloads::workload::lock::{LockWorkload, Shared};
 use splitbrain_workloads::workload::Workload;
-use splitbrain_workloads::{find_client, ClientConfig, ClientCrashes, ClientPauses, Recorder};
+use splitbrain_workloads::{ClientConfig, ClientCrashes, ClientPauses, Recorder};
 use tokio_util::sync::CancellationToken;
 
 const CONCURRENCY: usize = 5;
+
+/// The single Redis deployment's server.
+fn single_server() -> &'static dyn splitbrain_compose::System {
+    find_topology("single").unwrap().1.system()
+}
 const ROUNDS: usize = 3;
 const HARNESS_SECONDS: u64 = 8;
 const BENCHMARK_REQUESTS: usize = 200_000;
@@ -36,16 +41,17 @@ const BENCHMARK_REQUESTS: usize = 200_000;
 #[tokio::main]
 async fn main() {
     let docker = splitbrain_compose::connect().await.expect("Docker");
-    let image =
-        splitbrain_compose::image::ensure(&docker, REDIS.image(), &mut |l| eprintln!("  {l}"))
-            .await
-            .expect("the node image");
+    let image = splitbrain_compose::image::ensure(&docker, single_server().image(), &mut |l| {
+        eprintln!("  {l}")
+    })
+    .await
+    .expect("the node image");
 
     for deployment in ["redlock", "sentinel", "cluster"] {
         let (mut ready, mut formed, mut anchor) = (Vec::new(), Vec::new(), Vec::new());
         for round in 0..ROUNDS {
             let run_id = format!("bench-up-{round}-{:04x}", rand::random::<u16>());
-            let topology = topology::find(deployment).unwrap();
+            let (_, topology) = find_topology(deployment).unwrap();
             let started = Instant::now();
             let up = Deployment::up(
                 &docker,
@@ -82,7 +88,7 @@ async fn main() {
     }
 
     let run_id = format!("bench-rate-{:04x}", rand::random::<u16>());
-    let single = topology::find("single").unwrap();
+    let (_, single) = find_topology("single").unwrap();
     let deployment = Deployment::up(
         &docker,
         &run_id,
@@ -141,7 +147,12 @@ async fn harness_rate(node: &splitbrain_compose::Node) -> (f64, f64) {
         hash_tag: None,
         storage: None,
     };
-    let config = ClientConfig::new(vec![(node.name.clone(), node.addr)], workload.ttl);
+    let (redis, single) = find_topology("single").unwrap();
+    let config = ClientConfig::new(
+        vec![(node.name.clone(), node.addr)],
+        redis.connection(single, Reach::default()),
+        workload.ttl,
+    );
     let shared = Shared {
         recorder,
         pauses: ClientPauses::new(CONCURRENCY),
@@ -238,7 +249,7 @@ async fn docker_anchor(docker: &Docker, image: &str, count: usize) -> f64 {
         let name = format!("splitbrain-{run_id}-n{n}");
         let body = ContainerCreateBody {
             image: Some(image.to_string()),
-            cmd: Some(REDIS.command(Vec::new())),
+            cmd: Some(single_server().command(Vec::new())),
             labels: Some(labels.clone()),
             ..Default::default()
         };
@@ -256,14 +267,14 @@ async fn docker_anchor(docker: &Docker, image: &str, count: usize) -> f64 {
                 .expect("an address on the default bridge");
             Ok::<SocketAddr, bollard::errors::Error>(SocketAddr::new(
                 ip.parse().unwrap(),
-                REDIS.port(),
+                single_server().port(),
             ))
         }
     }))
     .await
     .expect("starting the anchor's containers");
     try_join_all(addresses.into_iter().map(|addr| async move {
-        while REDIS.probe(addr).await.is_err() {
+        while single_server().probe(addr).await.is_err() {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
         Ok::<(), ()>(())

@@ -300,9 +300,7 @@ async fn build_images() -> Result<Exit, HarnessError> {
         .await
         .map_err(anyhow::Error::from)?;
     use splitbrain_compose::image;
-    let systems = splitbrain_compose::system::SYSTEMS
-        .iter()
-        .map(|s| s.image());
+    let systems = splitbrain_systems::servers().map(|s| s.image());
     for recipe in systems.chain([&image::STORAGE]) {
         progress::step(&format!("building {}", recipe.repository));
         let tag = image::build(&docker, recipe, &mut |line| progress::detail(line))

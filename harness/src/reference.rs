@@ -8,10 +8,9 @@ use std::fmt::Write;
 use std::path::Path;
 
 use clap::CommandFactory;
-use splitbrain_compose::{system, topology};
 use splitbrain_nemesis::FAULTS;
+use splitbrain_systems::{clients, servers, topologies};
 use splitbrain_workloads::workload::WORKLOADS;
-use splitbrain_workloads::CLIENTS;
 
 use crate::cli::Cli;
 
@@ -134,27 +133,21 @@ fn catalog_page(scenarios: &Path) -> String {
         "Deployments",
         "`--deployment NAME`; how each is brought up and what its clients see: \
          [running.md](running.md).",
-        own(topology::TOPOLOGIES
-            .iter()
-            .map(|t| (t.name(), t.summary()))
-            .collect()),
+        own(topologies().map(|t| (t.name(), t.summary())).collect()),
     );
     table(
         &mut page,
         "Servers",
         "`--server NAME`: the server a deployment runs, built locally from Debian's packages \
          ([images.md](images.md)).",
-        own(system::SYSTEMS
-            .iter()
-            .map(|s| (s.name(), s.summary()))
-            .collect()),
+        own(servers().map(|s| (s.name(), s.summary())).collect()),
     );
     table(
         &mut page,
         "Clients",
         "`--client NAME`: one lock algorithm each; `exec:CMD` runs your own \
          ([exec-protocol.md](exec-protocol.md)).",
-        own(CLIENTS.iter().map(|c| (c.name, c.summary)).collect()),
+        own(clients().map(|c| (c.name, c.summary)).collect()),
     );
     table(
         &mut page,
@@ -319,10 +312,9 @@ mod tests {
     fn running_md_describes_every_deployment_client_and_fault() {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
         let page = std::fs::read_to_string(root.join("docs/running.md")).unwrap();
-        let names = topology::TOPOLOGIES
-            .iter()
+        let names = topologies()
             .map(|t| t.name())
-            .chain(CLIENTS.iter().map(|c| c.name))
+            .chain(clients().map(|c| c.name))
             .chain(FAULTS.iter().map(|f| f.name()));
         let missing: Vec<&str> = names
             .filter(|name| !page.contains(&format!("`{name}`")))
@@ -348,7 +340,7 @@ mod tests {
     fn the_catalog_page_lists_every_registry() {
         let scenarios = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios");
         let page = catalog_page(&scenarios);
-        for client in CLIENTS {
+        for client in clients() {
             assert!(
                 page.contains(&format!("| `{}` |", client.name)),
                 "{}",

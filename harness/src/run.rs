@@ -11,6 +11,7 @@ use anyhow::Context;
 use splitbrain_compose::{image, Deployment};
 use splitbrain_nemesis::links::{toxiproxy, LinkState, Links, Toxics};
 use splitbrain_nemesis::{Nemesis, Target};
+use splitbrain_systems::Reach;
 use splitbrain_workloads::workload::lock::{Shared, WorkloadError};
 use splitbrain_workloads::{ClientConfig, ClientCrashes, ClientPauses, Recorder};
 use tokio_util::sync::CancellationToken;
@@ -418,11 +419,15 @@ fn client_configs(spec: &TestSpec, deployment: &Deployment, links: &Links) -> Ve
         .map(|n| (n.name.clone(), n.addr.ip()))
         .collect();
     let config = |nodes, sentinels| {
-        let config = ClientConfig {
-            options: spec.client_options(),
-            ..ClientConfig::new(nodes, spec.ttl)
+        let reach = Reach {
+            sentinels,
+            announced: announced.clone(),
         };
-        crate::spec::shaped(config, spec.deployment, sentinels, announced.clone())
+        let connection = spec.service().connection(spec.deployment, reach);
+        ClientConfig {
+            options: spec.client_options(),
+            ..ClientConfig::new(nodes, connection, spec.ttl)
+        }
     };
     let nodes = deployment.nodes();
     if spec.client_groups == 0 {

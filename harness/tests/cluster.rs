@@ -71,7 +71,11 @@ async fn an_isolated_master_grants_the_lock_the_majority_grants_again() {
         .filter(|n| n.name != old)
         .map(|n| (n.name.clone(), n.addr))
         .collect();
-    let mut b = fx.client_with("set-nx-px", ClientConfig::new(majority, TTL).in_cluster());
+    let config = ClientConfig {
+        nodes: majority,
+        ..fx.client_config(TTL)
+    };
+    let mut b = fx.client_with("set-nx-px", config);
     assert!(
         fx.acquire(1, &mut b, "lock", TTL).await.is_some(),
         "{new}, promoted, never heard of A's lock"

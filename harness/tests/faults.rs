@@ -6,10 +6,11 @@ mod support;
 use std::time::Duration;
 
 use splitbrain_compose::topology::Persistence;
-use splitbrain_compose::{topology, Deployment, TopologyOptions};
+use splitbrain_compose::{Deployment, TopologyOptions};
 use splitbrain_nemesis::links::Links;
 use splitbrain_nemesis::{find_fault, heal, Action, Target};
-use splitbrain_workloads::{find_client, ClientConfig, Outcome};
+use splitbrain_systems::{find_client, find_topology};
+use splitbrain_workloads::{ClientConfig, Outcome};
 use support::{docker, docker_skipped, Fixture};
 
 /// Whether `from` gets a PONG from `to` within a second, asked from inside `from`.
@@ -184,7 +185,7 @@ async fn a_kill_keeps_what_the_persistence_policy_promises() {
             persistence,
             ..TopologyOptions::default()
         };
-        let single = topology::find("single").unwrap();
+        let (_, single) = find_topology("single").unwrap();
         let deployment = Deployment::up(
             &docker,
             &run_id,
@@ -231,10 +232,10 @@ async fn a_blackholed_link_times_out_while_another_groups_link_works() {
     };
     let ttl = Duration::from_secs(2);
     let client_of = |group: usize| {
-        let config = ClientConfig::new(
-            vec![(node.name.clone(), links.address(group, "n1").unwrap())],
-            ttl,
-        );
+        let config = ClientConfig {
+            nodes: vec![(node.name.clone(), links.address(group, "n1").unwrap())],
+            ..fx.client_config(ttl)
+        };
         (find_client("set-nx-px").unwrap().build)(&config).unwrap()
     };
     let (mut cut, mut clean) = (client_of(0), client_of(1));

@@ -10,7 +10,7 @@ use std::time::Duration;
 use splitbrain_nemesis::links::Links;
 use splitbrain_nemesis::{find_fault, Action, Target};
 use splitbrain_workloads::storage::{Storage, StorageConfig};
-use splitbrain_workloads::{ClientConfig, Grant, LockClient, Outcome, Shape};
+use splitbrain_workloads::{ClientConfig, Grant, LockClient, Outcome};
 use support::{docker_skipped, printed, Fixture, StoredRun};
 
 const TTL: Duration = Duration::from_secs(2);
@@ -126,11 +126,10 @@ impl Cut {
     }
 
     fn client(&self, name: &str, group: usize) -> Box<dyn LockClient> {
-        let config = ClientConfig::new(
-            vec![("n1".into(), self.links.address(group, "n1").unwrap())],
-            TTL,
-        )
-        .serving(Shape::Postgres);
+        let config = ClientConfig {
+            nodes: vec![("n1".into(), self.links.address(group, "n1").unwrap())],
+            ..self.fixture.client_config(TTL)
+        };
         self.fixture.client_with(name, config)
     }
 
@@ -208,10 +207,9 @@ async fn a_pg_advisory_xact_holder_cut_off_cannot_commit_its_write() {
     let mut holder = cut.client("pg-advisory-xact", 0);
     let mut other = cut.client("pg-advisory-xact", 1);
     granted(&mut holder).await;
-    let transaction = holder
-        .transaction()
+    let in_lock = holder
+        .storage_in_lock(false)
         .expect("the lock's transaction is open");
-    let in_lock = Storage::in_transaction(transaction, false);
     let Outcome::Ok(doc) = in_lock.read(None).await else {
         panic!("the holder reads the document inside its transaction");
     };

@@ -616,7 +616,7 @@ async fn a_bring_up_with_a_node_that_cannot_start_leaves_nothing() {
         return;
     }
     let (docker, image) = docker().await;
-    let redlock = splitbrain_compose::topology::find("redlock").unwrap();
+    let (_, redlock) = splitbrain_systems::find_topology("redlock").unwrap();
     let up = |run_id: String| {
         let (docker, image) = (docker.clone(), image.clone());
         async move {

@@ -5,7 +5,6 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use super::{Deployment, READY_TIMEOUT};
-use crate::system::ask_redis as ask;
 use crate::topology::{Replication, MASTER_NAME};
 use crate::ComposeError;
 
@@ -131,7 +130,7 @@ impl Deployment {
         let mut slot = None;
         for node in &self.nodes {
             if let Ok(s) =
-                ask::<u16>(node.addr, redis::cmd("CLUSTER").arg("KEYSLOT").arg(key)).await
+                ask_redis::<u16>(node.addr, redis::cmd("CLUSTER").arg("KEYSLOT").arg(key)).await
             {
                 slot = Some(s);
                 break;
@@ -192,12 +191,12 @@ impl Deployment {
 
 /// A node's `CLUSTER INFO`.
 async fn cluster_info(addr: SocketAddr) -> Result<String, String> {
-    ask(addr, redis::cmd("CLUSTER").arg("INFO")).await
+    ask_redis(addr, redis::cmd("CLUSTER").arg("INFO")).await
 }
 
 /// How many replicas a master has connected and in sync (`INFO replication`).
 async fn connected_replicas(addr: SocketAddr) -> Result<usize, String> {
-    let info: String = ask(addr, redis::cmd("INFO").arg("replication")).await?;
+    let info: String = ask_redis(addr, redis::cmd("INFO").arg("replication")).await?;
     // One `slaveN:ip=...,state=online,...` line per replica.
     Ok(info
         .lines()
@@ -208,7 +207,7 @@ async fn connected_replicas(addr: SocketAddr) -> Result<usize, String> {
 /// What a cluster node says of itself in its `CLUSTER NODES` line: whether it is a master of
 /// `slot`, and its config epoch (the newer claim wins when two nodes claim one slot).
 async fn claims_slot(addr: SocketAddr, slot: u16) -> Result<Option<u64>, String> {
-    let nodes: String = ask(addr, redis::cmd("CLUSTER").arg("NODES")).await?;
+    let nodes: String = ask_redis(addr, redis::cmd("CLUSTER").arg("NODES")).await?;
     // <id> <ip:port@cport> <flags> <master> <ping> <pong> <epoch> <link> <slot ranges...>
     let Some(own) = nodes.lines().find(|l| {
         l.split_whitespace()
@@ -237,7 +236,7 @@ struct SentinelView {
 
 async fn sentinel_view(addr: SocketAddr) -> Result<SentinelView, String> {
     let fields: Vec<String> =
-        ask(addr, redis::cmd("SENTINEL").arg("master").arg(MASTER_NAME)).await?;
+        ask_redis(addr, redis::cmd("SENTINEL").arg("master").arg(MASTER_NAME)).await?;
     let field = |name: &str| {
         fields
             .chunks(2)
@@ -251,4 +250,22 @@ async fn sentinel_view(addr: SocketAddr) -> Result<SentinelView, String> {
         replicas: field("num-slaves").parse().unwrap_or(0),
         other_sentinels: field("num-other-sentinels").parse().unwrap_or(0),
     })
+}
+
+/// One command to one Redis server (or Sentinel), on a connection of its own, given a second
+/// to answer: how the deployment learns who is master.
+pub async fn ask_redis<T: redis::FromRedisValue>(
+    addr: SocketAddr,
+    cmd: &redis::Cmd,
+) -> Result<T, String> {
+    let client = redis::Client::open(format!("redis://{addr}/")).map_err(|e| e.to_string())?;
+    let attempt = async {
+        let mut conn = client.get_multiplexed_async_connection().await?;
+        cmd.query_async::<T>(&mut conn).await
+    };
+    match tokio::time::timeout(Duration::from_secs(1), attempt).await {
+        Ok(Ok(reply)) => Ok(reply),
+        Ok(Err(e)) => Err(e.to_string()),
+        Err(_) => Err("timed out".into()),
+    }
 }

@@ -1,13 +1,8 @@
-//! What runs in a deployment's containers: one module per server program (its image, the
-//! command that starts a node, what "answers" and "formed" mean, who leads, its version and
-//! log). A topology names its system; [`crate::Deployment`] asks the system and nothing else
-//! about the program. Adding one is a module here, an image folder under `images/`, and a line
-//! in [`SYSTEMS`].
-
-mod etcd;
-mod postgres;
-mod redis;
-mod zookeeper;
+//! What runs in a deployment's containers: a server program (its image, the command that
+//! starts a node, what "answers" and "formed" mean, who leads, its version and log). A
+//! topology names its system; [`crate::Deployment`] asks the system and nothing else about
+//! the program. The systems themselves live in their folders of the `splitbrain-systems`
+//! crate.
 
 use std::net::SocketAddr;
 
@@ -15,22 +10,11 @@ use futures_util::future::BoxFuture;
 
 use crate::image::Recipe;
 
-pub use self::etcd::{Etcd, ETCD, ETCD_CLIENT_PORT, ETCD_PEER_PORT};
-pub use self::postgres::{Postgres, POSTGRES, POSTGRES_PORT};
-pub(crate) use self::redis::ask as ask_redis;
-pub use self::redis::{Redis, REDIS, REDIS_8_0, REDIS_PORT, VALKEY_8_1};
-pub use self::zookeeper::{
-    ZooKeeper, ZOOKEEPER, ZOOKEEPER_CLIENT_PORT, ZOOKEEPER_ELECTION_PORT, ZOOKEEPER_QUORUM_PORT,
-};
-
 /// A server program under test.
 pub trait System: Sync {
     /// The name users pass to `--server`: `redis-7.0`, `valkey-8.1`, `etcd-3.4`,
     /// `zookeeper-3.8`.
     fn name(&self) -> &'static str;
-    /// The program it is a version of (`redis`, `etcd`): a deployment runs any version of its
-    /// topology's program, and clients speak to the program.
-    fn family(&self) -> &'static str;
     /// One line for `--help`: where it comes from.
     fn summary(&self) -> &'static str;
     /// The image its nodes run.
@@ -71,44 +55,5 @@ pub trait System: Sync {
 impl std::fmt::Debug for dyn System {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.name())
-    }
-}
-
-/// Every server program and version, for `--server` and `images build`.
-pub static SYSTEMS: &[&dyn System] = &[
-    &REDIS,
-    &REDIS_8_0,
-    &VALKEY_8_1,
-    &ETCD,
-    &ZOOKEEPER,
-    &POSTGRES,
-];
-
-/// Looks a server up by its `--server` name.
-pub fn find(name: &str) -> Option<&'static dyn System> {
-    SYSTEMS.iter().copied().find(|s| s.name() == name)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn names_and_images_are_unique_and_each_topology_runs_a_registered_server() {
-        for system in SYSTEMS {
-            assert_eq!(find(system.name()).map(|s| s.name()), Some(system.name()));
-            let same_image = SYSTEMS
-                .iter()
-                .filter(|s| s.image().tag() == system.image().tag())
-                .count();
-            assert_eq!(same_image, 1, "{} shares its image", system.name());
-        }
-        for topology in crate::TOPOLOGIES {
-            assert!(
-                find(topology.system().name()).is_some(),
-                "{}",
-                topology.name()
-            );
-        }
     }
 }

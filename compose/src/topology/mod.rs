@@ -1,19 +1,56 @@
 //! Deployment shapes. A topology says which system runs (see [`crate::system`]), which nodes
-//! a deployment has and how each is started; [`crate::Deployment`] does the rest. Adding one
-//! is a file here and a line in [`TOPOLOGIES`].
+//! a deployment has and how each is started; [`crate::Deployment`] does the rest. The
+//! topologies themselves live with their systems (the `splitbrain-systems` crate).
 
-mod cluster;
-mod etcd;
-mod postgres;
-mod redlock;
-mod sentinel;
-mod single;
-mod zookeeper;
-
-pub use cluster::ClusterOptions;
-pub use sentinel::{SentinelOptions, MASTER_NAME, SENTINEL_PORT};
+use std::time::Duration;
 
 use crate::system::System;
+
+/// The name Sentinel knows the monitored master by.
+pub const MASTER_NAME: &str = "mymaster";
+/// The port every Sentinel listens on, on its node's address.
+pub const SENTINEL_PORT: u16 = 26379;
+/// How Sentinel watches the master.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SentinelOptions {
+    /// How many Sentinels must agree that the master is down.
+    pub quorum: usize,
+    /// How long the master must be unreachable before a Sentinel thinks it down.
+    pub down_after: Duration,
+    pub failover_timeout: Duration,
+    /// The master refuses writes with fewer replicas than this connected (0: never refuses).
+    pub min_replicas_to_write: usize,
+}
+
+impl Default for SentinelOptions {
+    fn default() -> SentinelOptions {
+        SentinelOptions {
+            quorum: 2,
+            down_after: Duration::from_secs(2),
+            failover_timeout: Duration::from_secs(6),
+            min_replicas_to_write: 0,
+        }
+    }
+}
+
+/// How the cluster is laid out and how fast it fails over.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClusterOptions {
+    /// Replicas per master.
+    pub replicas: usize,
+    /// How long a master may be unreachable before the majority fails it over, and how long
+    /// a master cut off from the majority goes on taking writes.
+    pub node_timeout: Duration,
+}
+
+impl Default for ClusterOptions {
+    fn default() -> ClusterOptions {
+        ClusterOptions {
+            replicas: 1,
+            node_timeout: Duration::from_secs(2),
+        }
+    }
+}
 
 /// Options every topology understands.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -54,31 +91,6 @@ impl Persistence {
             Persistence::AofEverysec => "everysec",
             Persistence::AofAlways => "always",
         }
-    }
-
-    /// The `redis-server` arguments for this policy. RDB snapshots are always off, so that
-    /// what survives a kill is exactly what the policy promises.
-    pub fn redis_args(self) -> Vec<String> {
-        let args: &[&str] = match self {
-            Persistence::None => &["--save", "", "--appendonly", "no"],
-            Persistence::AofEverysec => &[
-                "--save",
-                "",
-                "--appendonly",
-                "yes",
-                "--appendfsync",
-                "everysec",
-            ],
-            Persistence::AofAlways => &[
-                "--save",
-                "",
-                "--appendonly",
-                "yes",
-                "--appendfsync",
-                "always",
-            ],
-        };
-        args.iter().map(|a| a.to_string()).collect()
     }
 }
 
@@ -143,10 +155,8 @@ pub trait Topology: Sync {
     fn name(&self) -> &'static str;
     /// One line for `--help` and reports.
     fn summary(&self) -> &'static str;
-    /// The server program its nodes run.
-    fn system(&self) -> &'static dyn System {
-        &crate::system::REDIS
-    }
+    /// The server program its nodes run, unless `--server` names another version of it.
+    fn system(&self) -> &'static dyn System;
     /// How its nodes relate.
     fn replication(&self) -> Replication {
         Replication::Standalone
@@ -174,50 +184,21 @@ impl std::fmt::Debug for dyn Topology {
 /// How long a node must look gone before a deployment acts, and what that time is made of.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FailureDetector {
-    pub after: std::time::Duration,
+    pub after: Duration,
     pub why: String,
 }
 
 /// About how long an election and a promotion take once a master is deemed down: a Sentinel
 /// leader vote, a Cluster replica's ranked election delay (500 ms and up to 500 ms more), or a
 /// Raft election (a randomised timeout and a round of votes).
-pub(crate) const ELECTION: std::time::Duration = std::time::Duration::from_secs(1);
+pub const ELECTION: Duration = Duration::from_secs(1);
 
 /// A duration as a person writes it: `2s`, `1.5s`.
-pub(crate) fn seconds(d: std::time::Duration) -> String {
+pub fn seconds(d: Duration) -> String {
     format!("{}s", d.as_secs_f64())
 }
 
-/// Every deployment, by name.
-pub static TOPOLOGIES: &[&dyn Topology] = &[
-    &single::Single,
-    &redlock::Redlock,
-    &sentinel::Sentinel,
-    &cluster::Cluster,
-    &etcd::Etcd,
-    &zookeeper::ZooKeeper,
-    &postgres::Postgres,
-];
-
-/// Looks a topology up by name.
-pub fn find(name: &str) -> Option<&'static dyn Topology> {
-    TOPOLOGIES.iter().copied().find(|t| t.name() == name)
-}
-
 /// `n1`, `n2`, …: node names as Jepsen gives them.
-pub(crate) fn node_name(i: usize) -> String {
+pub fn node_name(i: usize) -> String {
     format!("n{}", i + 1)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn names_are_unique_and_findable() {
-        for t in TOPOLOGIES {
-            assert_eq!(find(t.name()).map(|f| f.name()), Some(t.name()));
-        }
-        assert!(find("nonsense").is_none());
-    }
 }

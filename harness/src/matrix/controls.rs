@@ -8,9 +8,8 @@
 
 use std::fmt::Write;
 
-use splitbrain_compose::{system, topology};
 use splitbrain_workloads::workload::WORKLOADS;
-use splitbrain_workloads::{CLIENTS, EXEC_PREFIX};
+use splitbrain_workloads::EXEC_PREFIX;
 
 use super::file::check;
 
@@ -52,14 +51,13 @@ impl Combination {
 /// which needs a program), each data workload with none.
 fn combinations() -> Vec<Combination> {
     let mut all = Vec::new();
-    for deployment in topology::TOPOLOGIES {
-        for server in system::SYSTEMS {
+    for deployment in splitbrain_systems::topologies() {
+        for server in splitbrain_systems::servers() {
             for workload in WORKLOADS {
                 let clients: Vec<Option<&'static str>> = if workload.data.is_some() {
                     vec![None]
                 } else {
-                    CLIENTS
-                        .iter()
+                    splitbrain_systems::clients()
                         .filter(|c| !c.name.starts_with(EXEC_PREFIX))
                         .map(|c| Some(c.name))
                         .collect()

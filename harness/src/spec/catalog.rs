@@ -1,10 +1,8 @@
 //! `splitbrain run --help`'s catalog: every deployment, client, workload and fault with its
 //! one-line summary.
 
-use splitbrain_compose::{system, topology};
 use splitbrain_nemesis::FAULTS;
 use splitbrain_workloads::workload::WORKLOADS;
-use splitbrain_workloads::CLIENTS;
 
 /// Every deployment, client, workload and fault with its one-line summary, for `run --help`.
 pub fn catalog() -> String {
@@ -18,21 +16,21 @@ pub fn catalog() -> String {
     [
         section(
             "Deployments",
-            topology::TOPOLOGIES
-                .iter()
+            splitbrain_systems::topologies()
                 .map(|t| (t.name(), t.summary()))
                 .collect(),
         ),
         section(
             "Servers (--server)",
-            system::SYSTEMS
-                .iter()
+            splitbrain_systems::servers()
                 .map(|s| (s.name(), s.summary()))
                 .collect(),
         ),
         section(
             "Clients",
-            CLIENTS.iter().map(|c| (c.name, c.summary)).collect(),
+            splitbrain_systems::clients()
+                .map(|c| (c.name, c.summary))
+                .collect(),
         ),
         section(
             "Workloads",

@@ -11,20 +11,20 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use splitbrain_checker::stream::RunFacts;
-use splitbrain_compose::system::{self, System};
 use splitbrain_compose::topology::{
-    self, ClusterOptions, Persistence, Replication, SentinelOptions, Topology, TopologyOptions,
-    MASTER_NAME,
+    ClusterOptions, NodeSpec, Persistence, Replication, SentinelOptions, Topology, TopologyOptions,
 };
+use splitbrain_compose::System;
 use splitbrain_nemesis::{all_faults, find_fault, Fault, Layout, NemesisOptions, FAULTS};
+use splitbrain_systems::{
+    find_client, find_server, find_topology, one_of, speaks_to, Reach, Service,
+};
 use splitbrain_workloads::storage::StorageConfig;
 use splitbrain_workloads::workload::lock::LockWorkload;
 use splitbrain_workloads::workload::{
     find_workload, DataOptions, Workload, WorkloadKind, WORKLOADS,
 };
-use splitbrain_workloads::{
-    find_client, ClientConfig, ClientOptions, Fences, Sentinels, Shape, CLIENTS, EXEC_PREFIX,
-};
+use splitbrain_workloads::{ClientConfig, ClientOptions, Fences, EXEC_PREFIX};
 
 pub use catalog::catalog;
 pub use names::ChosenClient;
@@ -147,6 +147,45 @@ fn outlasting(default: Duration, ttl: Duration, factor: f64) -> Duration {
     default.max(ttl.mul_f64(factor)).min(limits::LONGEST)
 }
 
+/// A client config for these nodes of `topology`, every address a placeholder: building a
+/// client or a workload's data connects to nothing, so it says whether the deployment suits
+/// it before anything starts.
+fn placeholder_config(
+    (service, topology): (&dyn Service, &'static dyn Topology),
+    nodes: &[NodeSpec],
+    ttl: Duration,
+) -> ClientConfig {
+    let nodes: Vec<(String, std::net::SocketAddr)> = nodes
+        .iter()
+        .map(|n| (n.name.clone(), ([127, 0, 0, 1], 6379).into()))
+        .collect();
+    let reach = Reach {
+        sentinels: nodes.clone(),
+        announced: nodes.iter().map(|(n, a)| (n.clone(), a.ip())).collect(),
+    };
+    let connection = service.connection(topology, reach);
+    ClientConfig::new(nodes, connection, ttl)
+}
+
+/// Every deployment, as its defaults lay it out, that `workload` can run on.
+fn deployments_for(workload: &WorkloadKind) -> Vec<&'static str> {
+    let fits = |service: &dyn Service, topology: &'static dyn Topology| {
+        topology
+            .nodes(&TopologyOptions::default())
+            .is_ok_and(|nodes| {
+                let config =
+                    placeholder_config((service, topology), &nodes, Duration::from_secs(2));
+                (workload.fits)(&config).is_ok()
+            })
+    };
+    splitbrain_systems::SERVICES
+        .iter()
+        .flat_map(|&service| service.topologies().iter().map(move |&t| (service, t)))
+        .filter(|&(service, topology)| fits(service, topology))
+        .map(|(_, topology)| topology.name())
+        .collect()
+}
+
 /// Faults paced by the deployment's failure detector: what it is, and how long.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Pace {
@@ -171,70 +210,40 @@ impl Pace {
     }
 }
 
-/// A client config as clients of this kind of deployment see it, with the Sentinels (on
-/// `sentinel`) reached at these addresses, and each node's own address as they name it: the
-/// one place that says how each kind looks to a client.
-pub fn shaped(
-    config: ClientConfig,
-    topology: &dyn Topology,
-    sentinels: Vec<(String, std::net::SocketAddr)>,
-    announced: Vec<(String, std::net::IpAddr)>,
-) -> ClientConfig {
-    if let Some(service) = Shape::service(topology.system().family()) {
-        return config.serving(service);
-    }
-    match topology.replication() {
-        Replication::Standalone => config,
-        Replication::Cluster => config.in_cluster(),
-        Replication::Consensus => unreachable!("Redis elects no leaders by consensus"),
-        Replication::Sentinel => {
-            // Every node but the master is its replica.
-            let replicas = config.nodes.len().saturating_sub(1);
-            let sentinels = Sentinels {
-                master: MASTER_NAME.into(),
-                addrs: sentinels,
-                announced,
-            };
-            config.watched_by_sentinel(sentinels, replicas)
-        }
-    }
-}
-
 impl TestSpec {
     /// Checks every name and number, so that a bad one stops the run before any container
     /// starts.
     pub fn from_args(args: &RunArgs) -> Result<TestSpec, HarnessError> {
         let bad = HarnessError::BadInput;
-        let topology = topology::find(&args.deployment).ok_or_else(|| {
+        let (service, topology) = find_topology(&args.deployment).ok_or_else(|| {
             bad(format!(
                 "unknown deployment `{}`; choose one of: {}",
                 args.deployment,
-                names(topology::TOPOLOGIES.iter().map(|t| t.name()))
+                names(splitbrain_systems::topologies().map(|t| t.name()))
             ))
         })?;
         let server = match &args.server {
             None => topology.system(),
-            Some(name) => system::find(name).ok_or_else(|| {
-                bad(format!(
-                    "unknown server `{name}`; choose one of: {}",
-                    names(system::SYSTEMS.iter().map(|s| s.name()))
-                ))
-            })?,
+            Some(name) => {
+                let (theirs, server) = find_server(name).ok_or_else(|| {
+                    bad(format!(
+                        "unknown server `{name}`; choose one of: {}",
+                        names(splitbrain_systems::servers().map(|s| s.name()))
+                    ))
+                })?;
+                if theirs.name() != service.name() {
+                    return Err(bad(format!(
+                        "--server {} is {}, and --deployment {} runs {}; choose one of: {}",
+                        server.name(),
+                        theirs.name(),
+                        topology.name(),
+                        service.name(),
+                        names(service.servers().iter().map(|s| s.name()))
+                    )));
+                }
+                server
+            }
         };
-        if server.family() != topology.system().family() {
-            let fitting = system::SYSTEMS
-                .iter()
-                .filter(|s| s.family() == topology.system().family())
-                .map(|s| s.name());
-            return Err(bad(format!(
-                "--server {} is {}, and --deployment {} runs {}; choose one of: {}",
-                server.name(),
-                server.family(),
-                topology.name(),
-                topology.system().family(),
-                names(fitting)
-            )));
-        }
         let persistence = Persistence::parse(&args.persistence).ok_or_else(|| {
             bad(format!(
                 "unknown persistence `{}`; choose one of: {}",
@@ -273,17 +282,12 @@ impl TestSpec {
         let is_cluster = replication == Replication::Cluster;
         // Each program's own lock by default: Redlock on Redis, the lease lock on etcd, the
         // session's advisory lock on PostgreSQL, the lock recipe on ZooKeeper.
-        let client_arg = args.client.as_deref().unwrap_or(match server.family() {
-            "etcd" => "etcd-lease",
-            "zookeeper" => "zk-recipe",
-            "postgres" => "pg-advisory",
-            _ => "redlock",
-        });
+        let client_arg = args.client.as_deref().unwrap_or(service.default_client());
         let client = find_client(client_arg).ok_or_else(|| {
             bad(format!(
                 "unknown client `{}`; choose one of: {}",
                 client_arg,
-                names(CLIENTS.iter().map(|c| c.name))
+                names(splitbrain_systems::clients().map(|c| c.name))
             ))
         })?;
         let sequential = match args.acquire.as_str() {
@@ -309,17 +313,8 @@ impl TestSpec {
                 args.wait_replicas,
                 Duration::ZERO,
             ),
-            ..ClientConfig::new(
-                nodes
-                    .iter()
-                    .map(|n| (n.name.clone(), ([127, 0, 0, 1], 6379).into()))
-                    .collect(),
-                args.ttl,
-            )
+            ..placeholder_config((service, topology), &nodes, args.ttl)
         };
-        let sentinels = placeholder.nodes.clone();
-        let announced = sentinels.iter().map(|(n, a)| (n.clone(), a.ip())).collect();
-        let placeholder = shaped(placeholder, topology, sentinels, announced);
         let Some(workload) = find_workload(&args.workload) else {
             return Err(bad(format!(
                 "unknown workload `{}`; choose one of: {}",
@@ -338,7 +333,9 @@ impl TestSpec {
             )));
         }
         if workload.data.is_none() {
-            (client.kind.build)(&placeholder).map_err(|e| {
+            let fits = speaks_to(client.kind, service)
+                .and_then(|()| (client.kind.build)(&placeholder).map(drop));
+            fits.map_err(|e| {
                 bad(format!(
                     "--client {client_name} does not fit --deployment {}: {e}",
                     topology.name()
@@ -346,8 +343,14 @@ impl TestSpec {
             })?;
         }
         (workload.fits)(&placeholder).map_err(|e| {
+            // A reason that names no deployment to use instead gets the ones that would do.
+            let advice = if e.contains("--deployment") {
+                String::new()
+            } else {
+                format!("; use --deployment {}", one_of(&deployments_for(workload)))
+            };
             bad(format!(
-                "--workload {} on --deployment {}: {e}",
+                "--workload {} on --deployment {}: {e}{advice}",
                 workload.name,
                 topology.name()
             ))
@@ -358,9 +361,10 @@ impl TestSpec {
             ));
         }
         if args.fencing && client.kind.fences == Fences::Never {
-            let fencing: Vec<&str> = CLIENTS
+            let fencing: Vec<&str> = service
+                .clients()
                 .iter()
-                .filter(|c| c.fences == Fences::Always && c.speaks == Some(server.family()))
+                .filter(|c| c.fences == Fences::Always)
                 .map(|c| c.name)
                 .collect();
             return Err(bad(format!(
@@ -501,7 +505,7 @@ impl TestSpec {
             &crate::ignored::Combination {
                 deployment: topology.name(),
                 replication,
-                family: server.family(),
+                family: service.name(),
                 client: &client_name,
                 workload: workload.name,
                 data_workload: workload.data.is_some(),
@@ -568,6 +572,13 @@ impl TestSpec {
     pub fn fault_names(&self) -> Option<String> {
         let names: Vec<&str> = self.nemesis.iter().map(|f| f.name()).collect();
         (!names.is_empty()).then(|| names.join(","))
+    }
+
+    /// The system under test: the deployment's.
+    pub fn service(&self) -> &'static dyn Service {
+        let (service, _) = find_topology(self.deployment.name())
+            .expect("a spec's deployment is a registered one: it was found by its name");
+        service
     }
 
     /// The server the nodes run.

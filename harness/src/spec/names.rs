@@ -2,11 +2,11 @@
 //! by the name `run` took it by, durations as whole milliseconds.
 
 use serde::{Deserialize, Serialize};
-use splitbrain_compose::system::{self, System};
-use splitbrain_compose::topology::{self, Topology};
+use splitbrain_compose::{System, Topology};
 use splitbrain_nemesis::{find_fault, Fault};
+use splitbrain_systems::{find_client, find_server, find_topology};
 use splitbrain_workloads::workload::{find_workload, WorkloadKind};
-use splitbrain_workloads::{find_client, ClientKind, EXEC_PREFIX};
+use splitbrain_workloads::{ClientKind, EXEC_PREFIX};
 
 /// A run's lock client: its kind and, for an `exec:` client, the command it runs. `test.json`
 /// stores it as `--client` took it.
@@ -64,7 +64,7 @@ impl Named for dyn System {
         self.name()
     }
     fn by_name(name: &str) -> Option<&'static Self> {
-        system::find(name)
+        find_server(name).map(|(_, server)| server)
     }
 }
 
@@ -74,7 +74,7 @@ impl Named for dyn Topology {
         self.name()
     }
     fn by_name(name: &str) -> Option<&'static Self> {
-        topology::find(name)
+        find_topology(name).map(|(_, topology)| topology)
     }
 }
 

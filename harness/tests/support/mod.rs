@@ -9,12 +9,12 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use splitbrain_checker::{read_history, Op, OpType, Process};
-use splitbrain_compose::{topology, Deployment, Docker, Replication, System, TopologyOptions};
+use splitbrain_compose::{Deployment, Docker, System, Topology, TopologyOptions};
 use splitbrain_nemesis::links::Links;
 use splitbrain_nemesis::{nemesis_op, Action, Target};
+use splitbrain_systems::{find_client, find_topology, Reach, Service};
 use splitbrain_workloads::{
-    find_client, ClientConfig, ClientCrashes, ClientPauses, Grant, LockClient, Outcome, Recorder,
-    Sentinels, Shape,
+    ClientConfig, ClientCrashes, ClientPauses, Grant, LockClient, Outcome, Recorder,
 };
 
 /// Whether Docker tests were switched off on purpose. Without it, a missing Docker fails.
@@ -38,8 +38,14 @@ pub fn python() -> String {
 pub fn node_image() -> String {
     static IMAGE: OnceLock<String> = OnceLock::new();
     IMAGE
-        .get_or_init(|| build_image(splitbrain_compose::system::REDIS.image()))
+        .get_or_init(|| build_image(server_of("single").image()))
         .clone()
+}
+
+/// The default server of a deployment.
+pub fn server_of(deployment: &str) -> &'static dyn System {
+    let (_, topology) = find_topology(deployment).expect("known deployment");
+    topology.system()
 }
 
 /// The image of a system under test, built once per test binary if missing (after the Redis
@@ -59,16 +65,16 @@ pub fn image_of(system: &'static dyn System) -> String {
 
 /// The etcd member image.
 pub fn etcd_image() -> String {
-    image_of(&splitbrain_compose::system::ETCD)
+    image_of(server_of("etcd"))
 }
 
 /// The ZooKeeper member image.
 pub fn zookeeper_image() -> String {
-    image_of(&splitbrain_compose::system::ZOOKEEPER)
+    image_of(server_of("zookeeper"))
 }
 
 pub fn postgres_image() -> String {
-    image_of(&splitbrain_compose::system::POSTGRES)
+    image_of(server_of("postgres"))
 }
 
 /// The storage image (and the node image before it, since both share one base build).
@@ -109,6 +115,9 @@ async fn connect() -> Docker {
 /// A deployment that removes itself when dropped, even when the test panics.
 pub struct Fixture {
     pub deployment: Deployment,
+    /// The deployment's system, and its shape.
+    pub service: &'static dyn Service,
+    pub topology: &'static dyn Topology,
     pub docker: Docker,
     pub run_id: String,
     pub dir: tempfile::TempDir,
@@ -119,7 +128,7 @@ impl Fixture {
     pub async fn up(deployment: &str, nodes: Option<usize>) -> Fixture {
         let (docker, _) = docker().await;
         let run_id = format!("test-{:08x}", rand::random::<u32>());
-        let topology = topology::find(deployment).expect("known deployment");
+        let (service, topology) = find_topology(deployment).expect("known deployment");
         let system = topology.system();
         let image = tokio::task::spawn_blocking(move || image_of(system))
             .await
@@ -140,6 +149,8 @@ impl Fixture {
         let recorder = Arc::new(Recorder::create(&dir.path().join("history.jsonl")).unwrap());
         Fixture {
             deployment,
+            service,
+            topology,
             docker,
             run_id,
             dir,
@@ -173,33 +184,21 @@ impl Fixture {
     /// if it has any.
     pub fn client_config(&self, ttl: Duration) -> ClientConfig {
         let nodes = self.deployment.nodes();
-        let config = ClientConfig::new(
+        let reach = Reach {
+            sentinels: nodes
+                .iter()
+                .filter_map(|n| Some((n.name.clone(), n.sentinel?)))
+                .collect(),
+            announced: nodes
+                .iter()
+                .map(|n| (n.name.clone(), n.addr.ip()))
+                .collect(),
+        };
+        ClientConfig::new(
             nodes.iter().map(|n| (n.name.clone(), n.addr)).collect(),
+            self.service.connection(self.topology, reach),
             ttl,
-        );
-        let sentinels: Vec<_> = nodes
-            .iter()
-            .filter_map(|n| Some((n.name.clone(), n.sentinel?)))
-            .collect();
-        if let Some(service) = Shape::service(self.deployment.system().family()) {
-            return config.serving(service);
-        }
-        match self.deployment.replication() {
-            Replication::Standalone => config,
-            Replication::Cluster => config.in_cluster(),
-            Replication::Consensus => unreachable!("Redis elects no leaders by consensus"),
-            Replication::Sentinel => {
-                let sentinels = Sentinels {
-                    master: splitbrain_compose::topology::MASTER_NAME.into(),
-                    addrs: sentinels,
-                    announced: nodes
-                        .iter()
-                        .map(|n| (n.name.clone(), n.addr.ip()))
-                        .collect(),
-                };
-                config.watched_by_sentinel(sentinels, self.deployment.replicas())
-            }
-        }
+        )
     }
 
     /// Records a nemesis start or stop.

@@ -19,7 +19,6 @@
 //! stops the run: the client under test is broken, not the lock.
 
 use std::collections::VecDeque;
-use std::net::SocketAddr;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -32,8 +31,9 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 use tokio::sync::mpsc;
 
-use super::set_nx_px::spin_delay;
-use super::{ClientConfig, ClientKind, Fences, Grant, LockClient, Outcome, RenewalReport, Shape};
+use super::{
+    spin_delay, ClientConfig, ClientKind, Fences, Grant, LockClient, Outcome, RenewalReport,
+};
 
 /// How users name this client: `exec:` and the command.
 pub const EXEC_PREFIX: &str = "exec:";
@@ -44,10 +44,10 @@ const PROTOCOL: u32 = 1;
 /// Stderr lines kept to explain a program's death.
 const STDERR_KEPT: usize = 20;
 
-pub(super) const KIND: ClientKind = ClientKind {
+/// The external-program client, which speaks to any system.
+pub const EXEC: ClientKind = ClientKind {
     name: "exec:<command>",
     summary: "any lock library: runs <command> per client, JSON lines on stdin/stdout",
-    speaks: None,
     fences: Fences::IfProgramSays,
     build,
 };
@@ -89,62 +89,24 @@ fn build(config: &ClientConfig) -> Result<Box<dyn LockClient>, String> {
 /// each node's address and role at the start, the Sentinels and the name they know the master
 /// by, the connection string an etcd, ZooKeeper or PostgreSQL client takes) and the TTL.
 fn hello(config: &ClientConfig) -> serde_json::Value {
-    let endpoint = |name: &str, addr: &SocketAddr| json!({"name": name, "host": addr.ip().to_string(), "port": addr.port()});
-    let (deployment, role) = match &config.shape {
-        Shape::Standalone if config.nodes.len() == 1 => ("single", "master"),
-        Shape::Standalone => ("redlock", "master"),
-        Shape::Sentinel { .. } => ("sentinel", "replica"),
-        Shape::Cluster => ("cluster", "seed"),
-        Shape::Etcd => ("etcd", "member"),
-        Shape::ZooKeeper => ("zookeeper", "member"),
-        Shape::Postgres => ("postgres", "server"),
-    };
+    let description = config.connection.describe(&config.nodes);
     let nodes: Vec<serde_json::Value> = config
         .nodes
         .iter()
-        .enumerate()
-        .map(|(i, (name, addr))| {
-            // Sentinel's deployment starts with the first node as master.
-            let role = if deployment == "sentinel" && i == 0 {
-                "master"
-            } else {
-                role
-            };
-            let mut node = endpoint(name, addr);
-            node["role"] = role.into();
-            node
+        .zip(&description.roles)
+        .map(|((name, addr), role)| {
+            json!({"name": name, "host": addr.ip().to_string(), "port": addr.port(), "role": role})
         })
         .collect();
     let mut hello = json!({
         "op": "hello",
         "protocol": PROTOCOL,
-        "deployment": deployment,
+        "deployment": config.connection.deployment(),
         "nodes": nodes,
         "ttl_ms": config.ttl.as_millis() as u64,
     });
-    let hosts = |scheme: &str| {
-        let addrs: Vec<String> = config
-            .nodes
-            .iter()
-            .map(|(_, a)| format!("{scheme}{a}"))
-            .collect();
-        addrs.join(",")
-    };
-    match &config.shape {
-        Shape::Sentinel { sentinels, .. } => {
-            hello["sentinels"] = json!({
-                "master_name": sentinels.master,
-                "nodes": sentinels.addrs.iter().map(|(n, a)| endpoint(n, a)).collect::<Vec<_>>(),
-            });
-        }
-        Shape::Etcd => hello["connect"] = hosts("http://").into(),
-        Shape::ZooKeeper => hello["connect"] = hosts("").into(),
-        Shape::Postgres => {
-            if let Some((_, addr)) = config.nodes.first() {
-                hello["connect"] = format!("postgresql://postgres@{addr}/postgres").into();
-            }
-        }
-        _ => {}
+    for (field, value) in description.fields {
+        hello[field] = value;
     }
     hello
 }
@@ -616,7 +578,9 @@ impl LockClient for Exec {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::clients::Sentinels;
+    use std::net::SocketAddr;
+
+    use crate::clients::{Connection, Description};
 
     fn nodes(n: u8) -> Vec<(String, SocketAddr)> {
         (1..=n)
@@ -624,67 +588,47 @@ mod tests {
             .collect()
     }
 
-    #[test]
-    fn hello_names_the_sentinels_and_the_master_they_know() {
-        let sentinels = Sentinels {
-            master: "mymaster".into(),
-            addrs: (1..=3)
-                .map(|i| (format!("n{i}"), ([10, 0, 0, 10 + i], 26379).into()))
-                .collect(),
-            announced: Vec::new(),
-        };
-        let config =
-            ClientConfig::new(nodes(3), Duration::from_secs(2)).watched_by_sentinel(sentinels, 2);
-        let hello = hello(&config);
-        assert_eq!(hello["deployment"], "sentinel");
-        assert_eq!(hello["ttl_ms"], 2000);
-        let roles: Vec<&str> = hello["nodes"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|n| n["role"].as_str().unwrap())
-            .collect();
-        assert_eq!(roles, ["master", "replica", "replica"]);
-        assert_eq!(hello["sentinels"]["master_name"], "mymaster");
-        assert_eq!(
-            hello["sentinels"]["nodes"][2],
-            json!({"name": "n3", "host": "10.0.0.13", "port": 26379})
-        );
+    /// A deployment whose first node leads, with a connection string.
+    struct Led;
+
+    impl Connection for Led {
+        fn deployment(&self) -> &'static str {
+            "led"
+        }
+
+        fn describe(&self, nodes: &[(String, SocketAddr)]) -> Description {
+            let mut fields = serde_json::Map::new();
+            fields.insert("connect".into(), "led://n1".into());
+            Description {
+                roles: (0..nodes.len())
+                    .map(|i| if i == 0 { "leader" } else { "follower" })
+                    .collect(),
+                fields,
+            }
+        }
+    }
+
+    fn config(n: u8) -> ClientConfig {
+        ClientConfig::new(nodes(n), Arc::new(Led), Duration::from_secs(2))
     }
 
     #[test]
-    fn hello_gives_each_service_the_connection_string_its_clients_take() {
-        let config = |shape: Shape, n: u8| {
-            hello(&ClientConfig::new(nodes(n), Duration::from_secs(2)).serving(shape))
-        };
+    fn hello_describes_the_deployment_as_its_system_does() {
+        let hello = hello(&config(3));
+        assert_eq!(hello["op"], "hello");
+        assert_eq!(hello["deployment"], "led");
+        assert_eq!(hello["ttl_ms"], 2000);
+        assert_eq!(hello["connect"], "led://n1");
         assert_eq!(
-            config(Shape::Postgres, 1)["connect"],
-            "postgresql://postgres@10.0.0.11:6379/postgres"
+            hello["nodes"][1],
+            json!({"name": "n2", "host": "10.0.0.12", "port": 6379, "role": "follower"})
         );
-        assert_eq!(
-            config(Shape::ZooKeeper, 3)["connect"],
-            "10.0.0.11:6379,10.0.0.12:6379,10.0.0.13:6379"
-        );
-        assert_eq!(
-            config(Shape::Etcd, 2)["connect"],
-            "http://10.0.0.11:6379,http://10.0.0.12:6379"
-        );
-        let single = hello(&ClientConfig::new(nodes(1), Duration::from_secs(1)));
-        assert_eq!(
-            (
-                single["deployment"].as_str(),
-                single["nodes"][0]["role"].as_str()
-            ),
-            (Some("single"), Some("master"))
-        );
-        let cluster = hello(&ClientConfig::new(nodes(6), Duration::from_secs(1)).in_cluster());
-        assert_eq!(cluster["nodes"][5]["role"], "seed");
-        assert!(cluster.get("connect").is_none());
+        assert_eq!(hello["nodes"][0]["role"], "leader");
     }
 
     /// An exec client over `n` nodes whose program has not started.
     fn exec(n: u8) -> Exec {
-        let config = ClientConfig::new(nodes(n), Duration::from_secs(1));
+        let config = config(n);
         Exec {
             command: "true".into(),
             node_names: config.nodes.iter().map(|(name, _)| name.clone()).collect(),

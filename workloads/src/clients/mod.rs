@@ -1,23 +1,15 @@
-//! Lock clients: one file per algorithm, each registered once in [`CLIENTS`].
+//! What a lock client is: the [`LockClient`] trait, what it is built from ([`ClientConfig`],
+//! with the [`Connection`] its system describes the deployment by), and how it is registered
+//! ([`ClientKind`]). The clients themselves live with the system they speak to (the
+//! `splitbrain-systems` crate), except the external-program client ([`EXEC`]), which speaks
+//! to any.
 //!
 //! A client makes one attempt per [`LockClient::acquire`]; the workload records the attempt
 //! and decides when to try again, using the client's own [`LockClient::retry_delay`].
 
-mod advisory;
-mod del_release;
-mod etcd_lease;
-mod etcd_lock;
 mod exec;
-mod fenced;
-mod pg_advisory;
-mod pg_advisory_xact;
-mod redlock;
-mod set_nx_px;
-mod setnx_expire;
-mod wait;
-mod watchdog;
-mod zk_recipe;
 
+use std::any::Any;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -25,9 +17,11 @@ use std::time::Duration;
 use async_trait::async_trait;
 use splitbrain_checker::{acquisition, Renewal};
 
+use crate::storage::Storage;
+use crate::workload::{Registers, Set};
 use crate::CrashPoint;
 
-pub use exec::EXEC_PREFIX;
+pub use exec::{EXEC, EXEC_PREFIX};
 
 /// The outcome of one operation, in Jepsen's terms.
 #[derive(Debug, Clone, PartialEq)]
@@ -90,9 +84,10 @@ pub trait LockClient: Send {
         None
     }
     /// For a lock that lives in a transaction on the storage's own server (PostgreSQL's
-    /// `pg_advisory_xact_lock`): the connection with that transaction open. The critical
-    /// section reads and writes inside it, and the write's commit releases the lock.
-    fn transaction(&self) -> Option<Arc<tokio_postgres::Client>> {
+    /// `pg_advisory_xact_lock`): the storage as seen inside that transaction, checking
+    /// fencing tokens or not. The critical section reads and writes through it, and the
+    /// write's commit releases the lock.
+    fn storage_in_lock(&self, _fencing: bool) -> Option<Storage> {
         None
     }
     /// Freezes (or thaws) whatever runs the client outside the harness (an external program
@@ -113,10 +108,10 @@ pub struct RenewalReport {
 /// What every client is built from.
 #[derive(Clone)]
 pub struct ClientConfig {
-    /// The deployment's nodes, by name, in order.
+    /// The deployment's nodes, by name, in order, as this client reaches them.
     pub nodes: Vec<(String, SocketAddr)>,
-    /// How the nodes relate, which decides how a client finds the master of a key.
-    pub shape: Shape,
+    /// How the deployment looks to its clients, as its system says.
+    pub connection: Arc<dyn Connection>,
     /// The lease each acquire asks for.
     pub ttl: Duration,
     pub options: ClientOptions,
@@ -124,107 +119,68 @@ pub struct ClientConfig {
     pub crash: CrashPoint,
 }
 
-/// What a deployment's nodes run and how they relate, as a client sees it: one value, so that
-/// no client has to work it out again from several.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Shape {
-    /// Every node stands alone: one server, or Redlock's independent masters.
-    Standalone,
-    /// One master with `replicas` replicas, named by these Sentinels.
-    Sentinel {
-        sentinels: Sentinels,
-        replicas: usize,
-    },
-    /// A Redis Cluster: each key's slot has its master.
-    Cluster,
-    /// An etcd cluster: any member takes requests, and forwards writes to its leader.
-    Etcd,
-    /// A ZooKeeper ensemble: any member serves a session, and forwards writes to its leader.
-    ZooKeeper,
-    /// A PostgreSQL server.
-    Postgres,
-}
-
-impl Shape {
-    /// The shape of a deployment of a lock service other than Redis, whose deployments each
-    /// have one shape; `None` for Redis, whose shape is its topology's.
-    pub fn service(program: &str) -> Option<Shape> {
-        match program {
-            "etcd" => Some(Shape::Etcd),
-            "zookeeper" => Some(Shape::ZooKeeper),
-            "postgres" => Some(Shape::Postgres),
-            _ => None,
-        }
-    }
-
-    /// The program the nodes run, which a client must speak.
-    pub fn program(&self) -> &'static str {
-        match self {
-            Shape::Standalone | Shape::Sentinel { .. } | Shape::Cluster => "redis",
-            Shape::Etcd => "etcd",
-            Shape::ZooKeeper => "zookeeper",
-            Shape::Postgres => "postgres",
-        }
-    }
-}
-
 impl ClientConfig {
-    /// A config for these standalone nodes, with default options and no crash point.
-    pub fn new(nodes: Vec<(String, SocketAddr)>, ttl: Duration) -> ClientConfig {
+    /// A config for these nodes, with default options and no crash point.
+    pub fn new(
+        nodes: Vec<(String, SocketAddr)>,
+        connection: Arc<dyn Connection>,
+        ttl: Duration,
+    ) -> ClientConfig {
         ClientConfig {
             nodes,
-            shape: Shape::Standalone,
+            connection,
             ttl,
             options: ClientOptions::default(),
             crash: CrashPoint::default(),
         }
     }
 
-    /// The same nodes as a master with `replicas` replicas, watched by these Sentinels.
-    pub fn watched_by_sentinel(self, sentinels: Sentinels, replicas: usize) -> ClientConfig {
-        ClientConfig {
-            shape: Shape::Sentinel {
-                sentinels,
-                replicas,
-            },
-            ..self
-        }
-    }
-
-    /// The same nodes as a Redis Cluster.
-    pub fn in_cluster(self) -> ClientConfig {
-        ClientConfig {
-            shape: Shape::Cluster,
-            ..self
-        }
-    }
-
-    /// The same nodes as a lock service's (see [`Shape::service`]).
-    pub fn serving(self, service: Shape) -> ClientConfig {
-        ClientConfig {
-            shape: service,
-            ..self
-        }
-    }
-
-    /// How many replicas the master has that `WAIT` can count on (only Sentinel's are known).
-    pub fn replicas(&self) -> usize {
-        match self.shape {
-            Shape::Sentinel { replicas, .. } => replicas,
-            _ => 0,
-        }
+    /// The connection as the type its system made it, for `who`, one of that system's
+    /// clients; or why this deployment is another system's.
+    pub fn connection<T: Connection>(&self, who: &str) -> Result<&T, String> {
+        let any: &dyn Any = &*self.connection;
+        any.downcast_ref().ok_or_else(|| {
+            format!(
+                "{who} speaks to another system than this deployment's ({})",
+                self.connection.deployment()
+            )
+        })
     }
 }
 
-/// The Sentinels of a deployment, and the name they know the master by.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Sentinels {
-    pub master: String,
-    /// Each Sentinel by the node it runs on, and where the client reaches it (the node's
-    /// address, or the client group's link to the node).
-    pub addrs: Vec<(String, SocketAddr)>,
-    /// Each node's own address: what a Sentinel answers when it names the master.
-    pub announced: Vec<(String, std::net::IpAddr)>,
+/// How a deployment looks to its clients: made by its system, each of whose clients reads it
+/// as the system's own type ([`ClientConfig::connection`]). The rest of the harness sees only
+/// this.
+pub trait Connection: Any + Send + Sync {
+    /// The deployment's name (`single`, `sentinel`, `etcd`), as `--deployment` takes it.
+    fn deployment(&self) -> &'static str;
+    /// The `hello` request's description of the deployment for an external client program, on
+    /// these nodes: each node's role at the start (`master`, `member`), and whatever else a
+    /// library's own support for it needs (the Sentinels, a connection string in `connect`).
+    fn describe(&self, nodes: &[(String, SocketAddr)]) -> Description;
+    /// A worker's registers, for the `register` workload; or why this deployment has none.
+    fn registers(&self, _config: &ClientConfig) -> Result<Box<dyn Registers>, String> {
+        Err(format!(
+            "the {} deployment keeps no registers the workload can use",
+            self.deployment()
+        ))
+    }
+    /// A worker's set, for the `set` workload; or why this deployment has none.
+    fn set(&self, _config: &ClientConfig) -> Result<Box<dyn Set>, String> {
+        Err(format!(
+            "the {} deployment keeps no set the workload can use",
+            self.deployment()
+        ))
+    }
+}
+
+/// What [`Connection::describe`] tells an external client program.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Description {
+    /// Each node's role at the start, in the order of the nodes.
+    pub roles: Vec<&'static str>,
+    /// Further fields of `hello`: `sentinels`, `connect`.
+    pub fields: serde_json::Map<String, serde_json::Value>,
 }
 
 /// Variants that some algorithms offer.
@@ -261,9 +217,6 @@ pub struct ClientKind {
     /// The name users pass to `--client`.
     pub name: &'static str,
     pub summary: &'static str,
-    /// The program it talks to (see [`Shape::program`]); `None`: whatever an external
-    /// program speaks.
-    pub speaks: Option<&'static str>,
     /// Whether its grants carry fencing tokens (for the storage to check with `--fencing`).
     pub fences: Fences,
     /// Makes one client process, or says why this deployment does not suit the algorithm.
@@ -279,82 +232,18 @@ pub enum Fences {
     IfProgramSays,
 }
 
-/// Every lock algorithm, by name, in the article's order: Redis's, then the alternatives it
-/// recommends.
-pub static CLIENTS: &[ClientKind] = &[
-    setnx_expire::KIND,
-    del_release::KIND,
-    set_nx_px::KIND,
-    watchdog::KIND,
-    wait::KIND,
-    fenced::KIND,
-    redlock::KIND,
-    etcd_lease::KIND,
-    etcd_lock::KIND,
-    zk_recipe::KIND,
-    pg_advisory::KIND,
-    pg_advisory_xact::KIND,
-    exec::KIND,
-];
-
-/// Looks a client up by name; `exec:<command>` is the external-program client.
-pub fn find_client(name: &str) -> Option<&'static ClientKind> {
-    if name.starts_with(EXEC_PREFIX) {
-        return Some(&exec::KIND);
-    }
-    CLIENTS.iter().find(|c| c.name == name)
-}
-
-/// Refuses, for `who`, a deployment whose nodes run another program than `program`, naming
-/// the clients that speak theirs.
-pub(crate) fn speaks(config: &ClientConfig, who: &str, program: &str) -> Result<(), String> {
-    let theirs = config.shape.program();
-    if theirs == program {
-        return Ok(());
-    }
-    let clients: Vec<&str> = CLIENTS
-        .iter()
-        .filter(|c| c.speaks == Some(theirs))
-        .map(|c| c.name)
-        .collect();
-    // The lock services' deployments are named after them.
-    let deployments = match program {
-        "redis" => "single, redlock, sentinel or cluster",
-        service => service,
-    };
-    Err(format!(
-        "{who} speaks {program}, and this deployment runs {theirs} (its lock clients: {}); use \
-         --deployment {deployments}",
-        clients.join(", ")
-    ))
-}
-
 /// The error of an acquire refused because another client holds the lock.
-pub(crate) fn held_by_another() -> String {
+pub fn held_by_another() -> String {
     format!("{}: by another client", acquisition::HELD)
 }
 
 /// A fresh random lock token (64 random bits, hex).
-pub(crate) fn new_token() -> String {
+pub fn new_token() -> String {
     format!("{:016x}", rand::random::<u64>())
 }
 
-/// `SET resource token NX PX ttl`: take the key only if nobody holds it, with a lease.
-pub(crate) fn set_if_absent(resource: &str, token: &str, ttl: Duration) -> redis::Cmd {
-    let mut set = redis::cmd("SET");
-    set.arg(resource)
-        .arg(token)
-        .arg("NX")
-        .arg("PX")
-        .arg(ttl.as_millis() as u64);
-    set
+/// A spin lock's retry delay with a little jitter, as most single-instance clients poll.
+pub fn spin_delay() -> Duration {
+    use rand::Rng;
+    Duration::from_millis(rand::rng().random_range(5..=20))
 }
-
-/// Releases the key only if it still holds our token: the canonical compare-and-delete.
-pub(crate) const COMPARE_AND_DELETE: &str = r#"
-if redis.call("get", KEYS[1]) == ARGV[1] then
-    return redis.call("del", KEYS[1])
-else
-    return 0
-end
-"#;

@@ -251,10 +251,10 @@ impl Worker {
             };
             // A lock in a transaction on the storage is used through that transaction; a
             // workload with no storage (`lock`) reads and writes nothing in it.
-            let in_transaction = client
-                .transaction()
-                .filter(|_| self.storage.is_some())
-                .map(|transaction| Storage::in_transaction(transaction, self.workload.fencing()));
+            let in_transaction = self
+                .storage
+                .as_ref()
+                .and_then(|_| client.storage_in_lock(self.workload.fencing()));
             let storage = in_transaction.as_ref().or(self.storage.as_ref());
             let read = self.read(storage, process, &grant).await;
             let left = budget.saturating_sub(started.elapsed());
@@ -372,7 +372,9 @@ impl Worker {
                     .nodes(grant.nodes.clone());
                 ok.validity_ms = Some(grant.validity.as_millis() as u64);
                 ok.renewal = client.renewal();
-                ok.ends_with_write = client.transaction().is_some() && self.storage.is_some();
+                // The write that ends the critical section releases a lock kept in the storage.
+                ok.ends_with_write =
+                    self.storage.is_some() && client.storage_in_lock(false).is_some();
                 recorder.record(ok);
                 Attempt::Granted(grant)
             }
@@ -536,7 +538,7 @@ mod tests {
     #[test]
     fn workers_share_one_key_unless_asked_for_more() {
         let mut w = LockWorkload {
-            client: crate::find_client("set-nx-px").unwrap(),
+            client: &crate::EXEC,
             concurrency: 4,
             ttl: Duration::from_secs(2),
             hold: None,

@@ -1,7 +1,8 @@
 //! Workloads: what client processes do, as a stream of recorded operations.
 //!
 //! The lock workloads drive a lock client; the data workloads (one file each, registered in
-//! [`WORKLOADS`]) talk to the deployment's master themselves and end with a final read.
+//! [`WORKLOADS`]) read and write the deployment's own data, through what its system gives them
+//! ([`Registers`], [`Set`]), and end with a final read.
 
 pub mod lock;
 pub mod register;
@@ -10,13 +11,11 @@ pub mod set;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use redis::FromRedisValue;
 use splitbrain_checker::{Op, OpType, Process};
 use tokio_util::sync::CancellationToken;
 
 use self::lock::{Shared, WorkloadError};
-use crate::node::NodeError;
-use crate::{ClientConfig, Recorder, Server};
+use crate::{ClientConfig, Recorder};
 
 /// What the clients do, whatever they need (a lock, a register, a set, a storage): the run
 /// prepares it, runs it beside the faults, and reads what survived once they are healed.
@@ -98,13 +97,30 @@ pub fn find_workload(name: &str) -> Option<&'static WorkloadKind> {
     WORKLOADS.iter().find(|w| w.name == name)
 }
 
-/// How long one data command may take before its outcome is unknown.
-const OP_TIMEOUT: Duration = Duration::from_secs(1);
+/// How one data op ended short of `ok`: `fail` if it certainly did not happen, `info` if it
+/// may have, with why.
+pub type Unsettled = (OpType, String);
 
-/// Where a data workload's worker sends its commands: the one server, the Sentinels'
-/// master, or the cluster; or why this deployment has no single master to talk to.
-pub(crate) fn data_server(config: &ClientConfig, workload: &str) -> Result<Server, String> {
-    Server::of(config, &format!("the {workload} workload"), OP_TIMEOUT)
+/// Where a `register` worker's registers live: keys of the deployment's own data, each a
+/// register of small integers.
+#[async_trait]
+pub trait Registers: Send {
+    async fn read(&mut self, key: &str) -> Result<Option<i64>, Unsettled>;
+    async fn write(&mut self, key: &str, value: i64) -> Result<(), Unsettled>;
+    /// Sets `key` to `new` if it holds `expected`; whether it did.
+    async fn cas(&mut self, key: &str, expected: i64, new: i64) -> Result<bool, Unsettled>;
+    /// The node that answered last.
+    fn node(&self) -> String;
+}
+
+/// Where a `set` worker's set lives: a key of the deployment's own data holding integers.
+#[async_trait]
+pub trait Set: Send {
+    async fn add(&mut self, key: &str, element: i64) -> Result<(), Unsettled>;
+    /// Every element of the set at `key`.
+    async fn members(&mut self, key: &str) -> Result<Vec<i64>, Unsettled>;
+    /// The node that answered last.
+    fn node(&self) -> String;
 }
 
 /// A breath between a data workload's ops, so that a minute's history stays checkable (Jepsen's
@@ -115,37 +131,42 @@ const FINAL_READER: u64 = 1_000_000_000;
 /// How long a final read may keep trying while a master settles after the heal.
 const FINAL_READ_PATIENCE: Duration = Duration::from_secs(20);
 
-/// Reads `key` with `command` once the faults are healed, retrying while no master answers,
-/// and records it as the read of final reader `reader`; `value` is what the reply records.
-async fn final_read<T: FromRedisValue>(
-    server: &mut Server,
-    recorder: &Recorder,
-    reader: u64,
-    key: &str,
-    command: &redis::Cmd,
-    value: impl Fn(T) -> serde_json::Value,
-) {
-    let process = Process::Client(FINAL_READER + reader);
-    recorder.record(Op::new(process, OpType::Invoke, "read").key(key));
-    let started = tokio::time::Instant::now();
-    let done = loop {
-        match server.query::<T>(command).await {
-            Ok(reply) => break Op::new(process, OpType::Ok, "read").value(value(reply)),
-            Err(e) if started.elapsed() > FINAL_READ_PATIENCE => {
-                break Op::new(process, OpType::Fail, "read").error(e.to_string())
-            }
-            Err(_) => tokio::time::sleep(Duration::from_millis(250)).await,
-        }
-    };
-    recorder.record(done.key(key));
+/// A final read once the faults are healed: recorded as the read of a final reader, and tried
+/// again while no master answers.
+struct FinalRead<'a> {
+    recorder: &'a Recorder,
+    process: Process,
+    key: &'a str,
+    started: tokio::time::Instant,
 }
 
-/// How an update that got no good reply ends: `info` if it may have taken effect, `fail` if
-/// it certainly did not.
-fn unsettled(error: &NodeError) -> OpType {
-    if error.is_indeterminate() {
-        OpType::Info
-    } else {
-        OpType::Fail
+impl<'a> FinalRead<'a> {
+    /// Records final reader `reader`'s invoke of a read of `key`.
+    fn start(recorder: &'a Recorder, reader: u64, key: &'a str) -> FinalRead<'a> {
+        let process = Process::Client(FINAL_READER + reader);
+        recorder.record(Op::new(process, OpType::Invoke, "read").key(key));
+        FinalRead {
+            recorder,
+            process,
+            key,
+            started: tokio::time::Instant::now(),
+        }
+    }
+
+    /// Records how an attempt ended, if it ends the read, and says whether it did; otherwise
+    /// waits a moment before the next attempt.
+    async fn ended(&self, attempt: Result<serde_json::Value, Unsettled>) -> bool {
+        let done = match attempt {
+            Ok(value) => Op::new(self.process, OpType::Ok, "read").value(value),
+            Err((_, e)) if self.started.elapsed() > FINAL_READ_PATIENCE => {
+                Op::new(self.process, OpType::Fail, "read").error(e)
+            }
+            Err(_) => {
+                tokio::time::sleep(Duration::from_millis(250)).await;
+                return false;
+            }
+        };
+        self.recorder.record(done.key(self.key));
+        true
     }
 }

@@ -1,6 +1,7 @@
-//! The `set` workload, Jepsen's 2013 Redis test: clients add unique integers to one Redis set
-//! (`SADD`) on whichever node they are told is master; after the faults are healed, a final
-//! `SMEMBERS` from the master of that moment shows which acknowledged adds survived. The
+//! The `set` workload, Jepsen's 2013 Redis test: clients add unique integers to one set (on
+//! Redis, `SADD` on whichever node they are told is master); after the faults are healed, a
+//! final read of the whole set (`SMEMBERS` from the master of that moment) shows which
+//! acknowledged adds survived. The
 //! `lost-writes` checker reads the history as it reads `lock-set`'s.
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -12,8 +13,8 @@ use tokio_util::sync::CancellationToken;
 use async_trait::async_trait;
 
 use super::lock::{Shared, WorkloadError};
-use super::{data_server, final_read, unsettled, Workload, WorkloadKind, PACE};
-use crate::{ClientConfig, Recorder, Server};
+use super::{FinalRead, Set, Workload, WorkloadKind, PACE};
+use crate::{ClientConfig, Recorder};
 
 pub const KIND: WorkloadKind = WorkloadKind {
     name: "set",
@@ -24,10 +25,10 @@ pub const KIND: WorkloadKind = WorkloadKind {
         })
     }),
     needs_storage: false,
-    fits: |config| data_server(config, "set").map(drop),
+    fits: |config| config.connection.set(config).map(drop),
 };
 
-/// The Redis set every client adds to.
+/// The set every client adds to.
 pub const SET_KEY: &str = "set";
 
 /// How the `set` workload runs.
@@ -52,20 +53,15 @@ impl Workload for SetWorkload {
         let mut workers = tokio::task::JoinSet::new();
         for worker in 0..self.concurrency {
             let config = &groups[worker % groups.len()];
-            let server = data_server(config, "set").map_err(WorkloadError::Client)?;
+            let set = config
+                .connection
+                .set(config)
+                .map_err(WorkloadError::Client)?;
             let recorder = shared.recorder.clone();
             let (next_id, stop) = (next_id.clone(), stop.clone());
             let concurrency = self.concurrency as u64;
             workers.spawn(async move {
-                add_until_stopped(
-                    worker as u64,
-                    concurrency,
-                    server,
-                    &recorder,
-                    &next_id,
-                    &stop,
-                )
-                .await
+                add_until_stopped(worker as u64, concurrency, set, &recorder, &next_id, &stop).await
             });
         }
         while let Some(joined) = workers.join_next().await {
@@ -80,13 +76,16 @@ impl Workload for SetWorkload {
         groups: &[ClientConfig],
         recorder: &Recorder,
     ) -> Result<(), WorkloadError> {
-        let mut server = data_server(&groups[0], "set").map_err(WorkloadError::Client)?;
-        let smembers = redis::cmd("SMEMBERS").arg(SET_KEY).clone();
+        let mut set = groups[0]
+            .connection
+            .set(&groups[0])
+            .map_err(WorkloadError::Client)?;
+        let read = FinalRead::start(recorder, 0, SET_KEY);
         let sorted = |mut members: Vec<i64>| {
             members.sort_unstable();
-            members.into()
+            serde_json::Value::from(members)
         };
-        final_read(&mut server, recorder, 0, SET_KEY, &smembers, sorted).await;
+        while !read.ended(set.members(SET_KEY).await.map(sorted)).await {}
         Ok(())
     }
 }
@@ -94,7 +93,7 @@ impl Workload for SetWorkload {
 async fn add_until_stopped(
     worker: u64,
     concurrency: u64,
-    mut server: Server,
+    mut set: Box<dyn Set>,
     recorder: &Recorder,
     next_id: &AtomicU64,
     stop: &CancellationToken,
@@ -108,10 +107,9 @@ async fn add_until_stopped(
                 .value(id)
         };
         recorder.record(op(process, OpType::Invoke));
-        let sadd = redis::cmd("SADD").arg(SET_KEY).arg(id).clone();
-        let done = match server.query::<i64>(&sadd).await {
-            Ok(_) => op(process, OpType::Ok).nodes(vec![server.name().to_string()]),
-            Err(e) => op(process, unsettled(&e)).error(e.to_string()),
+        let done = match set.add(SET_KEY, id).await {
+            Ok(()) => op(process, OpType::Ok).nodes(vec![set.node()]),
+            Err((kind, e)) => op(process, kind).error(e),
         };
         let unknown = done.kind == OpType::Info;
         recorder.record(done);
