@@ -1,18 +1,19 @@
 //! The `register` workload's registers as etcd keys.
 
+use std::net::SocketAddr;
+
 use async_trait::async_trait;
 use splitbrain_checker::OpType;
 use splitbrain_etcd_api::etcdserverpb::compare::TargetUnion;
 use splitbrain_etcd_api::etcdserverpb::request_op::Request;
 use splitbrain_etcd_api::etcdserverpb::{PutRequest, RangeRequest};
 use splitbrain_workloads::workload::{Registers, Unsettled};
-use splitbrain_workloads::ClientConfig;
 
 use super::connection::{txn_if_equal, EtcdConn, EtcdError};
 
 /// A `register` worker's registers, on every member.
-pub(super) fn registers(config: &ClientConfig) -> Box<dyn Registers> {
-    Box::new(EtcdRegisters(EtcdConn::new(&config.nodes)))
+pub(super) fn registers(nodes: &[(String, SocketAddr)]) -> Box<dyn Registers> {
+    Box::new(EtcdRegisters(EtcdConn::new(nodes)))
 }
 
 /// Registers as etcd keys: a linearizable range read, a put, and a transaction that puts only

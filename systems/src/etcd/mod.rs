@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use splitbrain_compose::{System, Topology};
 use splitbrain_workloads::workload::Registers;
-use splitbrain_workloads::{ClientConfig, ClientKind, Connection, Description};
+use splitbrain_workloads::{ClientKind, Connection, Description};
 
 use crate::{Reach, Service};
 
@@ -66,8 +66,8 @@ impl Connection for EtcdDeployment {
         }
     }
 
-    fn registers(&self, config: &ClientConfig) -> Result<Box<dyn Registers>, String> {
-        Ok(data::registers(config))
+    fn registers(&self, nodes: &[(String, SocketAddr)]) -> Result<Box<dyn Registers>, String> {
+        Ok(data::registers(nodes))
     }
 }
 

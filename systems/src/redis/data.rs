@@ -6,10 +6,11 @@ use std::time::Duration;
 use async_trait::async_trait;
 use splitbrain_checker::OpType;
 use splitbrain_workloads::workload::{Registers, Set, Unsettled};
-use splitbrain_workloads::ClientConfig;
+use std::net::SocketAddr;
 
 use super::master::Server;
 use super::node::NodeError;
+use super::RedisDeployment;
 
 /// How long one data command may take before its outcome is unknown.
 const OP_TIMEOUT: Duration = Duration::from_secs(1);
@@ -24,20 +25,23 @@ return 0
 ";
 
 /// A `register` worker's registers on the master of this deployment, or why it has none.
-pub(super) fn registers(config: &ClientConfig) -> Result<Box<dyn Registers>, String> {
+pub(super) fn registers(
+    redis: &RedisDeployment,
+    nodes: &[(String, SocketAddr)],
+) -> Result<Box<dyn Registers>, String> {
     Ok(Box::new(RedisRegisters {
-        server: Server::of(config, "the register workload", OP_TIMEOUT)?,
+        server: Server::on(redis, nodes, "the register workload", OP_TIMEOUT)?,
         script: redis::Script::new(COMPARE_AND_SET),
     }))
 }
 
 /// A `set` worker's set on the master of this deployment, or why it has none.
-pub(super) fn set(config: &ClientConfig) -> Result<Box<dyn Set>, String> {
-    Ok(Box::new(RedisSet(Server::of(
-        config,
-        "the set workload",
-        OP_TIMEOUT,
-    )?)))
+pub(super) fn set(
+    redis: &RedisDeployment,
+    nodes: &[(String, SocketAddr)],
+) -> Result<Box<dyn Set>, String> {
+    let server = Server::on(redis, nodes, "the set workload", OP_TIMEOUT)?;
+    Ok(Box::new(RedisSet(server)))
 }
 
 /// How an update that got no good reply ends: `info` if it may have taken effect, `fail` if

@@ -24,8 +24,17 @@ impl Server {
     /// The deployment's one node, or its master as the Sentinels name it; or why the
     /// deployment does not fit `who`, which needs one server to talk to.
     pub fn of(config: &ClientConfig, who: &str, timeout: Duration) -> Result<Server, String> {
-        let redis = config.connection::<RedisDeployment>(who)?;
-        match (&redis.layout, config.nodes.as_slice()) {
+        Server::on(config.connection(who)?, &config.nodes, who, timeout)
+    }
+
+    /// [`Server::of`] a Redis deployment's nodes.
+    pub fn on(
+        redis: &RedisDeployment,
+        nodes: &[(String, SocketAddr)],
+        who: &str,
+        timeout: Duration,
+    ) -> Result<Server, String> {
+        match (&redis.layout, nodes) {
             (Layout::Cluster, nodes) => Ok(Server::Cluster(ClusterConn::new(nodes, timeout))),
             (Layout::Sentinel(sentinels), nodes) => {
                 Ok(Server::Master(MasterConn::new(sentinels, nodes, timeout)))

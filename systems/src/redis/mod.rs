@@ -140,12 +140,12 @@ impl Connection for RedisDeployment {
         }
     }
 
-    fn registers(&self, config: &ClientConfig) -> Result<Box<dyn Registers>, String> {
-        data::registers(config)
+    fn registers(&self, nodes: &[(String, SocketAddr)]) -> Result<Box<dyn Registers>, String> {
+        data::registers(self, nodes)
     }
 
-    fn set(&self, config: &ClientConfig) -> Result<Box<dyn Set>, String> {
-        data::set(config)
+    fn set(&self, nodes: &[(String, SocketAddr)]) -> Result<Box<dyn Set>, String> {
+        data::set(self, nodes)
     }
 }
 

@@ -580,7 +580,7 @@ mod tests {
     use super::*;
     use std::net::SocketAddr;
 
-    use crate::clients::{Connection, Description};
+    use crate::{Connection, Description};
 
     fn nodes(n: u8) -> Vec<(String, SocketAddr)> {
         (1..=n)

@@ -17,8 +17,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use splitbrain_checker::{acquisition, Renewal};
 
+use crate::connection::Connection;
 use crate::storage::Storage;
-use crate::workload::{Registers, Set};
 use crate::CrashPoint;
 
 pub use exec::{EXEC, EXEC_PREFIX};
@@ -146,41 +146,6 @@ impl ClientConfig {
             )
         })
     }
-}
-
-/// How a deployment looks to its clients: made by its system, each of whose clients reads it
-/// as the system's own type ([`ClientConfig::connection`]). The rest of the harness sees only
-/// this.
-pub trait Connection: Any + Send + Sync {
-    /// The deployment's name (`single`, `sentinel`, `etcd`), as `--deployment` takes it.
-    fn deployment(&self) -> &'static str;
-    /// The `hello` request's description of the deployment for an external client program, on
-    /// these nodes: each node's role at the start (`master`, `member`), and whatever else a
-    /// library's own support for it needs (the Sentinels, a connection string in `connect`).
-    fn describe(&self, nodes: &[(String, SocketAddr)]) -> Description;
-    /// A worker's registers, for the `register` workload; or why this deployment has none.
-    fn registers(&self, _config: &ClientConfig) -> Result<Box<dyn Registers>, String> {
-        Err(format!(
-            "the {} deployment keeps no registers the workload can use",
-            self.deployment()
-        ))
-    }
-    /// A worker's set, for the `set` workload; or why this deployment has none.
-    fn set(&self, _config: &ClientConfig) -> Result<Box<dyn Set>, String> {
-        Err(format!(
-            "the {} deployment keeps no set the workload can use",
-            self.deployment()
-        ))
-    }
-}
-
-/// What [`Connection::describe`] tells an external client program.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Description {
-    /// Each node's role at the start, in the order of the nodes.
-    pub roles: Vec<&'static str>,
-    /// Further fields of `hello`: `sentinels`, `connect`.
-    pub fields: serde_json::Map<String, serde_json::Value>,
 }
 
 /// Variants that some algorithms offer.

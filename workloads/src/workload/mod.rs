@@ -14,6 +14,8 @@ use async_trait::async_trait;
 use splitbrain_checker::{Op, OpType, Process};
 use tokio_util::sync::CancellationToken;
 
+pub use crate::connection::{Registers, Set, Unsettled};
+
 use self::lock::{Shared, WorkloadError};
 use crate::{ClientConfig, Recorder};
 
@@ -95,32 +97,6 @@ pub static WORKLOADS: &[WorkloadKind] = &[
 /// Looks a workload up by name.
 pub fn find_workload(name: &str) -> Option<&'static WorkloadKind> {
     WORKLOADS.iter().find(|w| w.name == name)
-}
-
-/// How one data op ended short of `ok`: `fail` if it certainly did not happen, `info` if it
-/// may have, with why.
-pub type Unsettled = (OpType, String);
-
-/// Where a `register` worker's registers live: keys of the deployment's own data, each a
-/// register of small integers.
-#[async_trait]
-pub trait Registers: Send {
-    async fn read(&mut self, key: &str) -> Result<Option<i64>, Unsettled>;
-    async fn write(&mut self, key: &str, value: i64) -> Result<(), Unsettled>;
-    /// Sets `key` to `new` if it holds `expected`; whether it did.
-    async fn cas(&mut self, key: &str, expected: i64, new: i64) -> Result<bool, Unsettled>;
-    /// The node that answered last.
-    fn node(&self) -> String;
-}
-
-/// Where a `set` worker's set lives: a key of the deployment's own data holding integers.
-#[async_trait]
-pub trait Set: Send {
-    async fn add(&mut self, key: &str, element: i64) -> Result<(), Unsettled>;
-    /// Every element of the set at `key`.
-    async fn members(&mut self, key: &str) -> Result<Vec<i64>, Unsettled>;
-    /// The node that answered last.
-    fn node(&self) -> String;
 }
 
 /// A breath between a data workload's ops, so that a minute's history stays checkable (Jepsen's

@@ -40,7 +40,7 @@ const VALUES: i64 = 5;
 
 /// A worker's registers on this deployment, as its system keeps them, or why it has none.
 fn registers(config: &ClientConfig) -> Result<Box<dyn Registers>, String> {
-    config.connection.registers(config)
+    config.connection.registers(&config.nodes)
 }
 
 #[derive(Debug, Clone)]

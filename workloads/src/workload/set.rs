@@ -25,7 +25,7 @@ pub const KIND: WorkloadKind = WorkloadKind {
         })
     }),
     needs_storage: false,
-    fits: |config| config.connection.set(config).map(drop),
+    fits: |config| config.connection.set(&config.nodes).map(drop),
 };
 
 /// The set every client adds to.
@@ -55,7 +55,7 @@ impl Workload for SetWorkload {
             let config = &groups[worker % groups.len()];
             let set = config
                 .connection
-                .set(config)
+                .set(&config.nodes)
                 .map_err(WorkloadError::Client)?;
             let recorder = shared.recorder.clone();
             let (next_id, stop) = (next_id.clone(), stop.clone());
@@ -78,7 +78,7 @@ impl Workload for SetWorkload {
     ) -> Result<(), WorkloadError> {
         let mut set = groups[0]
             .connection
-            .set(&groups[0])
+            .set(&groups[0].nodes)
             .map_err(WorkloadError::Client)?;
         let read = FinalRead::start(recorder, 0, SET_KEY);
         let sorted = |mut members: Vec<i64>| {
