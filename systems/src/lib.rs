@@ -10,6 +10,7 @@
 //! [`LockClient`]: splitbrain_workloads::LockClient
 
 mod etcd;
+mod mariadb;
 mod postgres;
 mod redis;
 mod zookeeper;
@@ -59,6 +60,7 @@ pub static SERVICES: &[&dyn Service] = &[
     &etcd::ETCD,
     &zookeeper::ZOOKEEPER,
     &postgres::POSTGRES,
+    &mariadb::MARIADB,
 ];
 
 /// Every deployment, by system.
