@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 use serde::{Deserialize, Serialize};
+use splitbrain_compose::topology::Persistence;
 
 /// How many violations of each kind a run's summary spells out; its report shows them all.
 pub const SHOWN_AFTER_A_RUN: usize = 3;
@@ -164,8 +165,8 @@ pub struct RunArgs {
     #[arg(long, default_value = "kill")]
     pub nemesis: String,
     /// What a killed node keeps: none | everysec | always (AOF fsync policy).
-    #[arg(long, default_value = "none")]
-    pub persistence: String,
+    #[arg(long, default_value = "none", value_parser = persistence)]
+    pub persistence: Persistence,
     /// How long clients run.
     #[arg(long, default_value = "60s", value_parser = duration, allow_hyphen_values = true)]
     pub time_limit: Duration,
@@ -395,6 +396,15 @@ pub fn duration(text: &str) -> Result<Duration, String> {
         ));
     }
     Ok(parsed)
+}
+
+fn persistence(text: &str) -> Result<Persistence, String> {
+    Persistence::parse(text).ok_or_else(|| {
+        format!(
+            "unknown persistence `{text}`; choose one of: {}",
+            Persistence::NAMES
+        )
+    })
 }
 
 fn count(text: &str) -> Result<usize, String> {

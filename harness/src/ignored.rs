@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use splitbrain_compose::topology::Replication;
+use splitbrain_compose::topology::{Persistence, Replication};
 
 use crate::cli::RunArgs;
 
@@ -116,7 +116,7 @@ pub fn refuse_idle_options(args: &RunArgs, run: &Combination) -> Result<(), Stri
         },
         Rule {
             flag: "persistence",
-            given: args.persistence != "none",
+            given: args.persistence != Persistence::None,
             idle: (run.family != "redis").then(|| {
                 format!(
                     "sets Redis's AOF and snapshots, and --deployment {} runs {}, which keeps \

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use splitbrain_compose::topology::Replication;
+use splitbrain_compose::topology::{Persistence, Replication};
 
 use super::{shell_quoted, TestSpec};
 
@@ -51,8 +51,8 @@ impl TestSpec {
         ]);
         // Each fault's own option only beside the fault: elsewhere `run` refuses it.
         let faults = |names: &[&str]| self.nemesis.iter().any(|f| names.contains(&f.name()));
-        if self.persistence != "none" {
-            options.push(("persistence", Some(self.persistence.clone())));
+        if self.persistence != Persistence::None {
+            options.push(("persistence", Some(self.persistence.name().to_string())));
         }
         if faults(&["clock-bump", "clock-strobe", "clock-holder"]) {
             options.push(("clock-bump", time(self.clock_bump)));

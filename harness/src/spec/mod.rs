@@ -71,7 +71,8 @@ pub struct TestSpec {
     pub nemesis: Vec<&'static dyn Fault>,
     /// `--nemesis all`: faults this machine cannot inject are skipped, not refused.
     pub skip_unsupported: bool,
-    pub persistence: String,
+    #[serde(with = "names::persistence")]
+    pub persistence: Persistence,
     /// Sentinel deployments: the quorum, timings and `min-replicas-to-write`.
     #[serde(default)]
     pub sentinel_quorum: usize,
@@ -244,13 +245,7 @@ impl TestSpec {
                 server
             }
         };
-        let persistence = Persistence::parse(&args.persistence).ok_or_else(|| {
-            bad(format!(
-                "unknown persistence `{}`; choose one of: {}",
-                args.persistence,
-                Persistence::NAMES
-            ))
-        })?;
+        let persistence = args.persistence;
         let sentinel = SentinelOptions {
             quorum: args.sentinel_quorum,
             down_after: args.down_after,
@@ -528,7 +523,7 @@ impl TestSpec {
             fencing: args.fencing,
             skip_unsupported: args.nemesis.trim() == "all",
             nemesis,
-            persistence: persistence.name().to_string(),
+            persistence,
             sentinel_quorum: sentinel.quorum,
             down_after: sentinel.down_after,
             failover_timeout: sentinel.failover_timeout,
@@ -600,7 +595,7 @@ impl TestSpec {
     pub fn topology_options(&self) -> TopologyOptions {
         TopologyOptions {
             nodes: self.nodes,
-            persistence: Persistence::parse(&self.persistence).unwrap_or_default(),
+            persistence: self.persistence,
             sentinel: SentinelOptions {
                 quorum: self.sentinel_quorum,
                 down_after: self.down_after,

@@ -267,7 +267,8 @@ fn faults_must_fit_the_deployment() {
     assert!(ring_on_one.contains("at least 4 nodes"), "{ring_on_one}");
     assert!(message(&["--clock-drift", "0"]).contains("--clock-drift"));
     assert!(message(&["--clock-drift", "-1.5"]).contains("--clock-drift"));
-    assert!(message(&["--persistence", "rdb"]).contains("everysec"));
+    let refused = Cli::try_parse_from(["splitbrain", "run", "--persistence", "rdb"]);
+    assert!(refused.unwrap_err().to_string().contains("everysec"));
     let all = spec(&["--nemesis", "all"]).unwrap();
     assert!(all.nemesis.len() >= 6, "{:?}", all.nemesis);
 }
