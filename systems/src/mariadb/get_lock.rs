@@ -73,13 +73,12 @@ impl LockClient for GetLock {
     }
 
     async fn acquire(&mut self, resource: &str, ttl: Duration) -> Outcome<Grant> {
-        match self.session.get_lock(resource, true).await {
+        match self.session.get_lock(resource).await {
             Ok(fence) => {
                 if self.crash.crash_now() {
                     self.session.close();
                     return Outcome::Info("crashed: the client died holding the lock".into());
                 }
-                let fence = fence.unwrap_or_default();
                 Outcome::Ok(Grant {
                     token: format!("{}-{fence}", self.session.node()),
                     // The server ends the session no sooner than a TTL after it last heard

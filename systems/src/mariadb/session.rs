@@ -109,8 +109,9 @@ impl MySession {
     }
 
     /// Takes the named lock `resource`, the server waiting for it up to the session's lock
-    /// wait; with `fence`, draws the grant's fencing token once it is granted.
-    pub async fn get_lock(&mut self, resource: &str, fence: bool) -> Result<Option<u64>, MyError> {
+    /// wait, and draws the grant's fencing token once it is granted. A grant whose token could
+    /// not be drawn is an unknown outcome: the session is dropped and ended, lock and all.
+    pub async fn get_lock(&mut self, resource: &str) -> Result<u64, MyError> {
         // A session silent for half its lease may be about to be ended by the server, and
         // one that holds no lock is as good as a new one: a new one it is, as a connection
         // pool checks an idle connection before it lends it out.
@@ -126,15 +127,23 @@ impl MySession {
                     let granted: Option<Option<i64>> = conn
                         .exec_first("SELECT GET_LOCK(?, ?)", (resource, wait))
                         .await?;
-                    Ok(match granted.flatten() {
-                        Some(1) if fence => {
-                            conn.query_drop(DRAW_FENCE).await?;
-                            Ok(conn.last_insert_id())
-                        }
-                        Some(1) => Ok(None),
-                        Some(_) => Err(MyError::Busy("GET_LOCK timed out".into())),
-                        None => Err(MyError::Definite("GET_LOCK returned NULL".into())),
-                    })
+                    match granted.flatten() {
+                        Some(1) => {}
+                        Some(_) => return Ok(Err(MyError::Busy("GET_LOCK timed out".into()))),
+                        None => return Ok(Err(MyError::Definite("GET_LOCK returned NULL".into()))),
+                    }
+                    let untokened = |why: String| {
+                        Error::Other(
+                            format!("granted, but no fencing token was drawn: {why}").into(),
+                        )
+                    };
+                    conn.query_drop(DRAW_FENCE)
+                        .await
+                        .map_err(|e| untokened(e.to_string()))?;
+                    let fence = conn.last_insert_id();
+                    let fence =
+                        fence.ok_or_else(|| untokened("the server named no number".into()))?;
+                    Ok(Ok(fence))
                 })
             })
             .await;
