@@ -5,7 +5,9 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 use serde::{Deserialize, Serialize};
-use splitbrain_compose::topology::Persistence;
+
+use crate::spec::parse::{count, duration};
+use crate::spec::TestSpec;
 
 /// How many violations of each kind a run's summary spells out; its report shows them all.
 pub const SHOWN_AFTER_A_RUN: usize = 3;
@@ -111,115 +113,9 @@ pub enum ImagesCommand {
 
 #[derive(Debug, Clone, Args)]
 pub struct RunArgs {
-    /// Deployment: single | redlock | sentinel | cluster | etcd | zookeeper | postgres.
-    #[arg(long, default_value = "redlock")]
-    pub deployment: String,
-    /// The server version the deployment runs: redis-7.0 (the default on Redis deployments) |
-    /// redis-8.0 | valkey-8.1; etcd-3.4 on etcd; zookeeper-3.8 on zookeeper.
-    #[arg(long)]
-    pub server: Option<String>,
-    /// Number of Redis nodes, for deployments where it can vary (redlock: 5).
-    #[arg(long)]
-    pub nodes: Option<usize>,
-    /// Sentinel: how many Sentinels must agree that the master is down.
-    #[arg(long, default_value_t = 2, allow_hyphen_values = true, value_parser = count)]
-    pub sentinel_quorum: usize,
-    /// Sentinel: how long the master must be unreachable before a Sentinel thinks it down.
-    #[arg(long, default_value = "2s", value_parser = duration, allow_hyphen_values = true)]
-    pub down_after: Duration,
-    /// Sentinel: the failover timeout.
-    #[arg(long, default_value = "6s", value_parser = duration, allow_hyphen_values = true)]
-    pub failover_timeout: Duration,
-    /// Sentinel: the master refuses writes with fewer replicas than this connected.
-    #[arg(long, default_value_t = 0)]
-    pub min_replicas_to_write: usize,
-    /// Cluster: replicas per master.
-    #[arg(long, default_value_t = 1)]
-    pub cluster_replicas: usize,
-    /// Cluster: how long a master may be unreachable before it is failed over.
-    #[arg(long, default_value = "2s", value_parser = duration, allow_hyphen_values = true)]
-    pub cluster_node_timeout: Duration,
-    /// Lock algorithm: setnx-expire | del-release | set-nx-px | watchdog | wait | fenced |
-    /// redlock | etcd-lease | etcd-lock | zk-recipe | pg-advisory | pg-advisory-xact |
-    /// exec:<command> (your own client, over the JSON-lines protocol). Default: redlock,
-    /// etcd-lease on etcd, zk-recipe on zookeeper, pg-advisory on postgres.
-    #[arg(long)]
-    pub client: Option<String>,
-    /// Redlock: retry after a fixed backoff, with no random jitter (the split-vote livelock).
-    #[arg(long)]
-    pub no_jitter: bool,
-    /// Redlock: ask the nodes in parallel or sequential (one after another).
-    #[arg(long, default_value = "parallel")]
-    pub acquire: String,
-    /// wait: how many replicas WAIT asks for (default: every replica the master has).
-    #[arg(long, value_parser = count)]
-    pub wait_replicas: Option<usize>,
-    /// Workload (every workload is listed at the end).
-    #[arg(long, default_value = "lock")]
-    pub workload: String,
-    /// lock-set: the storage refuses writes whose fencing token is older than one it has seen
-    /// (needs a client that issues tokens: fenced, or an exec client that returns them).
-    #[arg(long)]
-    pub fencing: bool,
-    /// Faults, comma-separated, or all or none (every fault is listed at the end).
-    #[arg(long, default_value = "kill")]
-    pub nemesis: String,
-    /// What a killed node keeps: none | everysec | always (AOF fsync policy).
-    #[arg(long, default_value = "none", value_parser = persistence)]
-    pub persistence: Persistence,
-    /// How long clients run.
-    #[arg(long, default_value = "60s", value_parser = duration, allow_hyphen_values = true)]
-    pub time_limit: Duration,
-    /// Client processes running at once.
-    #[arg(long, default_value_t = 5, allow_hyphen_values = true, value_parser = count)]
-    pub concurrency: usize,
-    /// Lease each acquire asks for.
-    #[arg(long, default_value = "2s", value_parser = duration, allow_hyphen_values = true)]
-    pub ttl: Duration,
-    /// Hold a granted lock this long, at most 90% of its validity (default: a random time
-    /// within that); a client with a lease watchdog holds for all of it (default: within two
-    /// TTLs).
-    #[arg(long, value_parser = duration, allow_hyphen_values = true)]
-    pub hold: Option<Duration>,
-    /// Number of lock keys the clients spread over (1: all contend for one); for the
-    /// `register` workload, the number of registers.
-    #[arg(long, default_value_t = 1, allow_hyphen_values = true, value_parser = count)]
-    pub resources: usize,
-    /// Put the lock keys in one Redis Cluster slot: every key becomes `{TAG}lock...`, so
-    /// that they all live on one master.
-    #[arg(long)]
-    pub hash_tag: Option<String>,
-    /// How long a killed node stays down before it is restarted (default: at once; on
-    /// sentinel and cluster, as long as other faults, around the failure detector).
-    #[arg(long, value_parser = duration, allow_hyphen_values = true)]
-    pub restart_delay: Option<Duration>,
-    /// Mean quiet time before each fault (seeded, within half of it either way), and the mean
-    /// length of faults that have no length of their own (default: 500ms; on sentinel and
-    /// cluster, drawn around the failure detector instead, so that faults outlast it).
-    #[arg(long, value_parser = duration, allow_hyphen_values = true)]
-    pub nemesis_interval: Option<Duration>,
-    /// The largest clock jump of clock-bump and clock-strobe (default: 10s, or twice the TTL
-    /// where that is longer, so that a jump can outrun a lease).
-    #[arg(long, value_parser = duration, allow_hyphen_values = true)]
-    pub clock_bump: Option<Duration>,
-    /// How fast clock-drift runs a clock (or 1/that, for a slow one); above 0, not 1.
-    #[arg(long, default_value_t = 2.0, allow_hyphen_values = true)]
-    pub clock_drift: f64,
-    /// How long client-pause freezes a client, give or take a quarter (default: 3s, or 1.5
-    /// TTLs where that is longer, so that the frozen client outlives its lease).
-    #[arg(long, value_parser = duration, allow_hyphen_values = true)]
-    pub client_pause: Option<Duration>,
-    /// How long an exec: client's program may take to start and answer hello (start-up is
-    /// never counted in an operation).
-    #[arg(long, default_value = "60s", value_parser = duration, allow_hyphen_values = true)]
-    pub exec_start_timeout: Duration,
-    /// Client groups, each reaching the nodes through links of its own (used by link faults).
-    #[arg(long, default_value_t = 2, allow_hyphen_values = true, value_parser = count)]
-    pub client_groups: usize,
-    /// Serve toxiproxy's HTTP API for the client links on this loopback port (toxiproxy's own
-    /// is 8474), so toxiproxy clients and scripts can drive them during the run.
-    #[arg(long)]
-    pub toxiproxy_port: Option<u16>,
+    /// The run: its deployment, client, workload, faults and limits, as test.json stores it.
+    #[command(flatten)]
+    pub spec: TestSpec,
     /// Print only errors and the summary, no progress.
     #[arg(long)]
     pub quiet: bool,
@@ -227,21 +123,6 @@ pub struct RunArgs {
     /// report have them all).
     #[arg(long, default_value_t = SHOWN_AFTER_A_RUN, value_parser = count)]
     pub limit: usize,
-    /// Delay every chunk on every client link by a random 0 to this, for the whole run: the
-    /// uneven network under which Redlock's votes split (0: clients connect straight).
-    #[arg(long, default_value = "0s", value_parser = duration, allow_hyphen_values = true)]
-    pub link_jitter: Duration,
-    /// How long link-latency delays traffic (give or take a half).
-    #[arg(long, default_value = "1s", value_parser = duration, allow_hyphen_values = true)]
-    pub link_latency: Duration,
-    /// Seed for the fault schedule (default: random, printed and stored in test.json; drawn
-    /// below 2^53, so `--seed $(jq .seed test.json)` reruns the same schedule).
-    #[arg(long)]
-    pub seed: Option<u64>,
-    /// Faults at fixed times instead of a seeded schedule: a TOML file of `[[fault]]` tables
-    /// (at, fault, targets, for, params), as scenario files and `splitbrain shrink` write them.
-    #[arg(long, value_name = "FILE", conflicts_with = "nemesis")]
-    pub script: Option<PathBuf>,
     /// Run a stored run again: its options and its exact fault schedule (each fault's
     /// targets, parameters and times). The clients' timing is not replayed. Takes no other
     /// run options but --results, --quiet and --replays.
@@ -250,9 +131,6 @@ pub struct RunArgs {
     /// With --replay: how many times to run it again (the clients' timing differs each time).
     #[arg(long, default_value_t = 1, requires = "replay", value_parser = count)]
     pub replays: usize,
-    /// Where results go.
-    #[arg(long, default_value = "results")]
-    pub results: PathBuf,
 }
 
 #[derive(Debug, Args)]
@@ -380,40 +258,6 @@ pub struct ServeArgs {
     pub results: PathBuf,
 }
 
-/// Parses `500ms`, `2s`, `1m`, `1h30m`.
-pub fn duration(text: &str) -> Result<Duration, String> {
-    if text.trim_start().starts_with('-') {
-        return Err(format!(
-            "`{text}` is negative; durations must be positive, like 2s"
-        ));
-    }
-    let parsed = humantime::parse_duration(text)
-        .map_err(|e| format!("`{text}` is not a duration ({e}); write it like 500ms, 2s or 1m"))?;
-    if parsed > crate::limits::LONGEST {
-        return Err(format!(
-            "`{text}` is longer than a year, the longest duration splitbrain takes (its timers \
-             and the history's nanosecond times are not made for more)"
-        ));
-    }
-    Ok(parsed)
-}
-
-fn persistence(text: &str) -> Result<Persistence, String> {
-    Persistence::parse(text).ok_or_else(|| {
-        format!(
-            "unknown persistence `{text}`; choose one of: {}",
-            Persistence::NAMES
-        )
-    })
-}
-
-fn count(text: &str) -> Result<usize, String> {
-    match text.parse::<usize>() {
-        Ok(n) if n > 0 => Ok(n),
-        _ => Err(format!("`{text}` is not a positive whole number")),
-    }
-}
-
 /// Which slice of the cells to run: the `index`-th of `count` (from 1), every `count`-th cell.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Shard {
@@ -442,18 +286,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn durations_read_like_people_write_them() {
-        assert_eq!(duration("500ms"), Ok(Duration::from_millis(500)));
-        assert_eq!(duration("2s"), Ok(Duration::from_secs(2)));
-        assert_eq!(duration("1m"), Ok(Duration::from_secs(60)));
-        assert!(duration("-2s").unwrap_err().contains("negative"));
-        assert!(duration("2 parsecs")
-            .unwrap_err()
-            .contains("not a duration"));
-        assert!(duration("5").is_err(), "a bare number has no unit");
-    }
-
-    #[test]
     fn the_cli_definition_is_consistent() {
         use clap::CommandFactory;
         Cli::command().debug_assert();
@@ -465,15 +297,14 @@ mod tests {
         let Command::Run(args) = cli.command else {
             panic!("not a run")
         };
-        assert_eq!(
-            (
-                args.deployment.as_str(),
-                args.client.as_deref(),
-                args.nemesis.as_str()
-            ),
-            ("redlock", None, "kill")
+        let spec = &args.spec;
+        assert_eq!(spec.deployment().name(), "redlock");
+        assert!(
+            spec.client.client.is_none(),
+            "the deployment's default, resolved later"
         );
-        assert_eq!(args.time_limit, Duration::from_secs(60));
-        assert_eq!(args.nemesis_interval, None);
+        assert_eq!(spec.fault_names().as_deref(), Some("kill"));
+        assert_eq!(spec.time_limit(), Duration::from_secs(60));
+        assert_eq!(spec.nemesis.nemesis_interval, None);
     }
 }

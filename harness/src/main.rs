@@ -10,7 +10,6 @@ mod check;
 mod claims;
 mod cli;
 mod error;
-mod ignored;
 mod limits;
 mod logging;
 mod matrix;
@@ -156,9 +155,10 @@ async fn dispatch(command: Command) -> Exit {
             progress::set_findings_shown(args.limit);
             match &args.replay {
                 Some(dir) => {
-                    replay::replay(dir, args.replays, &args.results, interrupt_on_signals()).await
+                    let results = &args.spec.results;
+                    replay::replay(dir, args.replays, results, interrupt_on_signals()).await
                 }
-                None => match spec::TestSpec::from_args(&args) {
+                None => match args.spec.checked() {
                     Ok(spec) => run::run(spec, interrupt_on_signals())
                         .await
                         .map(|ran| ran.exit),

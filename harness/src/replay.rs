@@ -63,9 +63,7 @@ impl Stored {
             faults: self.faults.clone(),
         };
         let mut spec = self.spec.clone();
-        spec.nemesis = script.fault_kinds()?;
-        spec.skip_unsupported = false;
-        spec.script = Some(script);
+        spec.run_script(script)?;
         spec.results = results.to_path_buf();
         Ok(spec)
     }

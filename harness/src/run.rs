@@ -58,7 +58,7 @@ pub async fn run(spec: TestSpec, interrupt: CancellationToken) -> Result<Ran, Ha
     progress::step(&format!(
         "{} (seed {}, run {run_id}) -> {}",
         spec.name,
-        spec.seed,
+        spec.seed(),
         dir.path.display()
     ));
 
@@ -113,7 +113,7 @@ pub async fn run(spec: TestSpec, interrupt: CancellationToken) -> Result<Ran, Ha
     let title = format!(
         "{} (seed {}) in {:.1} s -> {}",
         spec.name,
-        spec.seed,
+        spec.seed(),
         (chrono::Utc::now() - started).num_milliseconds() as f64 / 1000.0,
         dir.path.display()
     );
@@ -191,7 +191,7 @@ async fn run_core(
         images = images => images?,
         () = interrupt.cancelled() => anyhow::bail!("interrupted while building images"),
     };
-    let topology = spec.deployment;
+    let topology = spec.deployment();
     let bring_up = Instant::now();
     let options = spec.topology_options();
     let mut deployment = tokio::select! {
@@ -243,8 +243,8 @@ async fn exercise(
     let configs = client_configs(spec, deployment, &links);
     let shared = Shared {
         recorder: recorder.clone(),
-        pauses: ClientPauses::new(spec.concurrency),
-        crashes: ClientCrashes::new(spec.concurrency),
+        pauses: ClientPauses::new(spec.concurrency()),
+        crashes: ClientCrashes::new(spec.concurrency()),
     };
     let workload = spec.workload(storage)?;
     workload.prepare().await?;
@@ -259,7 +259,7 @@ async fn exercise(
     let mut faults = spec.faults();
     for fault in spec.faults() {
         if let Err(why) = fault.preflight(&target).await {
-            if !spec.skip_unsupported {
+            if !spec.nemesis.nemesis.every {
                 return Err(Unsupported(why).into());
             }
             progress::step(&format!("skipping {}: {why}", fault.name()));
@@ -269,14 +269,18 @@ async fn exercise(
     let nemesis = Nemesis {
         faults,
         options: spec.nemesis_options(),
-        seed: spec.seed,
-        script: spec.script.as_ref().map(|script| script.faults.clone()),
+        seed: spec.seed(),
+        script: spec
+            .nemesis
+            .script
+            .as_ref()
+            .map(|script| script.faults.clone()),
     };
     let stop = interrupt.child_token();
     progress::step(&format!(
         "running {} clients for {} with faults: {}",
-        spec.concurrency,
-        humantime::format_duration(spec.time_limit),
+        spec.concurrency(),
+        humantime::format_duration(spec.time_limit()),
         if nemesis.faults.is_empty() {
             "none".to_string()
         } else {
@@ -303,7 +307,7 @@ async fn exercise(
     let history_lost = recorder.failed();
     let timer = async {
         let started = tokio::time::Instant::now();
-        let deadline = started + spec.time_limit;
+        let deadline = started + spec.time_limit();
         let mut ticks = tokio::time::interval(progress::status_interval());
         ticks.tick().await;
         loop {
@@ -316,7 +320,7 @@ async fn exercise(
                     progress::status(&format!(
                         "running: {:.0} of {:.0} s, {} ops, faults now: {}",
                         started.elapsed().as_secs_f64(),
-                        spec.time_limit.as_secs_f64(),
+                        spec.time_limit().as_secs_f64(),
                         recorder.len(),
                         if faults.is_empty() { "none".to_string() } else { faults.join("; ") }
                     ));
@@ -367,8 +371,8 @@ async fn client_links(
         .iter()
         .map(|n| (n.name.clone(), n.addr))
         .collect();
-    let links = if spec.client_groups > 0 {
-        Links::start(spec.client_groups, &nodes)
+    let links = if spec.client_groups() > 0 {
+        Links::start(spec.client_groups(), &nodes)
             .await
             .context("starting the client link proxies")?
     } else {
@@ -383,9 +387,9 @@ async fn client_links(
                 .context("starting the client link proxies to the Sentinels")?;
         }
     }
-    if !spec.link_jitter.is_zero() {
+    if !spec.nemesis.link_jitter.is_zero() {
         let jitter = Toxics {
-            jitter: spec.link_jitter,
+            jitter: spec.nemesis.link_jitter,
             ..Toxics::default()
         };
         links.set_baseline(LinkState {
@@ -394,7 +398,7 @@ async fn client_links(
             reset: false,
         });
     }
-    let api = match spec.toxiproxy_port {
+    let api = match spec.nemesis.toxiproxy_port {
         Some(port) => {
             let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
                 .await
@@ -423,14 +427,14 @@ fn client_configs(spec: &TestSpec, deployment: &Deployment, links: &Links) -> Ve
             sentinels,
             announced: announced.clone(),
         };
-        let connection = spec.service().connection(spec.deployment, reach);
+        let connection = spec.service().connection(spec.deployment(), reach);
         ClientConfig {
             options: spec.client_options(),
-            ..ClientConfig::new(nodes, connection, spec.ttl)
+            ..ClientConfig::new(nodes, connection, spec.workload.ttl)
         }
     };
     let nodes = deployment.nodes();
-    if spec.client_groups == 0 {
+    if spec.client_groups() == 0 {
         return vec![config(
             nodes.iter().map(|n| (n.name.clone(), n.addr)).collect(),
             nodes
@@ -439,7 +443,7 @@ fn client_configs(spec: &TestSpec, deployment: &Deployment, links: &Links) -> Ve
                 .collect(),
         )];
     }
-    (0..spec.client_groups)
+    (0..spec.client_groups())
         .map(|group| {
             config(
                 nodes

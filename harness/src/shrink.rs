@@ -192,7 +192,7 @@ impl Shrinker<'_> {
             )));
         }
         let mut spec: TestSpec = self.stored.replay_spec(&self.results)?;
-        spec.time_limit = self.time_limit(faults);
+        spec.limits.time_limit = self.time_limit(faults);
         // Each candidate's script is kept as a file, which its runs' command lines name.
         let trials = self.results.join("trials");
         let from = trials.join(format!("trial-{}.toml", self.trials));
@@ -203,8 +203,7 @@ impl Shrinker<'_> {
             replay: false,
             faults: faults.to_vec(),
         };
-        spec.nemesis = script.fault_kinds()?;
-        spec.script = Some(script);
+        spec.run_script(script)?;
         let ran = crate::run::run(spec, self.interrupt.clone()).await?;
         let failed = ran.exit == Exit::Verdict(Valid::False);
         if failed {
@@ -222,8 +221,8 @@ impl Shrinker<'_> {
             .map(|f| f.at + f.hold)
             .max()
             .unwrap_or_default();
-        let tail = (spec.ttl * 3).max(Duration::from_secs(5));
-        (last_end + tail).min(spec.time_limit.max(last_end + tail / 2))
+        let tail = (spec.workload.ttl * 3).max(Duration::from_secs(5));
+        (last_end + tail).min(spec.time_limit().max(last_end + tail / 2))
     }
 }
 
@@ -488,17 +487,17 @@ fn scenario_file(stored: &Stored, found: &Found) -> String {
             .map(|f| f.describe())
             .collect::<Vec<_>>()
             .join("; "),
-        spec.client,
-        spec.deployment.name()
+        spec.client(),
+        spec.deployment().name()
     );
     text += &format!(
         "[scenario]\nclaim = {}\nsource = {}\n\n[[group]]\ndeployments = [{}]\nclients = [{}]\n\
          workloads = [{}]\nexpect = \"invalid\"\noptions = {{ {} }}\n\n",
         toml_string(&claim),
         toml_string(&format!("splitbrain shrink of {}", stored.dir.display())),
-        toml_string(spec.deployment.name()),
-        toml_string(&spec.client.to_string()),
-        toml_string(spec.workload.name),
+        toml_string(spec.deployment().name()),
+        toml_string(&spec.client().to_string()),
+        toml_string(spec.workload_kind().name),
         scenario_options(spec, time_limit)
     );
     text += &script_toml(faults);
@@ -532,8 +531,8 @@ fn scenario_options(spec: &TestSpec, time_limit: Duration) -> String {
     let time_limit = humantime::format_duration(time_limit).to_string();
     spec.options()
         .into_iter()
-        .filter(|(flag, _)| !set_by_the_scenario.contains(flag))
-        .map(|(flag, value)| match flag {
+        .filter(|(flag, _)| !set_by_the_scenario.contains(&flag.as_str()))
+        .map(|(flag, value)| match flag.as_str() {
             "time-limit" => (flag, Some(time_limit.clone())),
             _ => (flag, value),
         })

@@ -334,11 +334,11 @@ fn expand(
                                 at(culprit.unwrap_or(span.clone()), &message)
                             })?;
                             // A data workload takes no lock client.
-                            let client = match spec.workload.data {
+                            let client = match spec.workload_kind().data {
                                 Some(_) => "-".to_string(),
-                                None => spec.client.to_string(),
+                                None => spec.client().to_string(),
                             };
-                            let faults = match (&spec.script, spec.fault_names()) {
+                            let faults = match (&spec.nemesis.script, spec.fault_names()) {
                                 (Some(_), Some(names)) => format!("script:{names}"),
                                 (None, Some(names)) => names,
                                 (_, None) => "none".into(),
@@ -348,17 +348,21 @@ fn expand(
                             let server = spec.server();
                             let name = format!(
                                 "{}{}/{}/{}{}/{}/seed-{}",
-                                spec.deployment.name(),
-                                if server.name() == spec.deployment.system().name() {
+                                spec.deployment().name(),
+                                if server.name() == spec.deployment().system().name() {
                                     String::new()
                                 } else {
                                     format!("@{}", server.name())
                                 },
                                 client,
-                                spec.workload.name,
-                                if spec.fencing { "+fencing" } else { "" },
+                                spec.workload_kind().name,
+                                if spec.workload.fencing {
+                                    "+fencing"
+                                } else {
+                                    ""
+                                },
                                 faults,
-                                spec.seed
+                                spec.seed()
                             );
                             if cells.iter().any(|c| c.name == name) {
                                 return Err(at(
@@ -369,16 +373,16 @@ fn expand(
                             cells.push(Cell {
                                 number: cells.len() + 1,
                                 name,
-                                deployment: spec.deployment.name().to_string(),
+                                deployment: spec.deployment().name().to_string(),
                                 client,
-                                workload: spec.workload.name.to_string(),
+                                workload: spec.workload_kind().name.to_string(),
                                 faults: spec.fault_names().unwrap_or_default(),
-                                seed: spec.seed,
+                                seed: spec.seed(),
                                 expect: *group.expect.get_ref(),
                                 expect_fault_on_holder: group.expect_fault_on_holder,
                                 expect_causes: group.expect_causes.clone(),
                                 judge: group.judge,
-                                time_limit_secs: spec.time_limit.as_secs_f64(),
+                                time_limit_secs: spec.time_limit().as_secs_f64(),
                                 args: args[1..].to_vec(),
                             });
                         }
@@ -453,7 +457,7 @@ pub(super) fn check(args: &[String]) -> Result<TestSpec, String> {
     let Command::Run(run) = cli.command else {
         unreachable!("the matrix builds `run` commands");
     };
-    TestSpec::from_args(&run).map_err(|e| match e {
+    run.spec.checked().map_err(|e| match e {
         HarnessError::BadInput(message) => message,
         HarnessError::Crash(e) => e.to_string(),
     })

@@ -3,7 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 use splitbrain_compose::{System, Topology};
-use splitbrain_nemesis::{find_fault, Fault};
+use splitbrain_nemesis::find_fault;
+use splitbrain_nemesis::Fault;
 use splitbrain_systems::{find_client, find_server, find_topology};
 use splitbrain_workloads::workload::{find_workload, WorkloadKind};
 use splitbrain_workloads::{ClientKind, EXEC_PREFIX};
@@ -45,6 +46,68 @@ impl<'de> Deserialize<'de> for ChosenClient {
         Ok(ChosenClient {
             kind,
             command: arg.strip_prefix(EXEC_PREFIX).map(str::to_string),
+        })
+    }
+}
+
+/// The faults of `--nemesis`: `test.json` keeps the list as `nemesis`, and whether it was
+/// `all` as `skip_unsupported` (faults this machine cannot inject are then skipped, not
+/// refused).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Faults {
+    #[serde(rename = "nemesis", with = "by_names")]
+    pub chosen: Vec<&'static dyn Fault>,
+    #[serde(rename = "skip_unsupported")]
+    pub every: bool,
+}
+
+impl super::part::Flag for Faults {
+    fn arg(&self) -> Option<String> {
+        let names: Vec<&str> = self.chosen.iter().map(|f| f.name()).collect();
+        Some(match (self.every, names.is_empty()) {
+            (true, _) => "all".to_string(),
+            (false, true) => "none".to_string(),
+            (false, false) => names.join(","),
+        })
+    }
+}
+
+/// How Redlock asks its nodes: `test.json` keeps it as `sequential`, true or false.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Acquire {
+    #[default]
+    Parallel,
+    Sequential,
+}
+
+impl Acquire {
+    pub fn name(self) -> &'static str {
+        match self {
+            Acquire::Parallel => "parallel",
+            Acquire::Sequential => "sequential",
+        }
+    }
+}
+
+impl super::part::Flag for Acquire {
+    fn arg(&self) -> Option<String> {
+        Some(self.name().to_string())
+    }
+}
+
+pub(super) mod sequential {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    use super::Acquire;
+
+    pub fn serialize<S: Serializer>(acquire: &Acquire, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_bool(*acquire == Acquire::Sequential)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Acquire, D::Error> {
+        Ok(match bool::deserialize(d)? {
+            true => Acquire::Sequential,
+            false => Acquire::Parallel,
         })
     }
 }
@@ -178,7 +241,6 @@ pub(super) mod by_names {
     }
 }
 
-/// Durations as whole milliseconds in JSON.
 /// A persistence policy by its `--persistence` name.
 pub(super) mod persistence {
     use serde::{Deserialize, Deserializer, Serializer};
@@ -199,6 +261,7 @@ pub(super) mod persistence {
     }
 }
 
+/// Durations as whole milliseconds in JSON.
 pub(super) mod millis {
     use std::time::Duration;
 

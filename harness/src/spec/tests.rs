@@ -4,12 +4,15 @@ use super::*;
 use crate::cli::{Cli, Command};
 use clap::Parser;
 
+/// The spec `splitbrain run` makes of these options, or the sentence it refuses them with
+/// (clap's, for a bad name or number).
 fn spec(extra: &[&str]) -> Result<TestSpec, HarnessError> {
     let argv = ["splitbrain", "run"].iter().chain(extra).copied();
-    let Command::Run(args) = Cli::try_parse_from(argv).unwrap().command else {
+    let cli = Cli::try_parse_from(argv).map_err(|e| HarnessError::BadInput(e.to_string()))?;
+    let Command::Run(args) = cli.command else {
         unreachable!()
     };
-    TestSpec::from_args(&args)
+    args.spec.checked()
 }
 
 fn message(extra: &[&str]) -> String {
@@ -20,13 +23,13 @@ fn message(extra: &[&str]) -> String {
 fn the_defaults_make_a_valid_test() {
     let s = spec(&["--seed", "7"]).unwrap();
     assert_eq!(s.name, "redlock-redlock-lock-kill");
-    assert_eq!(s.seed, 7);
+    assert_eq!(s.seed(), 7);
 }
 
 #[test]
 fn a_drawn_seed_survives_a_json_reader_that_reads_numbers_as_doubles() {
     for _ in 0..1000 {
-        let seed = spec(&[]).unwrap().seed;
+        let seed = spec(&[]).unwrap().seed();
         assert!(seed < 1 << 53, "{seed}");
         assert_eq!(seed as f64 as u64, seed);
     }
@@ -62,7 +65,7 @@ fn an_exec_client_keeps_its_command_and_reads_back_from_the_command_line() {
         "lock-set",
     ])
     .unwrap();
-    assert_eq!(s.client.to_string(), "exec:sh -c 'exit 0'");
+    assert_eq!(s.client().to_string(), "exec:sh -c 'exit 0'");
     assert_eq!(
         s.client_options().command.as_deref(),
         Some("sh -c 'exit 0'")
@@ -71,7 +74,7 @@ fn an_exec_client_keeps_its_command_and_reads_back_from_the_command_line() {
     let quoted = r#"--client 'exec:sh -c '\''exit 0'\''' "#;
     assert!(s.command_line().contains(quoted), "{}", s.command_line());
     let redlock = spec(&["--no-jitter", "--acquire", "sequential"]).unwrap();
-    assert!(!redlock.jitter && redlock.sequential);
+    assert!(!redlock.client_options().jitter && redlock.client_options().sequential);
     assert!(redlock
         .command_line()
         .ends_with("--no-jitter --acquire sequential"));
@@ -143,7 +146,8 @@ fn lease_faults_outlast_the_lease_unless_told() {
     let faults = ["--nemesis", "client-pause,clock-bump"];
     let at = |extra: &[&str]| {
         let s = spec(&[&faults[..], extra].concat()).unwrap();
-        (s.client_pause, s.clock_bump)
+        let options = s.nemesis_options();
+        (options.client_pause, options.clock_bump)
     };
     let secs = Duration::from_secs_f64;
     assert_eq!(
@@ -251,7 +255,7 @@ fn a_client_must_suit_its_deployment() {
     ])
     .unwrap();
     assert_eq!(s.name, "single-set-nx-px-lock-none");
-    assert!(s.nemesis.is_empty());
+    assert!(s.faults().is_empty());
 }
 
 #[test]
@@ -270,7 +274,7 @@ fn faults_must_fit_the_deployment() {
     let refused = Cli::try_parse_from(["splitbrain", "run", "--persistence", "rdb"]);
     assert!(refused.unwrap_err().to_string().contains("everysec"));
     let all = spec(&["--nemesis", "all"]).unwrap();
-    assert!(all.nemesis.len() >= 6, "{:?}", all.nemesis);
+    assert!(all.faults().len() >= 6, "{:?}", all.faults());
 }
 
 #[test]
@@ -316,11 +320,174 @@ fn the_command_line_reproduces_the_spec() {
     let Command::Run(args) = Cli::try_parse_from(argv).unwrap().command else {
         unreachable!()
     };
-    let again = TestSpec::from_args(&args).unwrap();
+    let again = args.spec.checked().unwrap();
     assert_eq!(
         serde_json::to_value(&again).unwrap(),
         serde_json::to_value(&s).unwrap()
     );
+}
+
+/// Option sets that reach every part and the options that only act in some combinations.
+const COMBINATIONS: &[&[&str]] = &[
+    &[],
+    &[
+        "--deployment",
+        "sentinel",
+        "--client",
+        "wait",
+        "--wait-replicas",
+        "1",
+        "--sentinel-quorum",
+        "3",
+        "--down-after",
+        "5s",
+        "--min-replicas-to-write",
+        "1",
+    ],
+    &[
+        "--deployment",
+        "cluster",
+        "--client",
+        "set-nx-px",
+        "--cluster-replicas",
+        "2",
+        "--nodes",
+        "9",
+        "--cluster-node-timeout",
+        "3s",
+        "--hash-tag",
+        "t",
+    ],
+    &[
+        "--deployment",
+        "single",
+        "--client",
+        "exec:python3 adapters/redis_py.py",
+        "--exec-start-timeout",
+        "9s",
+        "--workload",
+        "lock-set",
+    ],
+    &[
+        "--nemesis",
+        "link-latency,clock-bump,client-pause",
+        "--link-latency",
+        "2s",
+        "--clock-bump",
+        "4s",
+        "--client-groups",
+        "3",
+        "--ttl",
+        "3s",
+    ],
+    &[
+        "--deployment",
+        "etcd",
+        "--nemesis",
+        "none",
+        "--workload",
+        "register",
+        "--resources",
+        "3",
+    ],
+    &[
+        "--deployment",
+        "postgres",
+        "--client",
+        "pg-advisory",
+        "--workload",
+        "lock-set",
+        "--fencing",
+        "--nemesis",
+        "all",
+    ],
+    &[
+        "--no-jitter",
+        "--acquire",
+        "sequential",
+        "--nemesis",
+        "kill",
+        "--restart-delay",
+        "3s",
+        "--nemesis-interval",
+        "2s",
+        "--persistence",
+        "always",
+        "--link-jitter",
+        "20ms",
+        "--toxiproxy-port",
+        "18474",
+    ],
+];
+
+#[test]
+fn every_combination_reads_back_from_its_command_line_and_its_test_json() {
+    for options in COMBINATIONS {
+        let s = spec(options).unwrap_or_else(|e| panic!("{options:?}: {e}"));
+        let line = s.command_line();
+        let words = shell_words(&line);
+        let Command::Run(args) = Cli::try_parse_from(&words).unwrap().command else {
+            unreachable!()
+        };
+        let again = args
+            .spec
+            .checked()
+            .unwrap_or_else(|e| panic!("{line}: {e}"));
+        let json = serde_json::to_value(&s).unwrap();
+        assert_eq!(serde_json::to_value(&again).unwrap(), json, "{line}");
+        let stored: TestSpec = serde_json::from_value(json.clone()).unwrap();
+        assert_eq!(serde_json::to_value(&stored).unwrap(), json);
+        assert_eq!(stored.command_line(), line);
+        for option in options.iter().filter(|o| o.starts_with("--")) {
+            assert!(line.contains(option), "{option} missing from {line}");
+        }
+    }
+}
+
+#[test]
+fn a_test_json_from_before_the_parts_reads_back_and_runs_the_same() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/redlock-redlock-lock-kill/20261130T004506/test.json"
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let old: TestSpec = serde_json::from_value(json).unwrap();
+    let line = old.command_line();
+    assert_eq!(
+        line,
+        "splitbrain run --deployment redlock --client redlock --workload lock --ttl 2s \
+         --nemesis kill --seed 1 --time-limit 30s --concurrency 5 --restart-delay 0s \
+         --nemesis-interval 500ms"
+    );
+    let again = spec(&shell_words(&line)[2..]).unwrap();
+    assert_eq!(again.nemesis_options(), old.nemesis_options());
+    assert_eq!(again.client_groups(), old.client_groups());
+    assert_eq!(again.name, old.name);
+}
+
+/// A command line's words, as a POSIX shell splits them (single quotes only, as
+/// `command_line` writes them).
+fn shell_words(line: &str) -> Vec<&'static str> {
+    let mut words = Vec::new();
+    let (mut word, mut quoted, mut any) = (String::new(), false, false);
+    for c in line.chars() {
+        match c {
+            '\'' => (quoted, any) = (!quoted, true),
+            ' ' if !quoted => {
+                if any || !word.is_empty() {
+                    words.push(std::mem::take(&mut word));
+                }
+                any = false;
+            }
+            c => word.push(c),
+        }
+    }
+    words.push(word);
+    words
+        .into_iter()
+        .map(|w| &*Box::leak(w.into_boxed_str()))
+        .collect()
 }
 
 #[test]
@@ -339,7 +506,7 @@ fn test_json_names_each_kind_and_reads_back_as_the_same_spec() {
     assert_eq!(json["workload"], "lock");
     assert_eq!(json["nemesis"], serde_json::json!(["partition", "kill"]));
     let again: TestSpec = serde_json::from_value(json.clone()).unwrap();
-    assert_eq!(again.deployment.replication(), Replication::Sentinel);
+    assert_eq!(again.deployment().replication(), Replication::Sentinel);
     assert_eq!(serde_json::to_value(&again).unwrap(), json);
 
     let mut unknown = json;
@@ -390,9 +557,10 @@ proptest::proptest! {
     ) {
         let argv = ["splitbrain", "run", flag, value.as_str()];
         if let Ok(Cli { command: Command::Run(args) }) = Cli::try_parse_from(argv) {
-            match TestSpec::from_args(&args) {
+            match args.spec.checked() {
                 Ok(spec) => {
-                    for d in [spec.time_limit, spec.ttl, spec.clock_bump] {
+                    let clock_bump = spec.nemesis_options().clock_bump;
+                    for d in [spec.time_limit(), spec.workload.ttl, clock_bump] {
                         proptest::prop_assert!(d <= crate::limits::LONGEST);
                     }
                 }
