@@ -6,20 +6,10 @@ mod support;
 
 use std::time::Duration;
 
-use splitbrain_nemesis::links::Links;
-use splitbrain_nemesis::{find_fault, Action, Target};
-use splitbrain_workloads::{ClientConfig, Grant, LockClient, Outcome};
-use support::{docker_skipped, image_of, printed, server_of, Fixture, StoredRun};
+use splitbrain_workloads::Outcome;
+use support::{docker_skipped, granted, image_of, printed, server_of, CutOff, Fixture, StoredRun};
 
 const TTL: Duration = Duration::from_secs(2);
-
-async fn granted(client: &mut Box<dyn LockClient>) -> Grant {
-    client.prepare().await.unwrap();
-    match client.acquire("lock", TTL).await {
-        Outcome::Ok(grant) => grant,
-        other => panic!("not granted: {other:?}"),
-    }
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_mariadb_server_comes_back_after_a_crash_and_its_fencing_counter_with_it() {
@@ -32,7 +22,7 @@ async fn a_mariadb_server_comes_back_after_a_crash_and_its_fencing_counter_with_
     let version = deployment.server_version().await.expect("a version");
     assert!(version.starts_with("mariadb 10.11."), "{version}");
     let mut client = fixture.client("mysql-get-lock", TTL);
-    let before = granted(&mut client).await;
+    let before = granted(&mut client, TTL).await;
     assert!(matches!(
         client.release("lock", &before).await,
         Outcome::Ok(())
@@ -42,7 +32,7 @@ async fn a_mariadb_server_comes_back_after_a_crash_and_its_fencing_counter_with_
         deployment.restart("n1").await.expect("the server restarts");
     }
     let mut client = fixture.client("mysql-get-lock", TTL);
-    let after = granted(&mut client).await;
+    let after = granted(&mut client, TTL).await;
     assert!(
         after.fence > before.fence,
         "a token drawn after the crashes is above every earlier one: {after:?} after {before:?}"
@@ -77,59 +67,18 @@ fn mariadb_named_locks_are_valid_without_faults() {
     assert!(said.contains("whole seconds"), "{said}");
 }
 
-/// Two client groups on the one server, each through its own link.
-struct Cut {
-    fixture: Fixture,
-    links: Links,
-    target: Target,
-}
-
-impl Cut {
-    async fn up() -> Cut {
-        let fixture = Fixture::up("mariadb", None).await;
-        let node = fixture.deployment.node("n1").unwrap().clone();
-        let links = Links::start(2, &[(node.name.clone(), node.addr)])
-            .await
-            .unwrap();
-        let target = Target {
-            links: links.clone(),
-            ..fixture.target()
-        };
-        Cut {
-            fixture,
-            links,
-            target,
-        }
-    }
-
-    /// A client of `group` whose lease is `ttl`.
-    fn client(&self, group: usize, ttl: Duration) -> Box<dyn LockClient> {
-        let config = ClientConfig {
-            nodes: vec![("n1".into(), self.links.address(group, "n1").unwrap())],
-            ..self.fixture.client_config(ttl)
-        };
-        self.fixture.client_with("mysql-get-lock", config)
-    }
-
-    /// Cuts group 0 off for `cut`, running `while_cut` meanwhile, then heals.
-    async fn cutting_group_0<T>(
-        &self,
-        cut: Duration,
-        while_cut: impl std::future::Future<Output = T>,
-    ) -> T {
-        let drop = find_fault("link-drop").unwrap();
-        let action = Action {
-            targets: vec!["g0->n1".into()],
-            params: serde_json::Value::Null,
-        };
-        drop.start(&self.target, &action).await.unwrap();
-        let (result, ()) = tokio::join!(while_cut, async {
-            tokio::time::sleep(cut).await;
-            drop.stop(&self.target, &action).await.unwrap();
-        });
-        assert!(drop.leftovers(&self.target).await.unwrap().is_empty());
-        result
-    }
+/// Cuts group 0 off for `cut`, running `while_cut` meanwhile, and heals when `cut` is over.
+async fn cutting_group_0<T>(
+    cut: &CutOff,
+    length: Duration,
+    while_cut: impl std::future::Future<Output = T>,
+) -> T {
+    cut.cut().await;
+    let (result, ()) = tokio::join!(while_cut, async {
+        tokio::time::sleep(length).await;
+        cut.heal().await;
+    });
+    result
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -137,20 +86,19 @@ async fn a_holder_cut_off_past_wait_timeout_loses_its_lock_without_knowing() {
     if docker_skipped() {
         return;
     }
-    let cut = Cut::up().await;
-    let mut holder = cut.client(0, TTL);
-    let mut other = cut.client(1, TTL);
-    let held = granted(&mut holder).await;
+    let cut = CutOff::up("mariadb").await;
+    let mut holder = cut.client("mysql-get-lock", 0, TTL);
+    let mut other = cut.client("mysql-get-lock", 1, TTL);
+    let held = granted(&mut holder, TTL).await;
     // Held: the other group waits out the lock wait and is refused.
     other.prepare().await.unwrap();
     assert!(matches!(other.acquire("lock", TTL).await, Outcome::Fail(_)));
 
-    let taken = cut
-        .cutting_group_0(TTL * 3, async {
-            tokio::time::sleep(TTL * 2).await;
-            other.acquire("lock", TTL).await
-        })
-        .await;
+    let taken = cutting_group_0(&cut, TTL * 3, async {
+        tokio::time::sleep(TTL * 2).await;
+        other.acquire("lock", TTL).await
+    })
+    .await;
     let Outcome::Ok(taken) = taken else {
         panic!("the server should have ended the silent session and freed its lock: {taken:?}");
     };
@@ -169,34 +117,33 @@ async fn an_acquire_whose_answer_is_lost_ends_the_session_it_ran_on() {
     if docker_skipped() {
         return;
     }
-    let cut = Cut::up().await;
-    let mut holder = cut.client(1, TTL);
+    let cut = CutOff::up("mariadb").await;
+    let mut holder = cut.client("mysql-get-lock", 1, TTL);
     // A long lease, so that the server still keeps the waiter's session when the link heals,
     // and the waiter must end it itself.
     let lease = Duration::from_secs(10);
-    let mut waiter = cut.client(0, lease);
-    let held = granted(&mut holder).await;
+    let mut waiter = cut.client("mysql-get-lock", 0, lease);
+    let held = granted(&mut holder, TTL).await;
     waiter.prepare().await.unwrap();
     // The waiter's GET_LOCK waits on the server while its link is cut, so its answer never
     // comes; the holder releases meanwhile, and the server grants the waiter's session the
     // lock. Once the link heals, the waiter kills that session from a new one.
-    let attempt = cut
-        .cutting_group_0(Duration::from_secs(9), async {
-            let attempt = waiter.acquire("lock", lease);
-            let release = async {
-                tokio::time::sleep(Duration::from_millis(300)).await;
-                holder.release("lock", &held).await
-            };
-            tokio::join!(attempt, release).0
-        })
-        .await;
+    let attempt = cutting_group_0(&cut, Duration::from_secs(9), async {
+        let attempt = waiter.acquire("lock", lease);
+        let release = async {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            holder.release("lock", &held).await
+        };
+        tokio::join!(attempt, release).0
+    })
+    .await;
     let Outcome::Fail(why) = attempt else {
         panic!("the session that may hold the lock should have been ended: {attempt:?}");
     };
     assert!(why.contains("ended the session"), "{why}");
     // Nothing holds the lock now: another client takes it at once.
-    let mut next = cut.client(1, TTL);
-    let taken = granted(&mut next).await;
+    let mut next = cut.client("mysql-get-lock", 1, TTL);
+    let taken = granted(&mut next, TTL).await;
     let _ = next.release("lock", &taken).await;
     cut.links.shutdown();
 }

@@ -7,11 +7,9 @@ mod support;
 
 use std::time::Duration;
 
-use splitbrain_nemesis::links::Links;
-use splitbrain_nemesis::{find_fault, Action, Target};
 use splitbrain_workloads::storage::{Storage, StorageConfig};
-use splitbrain_workloads::{ClientConfig, Grant, LockClient, Outcome};
-use support::{docker_skipped, printed, Fixture, StoredRun};
+use splitbrain_workloads::Outcome;
+use support::{docker_skipped, granted, printed, CutOff, Fixture, StoredRun};
 
 const TTL: Duration = Duration::from_secs(2);
 
@@ -99,70 +97,24 @@ fn the_transaction_lock_without_a_write_is_valid_without_faults() {
     );
 }
 
-/// Two client groups on the one server, each through its own link, and the `link-drop`
-/// fault that cuts a group off at the server's firewall.
-struct Cut {
-    fixture: Fixture,
-    links: Links,
-    target: Target,
+/// Cuts group 0 off until the server's keepalive has ended its sessions (the TTL, and some
+/// to spare on a busy machine), then runs `while_cut`, then heals.
+async fn while_group_0_is_cut<T>(
+    cut: &CutOff,
+    while_cut: impl std::future::Future<Output = T>,
+) -> T {
+    cut.cut().await;
+    tokio::time::sleep(TTL * 3).await;
+    let result = while_cut.await;
+    cut.heal().await;
+    result
 }
 
-impl Cut {
-    async fn up() -> Cut {
-        let fixture = Fixture::up("postgres", None).await;
-        let node = fixture.deployment.node("n1").unwrap().clone();
-        let links = Links::start(2, &[(node.name.clone(), node.addr)])
-            .await
-            .unwrap();
-        let target = Target {
-            links: links.clone(),
-            ..fixture.target()
-        };
-        Cut {
-            fixture,
-            links,
-            target,
-        }
-    }
-
-    fn client(&self, name: &str, group: usize) -> Box<dyn LockClient> {
-        let config = ClientConfig {
-            nodes: vec![("n1".into(), self.links.address(group, "n1").unwrap())],
-            ..self.fixture.client_config(TTL)
-        };
-        self.fixture.client_with(name, config)
-    }
-
-    fn storage(&self) -> StorageConfig {
-        StorageConfig {
-            addr: self.fixture.deployment.node("n1").unwrap().addr,
-            fencing: false,
-        }
-    }
-
-    /// Cuts group 0 off until the server's keepalive has ended its sessions (the TTL, and
-    /// some to spare on a busy machine), then runs `while_cut`, then heals.
-    async fn while_group_0_is_cut<T>(&self, while_cut: impl std::future::Future<Output = T>) -> T {
-        let drop = find_fault("link-drop").unwrap();
-        let action = Action {
-            targets: vec!["g0->n1".into()],
-            params: serde_json::Value::Null,
-        };
-        drop.start(&self.target, &action).await.unwrap();
-        assert_eq!(drop.leftovers(&self.target).await.unwrap().len(), 1);
-        tokio::time::sleep(TTL * 3).await;
-        let result = while_cut.await;
-        drop.stop(&self.target, &action).await.unwrap();
-        assert!(drop.leftovers(&self.target).await.unwrap().is_empty());
-        result
-    }
-}
-
-async fn granted(client: &mut Box<dyn LockClient>) -> Grant {
-    client.prepare().await.unwrap();
-    match client.acquire("lock", TTL).await {
-        Outcome::Ok(grant) => grant,
-        other => panic!("not granted: {other:?}"),
+/// The PostgreSQL server's address, where the storage table lives.
+fn storage(cut: &CutOff) -> StorageConfig {
+    StorageConfig {
+        addr: cut.fixture.deployment.node("n1").unwrap().addr,
+        fencing: false,
     }
 }
 
@@ -171,17 +123,15 @@ async fn a_pg_advisory_holder_cut_off_past_its_keepalive_loses_its_lock_without_
     if docker_skipped() {
         return;
     }
-    let cut = Cut::up().await;
-    let mut holder = cut.client("pg-advisory", 0);
-    let mut other = cut.client("pg-advisory", 1);
-    let held = granted(&mut holder).await;
+    let cut = CutOff::up("postgres").await;
+    let mut holder = cut.client("pg-advisory", 0, TTL);
+    let mut other = cut.client("pg-advisory", 1, TTL);
+    let held = granted(&mut holder, TTL).await;
     // Held: the other group waits out the lock wait and is refused.
     other.prepare().await.unwrap();
     assert!(matches!(other.acquire("lock", TTL).await, Outcome::Fail(_)));
 
-    let taken = cut
-        .while_group_0_is_cut(async { other.acquire("lock", TTL).await })
-        .await;
+    let taken = while_group_0_is_cut(&cut, async { other.acquire("lock", TTL).await }).await;
     let Outcome::Ok(taken) = taken else {
         panic!("the server should have ended the cut-off session and freed its lock: {taken:?}");
     };
@@ -201,12 +151,12 @@ async fn a_pg_advisory_xact_holder_cut_off_cannot_commit_its_write() {
     if docker_skipped() {
         return;
     }
-    let cut = Cut::up().await;
-    let storage = Storage::connect(cut.storage()).await.unwrap();
+    let cut = CutOff::up("postgres").await;
+    let storage = Storage::connect(storage(&cut)).await.unwrap();
     storage.create_document().await.unwrap();
-    let mut holder = cut.client("pg-advisory-xact", 0);
-    let mut other = cut.client("pg-advisory-xact", 1);
-    granted(&mut holder).await;
+    let mut holder = cut.client("pg-advisory-xact", 0, TTL);
+    let mut other = cut.client("pg-advisory-xact", 1, TTL);
+    granted(&mut holder, TTL).await;
     let in_lock = holder
         .storage_in_lock(false)
         .expect("the lock's transaction is open");
@@ -214,9 +164,7 @@ async fn a_pg_advisory_xact_holder_cut_off_cannot_commit_its_write() {
         panic!("the holder reads the document inside its transaction");
     };
 
-    let taken = cut
-        .while_group_0_is_cut(async { other.acquire("lock", TTL).await })
-        .await;
+    let taken = while_group_0_is_cut(&cut, async { other.acquire("lock", TTL).await }).await;
     assert!(matches!(taken, Outcome::Ok(_)), "{taken:?}");
     // The zombie's write goes into a transaction the server has rolled back.
     let mut written = doc.clone();

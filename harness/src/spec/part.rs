@@ -19,6 +19,10 @@ use crate::script::Script;
 /// `@shown` is printed in a command line even at its default, as the run's headline
 /// (`--deployment`, `--seed`); the others only where they differ from it.
 macro_rules! part {
+    // The one mark a field takes; any other word is a compile error.
+    (@mark shown) => {
+        true
+    };
     (
         $(#[$meta:meta])*
         pub struct $name:ident {
@@ -44,7 +48,7 @@ macro_rules! part {
                     $crate::spec::part::Value {
                         id: stringify!($field),
                         text: $crate::spec::part::Flag::arg(&self.$field),
-                        shown: false $(|| stringify!($shown) == "shown")?,
+                        shown: false $(|| part!(@mark $shown))?,
                     },
                 )*]
             }

@@ -479,3 +479,68 @@ pub fn lock_set_with_zombies(deployment: &str, client: &str, fencing: bool) -> S
     }
     StoredRun::new(&args)
 }
+
+/// A one-node deployment reached by two client groups, each through its own link, and the
+/// `link-drop` fault that cuts group 0 off at the server's firewall.
+pub struct CutOff {
+    pub fixture: Fixture,
+    pub links: Links,
+    target: Target,
+    action: Action,
+}
+
+impl CutOff {
+    pub async fn up(deployment: &str) -> CutOff {
+        let fixture = Fixture::up(deployment, None).await;
+        let node = fixture.deployment.node("n1").unwrap().clone();
+        let links = Links::start(2, &[(node.name.clone(), node.addr)])
+            .await
+            .unwrap();
+        let target = Target {
+            links: links.clone(),
+            ..fixture.target()
+        };
+        let action = Action {
+            targets: vec!["g0->n1".into()],
+            params: serde_json::Value::Null,
+        };
+        CutOff {
+            fixture,
+            links,
+            target,
+            action,
+        }
+    }
+
+    /// A `client` of `group` whose lease is `ttl`.
+    pub fn client(&self, client: &str, group: usize, ttl: Duration) -> Box<dyn LockClient> {
+        let config = ClientConfig {
+            nodes: vec![("n1".into(), self.links.address(group, "n1").unwrap())],
+            ..self.fixture.client_config(ttl)
+        };
+        self.fixture.client_with(client, config)
+    }
+
+    /// Cuts group 0 off.
+    pub async fn cut(&self) {
+        let drop = splitbrain_nemesis::find_fault("link-drop").unwrap();
+        drop.start(&self.target, &self.action).await.unwrap();
+        assert_eq!(drop.leftovers(&self.target).await.unwrap().len(), 1);
+    }
+
+    /// Lets group 0 through again, leaving no rule behind.
+    pub async fn heal(&self) {
+        let drop = splitbrain_nemesis::find_fault("link-drop").unwrap();
+        drop.stop(&self.target, &self.action).await.unwrap();
+        assert!(drop.leftovers(&self.target).await.unwrap().is_empty());
+    }
+}
+
+/// `client`'s grant of `lock`, which it must get.
+pub async fn granted(client: &mut Box<dyn LockClient>, ttl: Duration) -> Grant {
+    client.prepare().await.unwrap();
+    match client.acquire("lock", ttl).await {
+        Outcome::Ok(grant) => grant,
+        other => panic!("not granted: {other:?}"),
+    }
+}
