@@ -47,6 +47,12 @@ pub enum Command {
     /// The smallest fault schedule that still fails a stored failing run, by delta debugging
     /// over its faults, their targets and lengths; written as a scenario file.
     Shrink(ShrinkArgs),
+    /// Real lock libraries, each an exec adapter of the catalog (adapters/<name>/) that
+    /// `--client lib:NAME` runs, installed on first use into splitbrain's own cache.
+    Library {
+        #[command(subcommand)]
+        command: LibraryCommand,
+    },
     /// Build every server's image (Redis versions, etcd, ZooKeeper), the storage image and
     /// their Debian base, locally.
     Images {
@@ -103,6 +109,13 @@ pub struct ShrinkArgs {
     /// Print only the trials and the result, no progress.
     #[arg(long)]
     pub quiet: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum LibraryCommand {
+    /// Every library: its version, language, the deployments it is written for, what kind of
+    /// lock it is, whether it renews and returns fencing tokens, and whether it is installed.
+    List,
 }
 
 #[derive(Debug, Subcommand)]

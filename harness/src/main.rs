@@ -10,6 +10,7 @@ mod check;
 mod claims;
 mod cli;
 mod error;
+mod library;
 mod limits;
 mod logging;
 mod matrix;
@@ -31,7 +32,9 @@ mod summary;
 use clap::{Args, CommandFactory, FromArgMatches};
 use tokio_util::sync::CancellationToken;
 
-use crate::cli::{CheckArgs, Cli, Command, ImagesCommand, ReportCommand, ScenarioCommand};
+use crate::cli::{
+    CheckArgs, Cli, Command, ImagesCommand, LibraryCommand, ReportCommand, ScenarioCommand,
+};
 use crate::error::{Exit, HarnessError};
 
 fn main() {
@@ -219,6 +222,12 @@ async fn dispatch(command: Command) -> Exit {
         Command::Serve(args) => {
             logging::to_stderr();
             serve::serve(&args, interrupt_on_signals()).await
+        }
+        Command::Library {
+            command: LibraryCommand::List,
+        } => {
+            logging::to_stderr();
+            library::list()
         }
         Command::Images {
             command: ImagesCommand::Build,

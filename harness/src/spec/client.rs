@@ -14,7 +14,8 @@ part! {
         @shown
         /// Lock algorithm: setnx-expire | del-release | set-nx-px | watchdog | wait | fenced |
         /// redlock | etcd-lease | etcd-lock | zk-recipe | pg-advisory | pg-advisory-xact |
-        /// mysql-get-lock | exec:<command> (your own client, over the JSON-lines protocol).
+        /// mysql-get-lock | exec:<command> (your own client, over the JSON-lines protocol) |
+        /// lib:<library> (a real lock library of the catalog: `splitbrain library list`).
         /// Default: the deployment's own lock (redlock on Redis, etcd-lease on etcd, zk-recipe
         /// on zookeeper, pg-advisory on postgres, mysql-get-lock on mariadb).
         #[arg(long, value_parser = parse::client)]

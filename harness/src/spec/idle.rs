@@ -72,9 +72,10 @@ pub fn idle(id: &str, run: &Combination) -> Option<String> {
     };
     let only_client = |client: &str, name: &str| {
         no_lock_client().or_else(|| {
-            // `exec:` stands for every exec client; other names are whole.
-            let same =
-                run.client == client || (client.ends_with(':') && run.client.starts_with(client));
+            // `exec:` stands for every exec client, a library's adapter too; other names are
+            // whole.
+            let exec = |name: &str| name.starts_with("exec:") || name.starts_with("lib:");
+            let same = run.client == client || (client == "exec:" && exec(&run.client));
             (!same).then(|| {
                 format!(
                     "applies to {name} only, and --client is {}; use --client {client} (or \

@@ -172,7 +172,21 @@ impl TestSpec {
             options: self.client.options(),
             ..placeholder_config((service, topology), &nodes, self.workload.ttl)
         };
-        if workload.data.is_none() {
+        // A library's adapter runs from the environment installed on first use, so only its
+        // manifest can say now whether it suits the deployment.
+        if let Some(library) = &client.library {
+            let written_for = &library.manifest.deployments;
+            if !written_for.iter().any(|d| d == topology.name()) {
+                return Err(bad(format!(
+                    "--client {client} is written for --deployment {} (its manifest, {}), not \
+                     {}; use --deployment {}",
+                    written_for.join(" or "),
+                    library.dir.join("library.toml").display(),
+                    topology.name(),
+                    one_of(&written_for.iter().map(String::as_str).collect::<Vec<_>>())
+                )));
+            }
+        } else if workload.data.is_none() {
             let fits = speaks_to(client.kind, service)
                 .and_then(|()| (client.kind.build)(&placeholder).map(drop));
             fits.map_err(|e| {
@@ -321,10 +335,11 @@ impl TestSpec {
                 format!("-{}", server.name())
             },
             // A command line makes a poor folder name; its program's file name will do.
-            match (workload.data.is_none(), &client.command) {
-                (false, _) => String::new(),
-                (true, Some(command)) => format!("exec-{}-", program_name(command)),
-                (true, None) => format!("{client}-"),
+            match (workload.data.is_none(), &client.library, &client.command) {
+                (false, _, _) => String::new(),
+                (true, Some(library), _) => format!("lib-{}-", library.name),
+                (true, None, Some(command)) => format!("exec-{}-", program_name(command)),
+                (true, None, None) => format!("{client}-"),
             },
             workload.name,
             if self.workload.fencing {

@@ -3,25 +3,29 @@
 
 use serde::{Deserialize, Serialize};
 use splitbrain_compose::{System, Topology};
+use splitbrain_libraries::{Library, LIB_PREFIX};
 use splitbrain_nemesis::find_fault;
 use splitbrain_nemesis::Fault;
-use splitbrain_systems::{find_client, find_server, find_topology};
+use splitbrain_systems::{find_server, find_topology};
 use splitbrain_workloads::workload::{find_workload, WorkloadKind};
 use splitbrain_workloads::{ClientKind, EXEC_PREFIX};
 
-/// A run's lock client: its kind and, for an `exec:` client, the command it runs. `test.json`
-/// stores it as `--client` took it.
+/// A run's lock client: its kind and, for an `exec:` client, the command it runs; for a
+/// library of the catalog (`lib:NAME`), the library, whose adapter the command runs.
+/// `test.json` stores it as `--client` took it.
 #[derive(Clone)]
 pub struct ChosenClient {
     pub kind: &'static ClientKind,
     pub command: Option<String>,
+    pub library: Option<Box<Library>>,
 }
 
 impl std::fmt::Display for ChosenClient {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match &self.command {
-            Some(command) => write!(f, "{EXEC_PREFIX}{command}"),
-            None => f.write_str(self.kind.name),
+        match (&self.library, &self.command) {
+            (Some(library), _) => write!(f, "{LIB_PREFIX}{}", library.name),
+            (None, Some(command)) => write!(f, "{EXEC_PREFIX}{command}"),
+            (None, None) => f.write_str(self.kind.name),
         }
     }
 }
@@ -41,12 +45,7 @@ impl Serialize for ChosenClient {
 impl<'de> Deserialize<'de> for ChosenClient {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<ChosenClient, D::Error> {
         let arg = String::deserialize(d)?;
-        let kind = find_client(&arg)
-            .ok_or_else(|| serde::de::Error::custom(format!("unknown client `{arg}`")))?;
-        Ok(ChosenClient {
-            kind,
-            command: arg.strip_prefix(EXEC_PREFIX).map(str::to_string),
-        })
+        super::parse::client(&arg).map_err(serde::de::Error::custom)
     }
 }
 

@@ -6,10 +6,12 @@ use std::time::Duration;
 
 use splitbrain_compose::topology::Persistence;
 use splitbrain_compose::{System, Topology};
+use splitbrain_libraries::install::cache_dir;
+use splitbrain_libraries::{adapters_dir, LIB_PREFIX};
 use splitbrain_nemesis::{all_faults, find_fault, FAULTS};
 use splitbrain_systems::{find_client, find_server, find_topology};
 use splitbrain_workloads::workload::{find_workload, WorkloadKind, WORKLOADS};
-use splitbrain_workloads::EXEC_PREFIX;
+use splitbrain_workloads::{EXEC, EXEC_PREFIX};
 
 use super::names::{Acquire, ChosenClient, Faults};
 use crate::script::Script;
@@ -76,16 +78,30 @@ pub fn server(text: &str) -> Result<&'static dyn System, String> {
     })
 }
 
+/// A lock client: one of splitbrain's, `exec:<command>`, or `lib:<library>`, an adapter of
+/// the catalog, run from its environment in splitbrain's cache.
 pub fn client(text: &str) -> Result<ChosenClient, String> {
+    if let Some(name) = text.strip_prefix(LIB_PREFIX) {
+        let library =
+            splitbrain_libraries::find(&adapters_dir(), name).map_err(|e| e.to_string())?;
+        let command = library.command(&cache_dir()).map_err(|e| e.to_string())?;
+        return Ok(ChosenClient {
+            kind: &EXEC,
+            command: Some(command),
+            library: Some(Box::new(library)),
+        });
+    }
     let kind = find_client(text).ok_or_else(|| {
         format!(
-            "unknown client `{text}`; choose one of: {}",
+            "unknown client `{text}`; choose one of: {}, {LIB_PREFIX}<library> (`splitbrain \
+             library list`)",
             names(splitbrain_systems::clients().map(|c| c.name))
         )
     })?;
     Ok(ChosenClient {
         kind,
         command: text.strip_prefix(EXEC_PREFIX).map(str::to_string),
+        library: None,
     })
 }
 

@@ -1,0 +1,148 @@
+//! Real lock libraries from the catalog (`adapters/<name>/`): listed with their versions,
+//! installed into splitbrain's own cache on first use, refused where they do not fit, and
+//! run as `--client lib:NAME`.
+
+mod support;
+
+use std::path::PathBuf;
+
+use support::{docker_skipped, node_image, printed, results_dir, splitbrain};
+
+fn adapters() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../adapters")
+}
+
+/// `splitbrain` with the repository's catalog and a cache of its own.
+fn with_catalog(cache: &std::path::Path, args: &[&str]) -> std::process::Output {
+    splitbrain()
+        .args(args)
+        .env("SPLITBRAIN_ADAPTERS", adapters())
+        .env("SPLITBRAIN_CACHE", cache)
+        .output()
+        .expect("starting splitbrain")
+}
+
+#[test]
+fn the_catalog_lists_every_library_with_its_version_and_whether_it_is_installed() {
+    let cache = tempfile::tempdir().unwrap();
+    let out = with_catalog(cache.path(), &["library", "list"]);
+    assert_eq!(out.status.code(), Some(0), "{}", printed(&out));
+    let listed = String::from_utf8_lossy(&out.stdout);
+    for row in [
+        "lib:redis-py ",
+        "lib:python-redis-lock ",
+        "lib:redis-py-sentinel ",
+        "redis 8.1.0",
+        "python-redis-lock 4.0.1",
+        "reported",
+    ] {
+        assert!(listed.contains(row), "{row} missing from\n{listed}");
+    }
+    assert!(
+        listed
+            .lines()
+            .filter(|row| row.starts_with("lib:"))
+            .all(|row| row.ends_with(" no")),
+        "nothing is installed in a new cache:\n{listed}"
+    );
+}
+
+#[test]
+fn a_library_is_refused_off_the_deployments_it_is_written_for_or_when_unknown() {
+    let cache = tempfile::tempdir().unwrap();
+    let (_keep, results) = results_dir();
+    let results = results.to_str().unwrap();
+    for (client, deployment, said) in [
+        (
+            "lib:redis-py",
+            "redlock",
+            "is written for --deployment single",
+        ),
+        ("lib:redis-pie", "single", "redis-py, redis-py-sentinel"),
+    ] {
+        let args = [
+            "run",
+            "--client",
+            client,
+            "--deployment",
+            deployment,
+            "--results",
+            results,
+        ];
+        let out = with_catalog(cache.path(), &args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(254), "{stderr}");
+        assert!(stderr.contains(said), "{stderr}");
+    }
+    assert!(
+        std::fs::read_dir(cache.path()).unwrap().next().is_none(),
+        "a refused run installs nothing"
+    );
+}
+
+/// From an empty cache: the first run installs redis-py into a virtual environment of its
+/// own, says so, and is valid with no faults; the second finds it installed.
+#[test]
+fn a_library_installs_itself_on_first_use_and_is_valid_with_no_faults() {
+    if docker_skipped() {
+        return;
+    }
+    node_image();
+    let cache = tempfile::tempdir().unwrap();
+    let (_keep, results) = results_dir();
+    let run = || {
+        let args = [
+            "run",
+            "--client",
+            "lib:redis-py",
+            "--deployment",
+            "single",
+            "--nemesis",
+            "none",
+            "--time-limit",
+            "6s",
+            "--ttl",
+            "1s",
+            "--results",
+            results.to_str().unwrap(),
+        ];
+        with_catalog(cache.path(), &args)
+    };
+    let first = run();
+    assert_eq!(first.status.code(), Some(0), "{}", printed(&first));
+    assert!(
+        printed(&first).contains("installing redis 8.1.0 for lib:redis-py"),
+        "{}",
+        printed(&first)
+    );
+    let latest = results.join("latest");
+    let test: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(latest.join("test.json")).unwrap()).unwrap();
+    assert_eq!(test["client"], "lib:redis-py");
+    assert!(
+        test["command"]
+            .as_str()
+            .unwrap()
+            .contains("--client lib:redis-py"),
+        "{test}"
+    );
+    assert!(
+        test["name"]
+            .as_str()
+            .unwrap()
+            .starts_with("single-lib-redis-py-lock-none"),
+        "{test}"
+    );
+    let results_json = support::results_of(&latest);
+    assert!(
+        results_json["lock-safety"]["holds"].as_u64().unwrap() >= 3,
+        "{results_json}"
+    );
+    let second = run();
+    assert_eq!(second.status.code(), Some(0), "{}", printed(&second));
+    assert!(
+        !printed(&second).contains("installing"),
+        "{}",
+        printed(&second)
+    );
+}

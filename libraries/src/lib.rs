@@ -1,0 +1,263 @@
+//! Real lock libraries under test. Each is a folder under `adapters/`: an `exec:` adapter
+//! written as the library's own documentation tells its users to lock, the file that pins the
+//! library's version, and a manifest, `library.toml`, saying what the library is and what
+//! it claims. `--client lib:NAME` runs one; splitbrain installs what it needs on first use,
+//! into its own cache ([`install`]), never into the system.
+
+pub mod install;
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+/// The folder adapters are read from, unless `SPLITBRAIN_ADAPTERS` says otherwise.
+pub const ADAPTERS: &str = "adapters";
+
+/// How `--client` names a library: `lib:redis-py`.
+pub const LIB_PREFIX: &str = "lib:";
+
+/// A library's manifest, `adapters/<name>/library.toml`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct Manifest {
+    /// What the library is and how the adapter locks with it, in one line.
+    pub summary: String,
+    /// The package, as its registry names it (`redis`, `python-redis-lock`).
+    pub package: String,
+    /// The version the adapter pins and was measured against.
+    pub version: String,
+    pub language: Language,
+    /// The adapter's file, in the library's folder.
+    pub adapter: String,
+    /// The deployments it is written for (`single`, `redlock`, `sentinel`, ...).
+    pub deployments: Vec<String>,
+    /// What kind of lock it is, which says which hazards apply to it.
+    pub kind: Kind,
+    /// Whether it extends its lease while held, and whether the adapter reports it.
+    pub renews: Renewal,
+    /// Whether a grant returns a fencing token.
+    pub fencing: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Language {
+    Python,
+}
+
+impl Language {
+    pub fn name(self) -> &'static str {
+        match self {
+            Language::Python => "python",
+        }
+    }
+}
+
+/// What kind of lock a library takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Kind {
+    /// A lease on one Redis server.
+    SingleRedis,
+    /// Redlock over independent Redis masters.
+    Redlock,
+    /// A lease on the master Sentinel names.
+    Sentinel,
+    /// A ZooKeeper lock recipe.
+    Zookeeper,
+    /// An etcd lease or lock.
+    Etcd,
+}
+
+impl Kind {
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::SingleRedis => "single-redis",
+            Kind::Redlock => "redlock",
+            Kind::Sentinel => "sentinel",
+            Kind::Zookeeper => "zookeeper",
+            Kind::Etcd => "etcd",
+        }
+    }
+}
+
+/// Whether a library extends its lease while the lock is held.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Renewal {
+    No,
+    /// It renews, and the adapter reports each renewal (`"renewal":"reported"`).
+    Reported,
+    /// It renews where the adapter cannot see it.
+    Silent,
+}
+
+impl Renewal {
+    pub fn name(self) -> &'static str {
+        match self {
+            Renewal::No => "no",
+            Renewal::Reported => "reported",
+            Renewal::Silent => "silent",
+        }
+    }
+}
+
+/// One library of the catalog: its folder and its manifest.
+#[derive(Debug, Clone)]
+pub struct Library {
+    pub name: String,
+    pub dir: PathBuf,
+    pub manifest: Manifest,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum CatalogError {
+    #[error("no library `{name}` in {dir}; the libraries there are: {known}")]
+    Unknown {
+        name: String,
+        dir: String,
+        known: String,
+    },
+    #[error("{0}: {1}")]
+    Unreadable(String, String),
+}
+
+/// The folder of adapters: `SPLITBRAIN_ADAPTERS`, or `adapters` in the current folder.
+pub fn adapters_dir() -> PathBuf {
+    std::env::var_os("SPLITBRAIN_ADAPTERS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(ADAPTERS))
+}
+
+/// Every library under `dir`, by name; a folder without a manifest is not one.
+pub fn catalog(dir: &Path) -> Result<Vec<Library>, CatalogError> {
+    let unreadable = |path: &Path, e: &dyn std::fmt::Display| {
+        CatalogError::Unreadable(path.display().to_string(), e.to_string())
+    };
+    let entries = std::fs::read_dir(dir).map_err(|e| unreadable(dir, &e))?;
+    let mut libraries = Vec::new();
+    for entry in entries {
+        let folder = entry.map_err(|e| unreadable(dir, &e))?.path();
+        let manifest = folder.join("library.toml");
+        if !manifest.is_file() {
+            continue;
+        }
+        let text = std::fs::read_to_string(&manifest).map_err(|e| unreadable(&manifest, &e))?;
+        let parsed: Manifest = toml::from_str(&text).map_err(|e| unreadable(&manifest, &e))?;
+        let name = folder
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default()
+            .to_string();
+        libraries.push(Library {
+            name,
+            dir: folder,
+            manifest: parsed,
+        });
+    }
+    libraries.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(libraries)
+}
+
+/// The library `name` under `dir`.
+pub fn find(dir: &Path, name: &str) -> Result<Library, CatalogError> {
+    let libraries = catalog(dir)?;
+    let known: Vec<&str> = libraries.iter().map(|l| l.name.as_str()).collect();
+    let known = known.join(", ");
+    libraries
+        .iter()
+        .find(|l| l.name == name)
+        .cloned()
+        .ok_or_else(|| CatalogError::Unknown {
+            name: name.to_string(),
+            dir: dir.display().to_string(),
+            known,
+        })
+}
+
+impl Library {
+    /// The adapter's file.
+    pub fn adapter(&self) -> PathBuf {
+        self.dir.join(&self.manifest.adapter)
+    }
+
+    /// The file that pins what the adapter needs.
+    pub fn pins(&self) -> PathBuf {
+        match self.manifest.language {
+            Language::Python => self.dir.join("requirements.txt"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn repository_adapters() -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../adapters")
+    }
+
+    #[test]
+    fn every_manifest_names_its_adapter_and_the_version_its_pins_install() {
+        let libraries = catalog(&repository_adapters()).unwrap();
+        assert!(libraries.len() >= 3, "{libraries:?}");
+        for library in &libraries {
+            assert!(library.adapter().is_file(), "{}", library.name);
+            let pins = std::fs::read_to_string(library.pins()).unwrap();
+            let pin = format!("{}=={}", library.manifest.package, library.manifest.version);
+            assert!(
+                pins.lines().any(|line| line.trim() == pin),
+                "{}: {pin} is not in {}",
+                library.name,
+                library.pins().display()
+            );
+        }
+    }
+
+    #[test]
+    fn an_unknown_library_is_refused_naming_those_there_are() {
+        let e = find(&repository_adapters(), "redis-pie")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("no library `redis-pie`"), "{e}");
+        assert!(
+            e.contains("python-redis-lock, redis-py, redis-py-sentinel"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_manifest_with_a_field_it_does_not_know_is_refused_where_it_is() {
+        let dir = tempfile::tempdir().unwrap();
+        let folder = dir.path().join("odd");
+        std::fs::create_dir(&folder).unwrap();
+        let manifest =
+            std::fs::read_to_string(repository_adapters().join("redis-py/library.toml")).unwrap();
+        std::fs::write(folder.join("library.toml"), manifest + "colour = \"red\"\n").unwrap();
+        let e = catalog(dir.path()).unwrap_err().to_string();
+        assert!(
+            e.contains("odd/library.toml") && e.contains("colour"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn an_environment_is_named_after_its_pins_and_the_command_runs_from_it() {
+        let library = find(&repository_adapters(), "redis-py").unwrap();
+        let cache = Path::new("/cache");
+        let environment = library.environment(cache).unwrap();
+        assert!(
+            environment
+                .to_string_lossy()
+                .starts_with("/cache/adapters/redis-py-"),
+            "{environment:?}"
+        );
+        let command = library.command(cache).unwrap();
+        assert!(command.starts_with(&format!("{}/bin/python3 /", environment.display())));
+        assert!(
+            command.ends_with("adapters/redis-py/adapter.py"),
+            "{command}"
+        );
+        assert!(!library.is_installed(cache));
+    }
+}
