@@ -146,3 +146,54 @@ fn a_library_installs_itself_on_first_use_and_is_valid_with_no_faults() {
         printed(&second)
     );
 }
+
+/// Every library of the catalog, on each deployment it is written for, installed from an
+/// empty cache and run with no faults: valid, with grants, and no adapter error.
+#[test]
+fn every_library_of_the_catalog_is_valid_with_no_faults() {
+    if docker_skipped() {
+        return;
+    }
+    node_image();
+    let cache = tempfile::tempdir().unwrap();
+    let listed = with_catalog(cache.path(), &["library", "list"]);
+    let clients: Vec<String> = String::from_utf8_lossy(&listed.stdout)
+        .lines()
+        .filter(|row| row.starts_with("lib:"))
+        .map(|row| row.split_whitespace().collect::<Vec<_>>().join(" "))
+        .collect();
+    assert!(clients.len() >= 7, "{clients:?}");
+    for row in clients {
+        let words: Vec<&str> = row.split(' ').collect();
+        let (client, deployments) = (words[0], words[4]);
+        for deployment in deployments.split(',') {
+            let (_keep, results) = results_dir();
+            let args = [
+                "run",
+                "--client",
+                client,
+                "--deployment",
+                deployment,
+                "--nemesis",
+                "none",
+                "--time-limit",
+                "8s",
+                "--results",
+                results.to_str().unwrap(),
+            ];
+            let out = with_catalog(cache.path(), &args);
+            assert_eq!(
+                out.status.code(),
+                Some(0),
+                "{client} on {deployment}: {}",
+                printed(&out)
+            );
+            let ran = support::results_of(&results.join("latest"));
+            assert!(ran["error"].is_null(), "{client}: {ran}");
+            assert!(
+                ran["lock-safety"]["holds"].as_u64().unwrap() >= 2,
+                "{client} on {deployment} granted too little to say anything: {ran}"
+            );
+        }
+    }
+}

@@ -1,13 +1,19 @@
 //! Installing what an adapter needs, once, into splitbrain's own cache, never into the
 //! system: for a Python adapter, a virtual environment made from its pinned requirements.
-//! An environment is named after the pins' content, so that a changed pin makes a new one,
-//! and it is made beside its place and moved there whole, so that an install cut short
-//! leaves nothing that looks installed.
+//! An environment is named after the pins' content, so that a changed pin makes a new one.
+//! It counts as installed once a marker file is written at the end, so that an install cut
+//! short is made again from scratch; a lock file keeps two runs (a matrix's cells side by
+//! side) from making it at once. It is made where it stays: a virtual environment's scripts
+//! name its path, so one moved after it was made is broken.
 
+use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::{Language, Library};
+
+/// The file an environment holds once it is whole.
+const INSTALLED: &str = ".splitbrain-installed";
 
 #[derive(Debug, thiserror::Error)]
 pub enum InstallError {
@@ -64,32 +70,36 @@ impl Library {
     }
 
     pub fn is_installed(&self, cache: &Path) -> bool {
-        self.environment(cache).is_ok_and(|dir| dir.is_dir())
+        self.environment(cache)
+            .is_ok_and(|dir| dir.join(INSTALLED).is_file())
     }
 
     /// Installs what the adapter needs into `cache`, unless it is there already; each line
     /// of the installers' output goes to `show`.
     pub fn install(&self, cache: &Path, show: &mut dyn FnMut(&str)) -> Result<(), InstallError> {
         let environment = self.environment(cache)?;
-        if environment.is_dir() {
+        let unwritable = |e| InstallError::Unreadable(cache.display().to_string(), e);
+        std::fs::create_dir_all(environment.parent().unwrap_or(cache)).map_err(unwritable)?;
+        // Held until this returns: another run installing the same waits, then finds it done.
+        let lock = File::create(environment.with_extension("lock")).map_err(unwritable)?;
+        lock.lock().map_err(unwritable)?;
+        if environment.join(INSTALLED).is_file() {
             return Ok(());
         }
-        let making = environment.with_extension(format!("partial-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&making);
-        std::fs::create_dir_all(making.parent().unwrap_or(cache))
-            .map_err(|e| InstallError::Unreadable(cache.display().to_string(), e))?;
+        // What an install cut short left.
+        let _ = std::fs::remove_dir_all(&environment);
         let made = match self.manifest.language {
-            Language::Python => self.python_environment(&making, show),
-        };
-        if let Err(e) = made {
-            let _ = std::fs::remove_dir_all(&making);
-            return Err(e);
+            Language::Python => self.python_environment(&environment, show),
         }
-        // Another run may have installed it meanwhile: theirs is as good.
-        if std::fs::rename(&making, &environment).is_err() {
-            let _ = std::fs::remove_dir_all(&making);
+        .and_then(|()| {
+            File::create(environment.join(INSTALLED))
+                .map(drop)
+                .map_err(unwritable)
+        });
+        if made.is_err() {
+            let _ = std::fs::remove_dir_all(&environment);
         }
-        Ok(())
+        made
     }
 
     fn python_environment(

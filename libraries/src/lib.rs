@@ -214,6 +214,24 @@ mod tests {
         }
     }
 
+    /// What a manifest says of renewal is what its adapter answers `hello` with.
+    #[test]
+    fn every_manifest_says_of_renewal_what_its_adapter_tells_splitbrain() {
+        for library in catalog(&repository_adapters()).unwrap() {
+            let adapter = std::fs::read_to_string(library.adapter()).unwrap();
+            for renewal in [Renewal::Reported, Renewal::Silent] {
+                let says = adapter.contains(&format!("renewal=\"{}\"", renewal.name()));
+                assert_eq!(
+                    says,
+                    library.manifest.renews == renewal,
+                    "{}: the manifest says renews = {}",
+                    library.name,
+                    library.manifest.renews.name()
+                );
+            }
+        }
+    }
+
     #[test]
     fn an_unknown_library_is_refused_naming_those_there_are() {
         let e = find(&repository_adapters(), "redis-pie")

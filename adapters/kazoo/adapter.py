@@ -1,0 +1,67 @@
+#!/usr/bin/env python3
+"""splitbrain exec adapter for kazoo's ZooKeeper Lock recipe (https://pypi.org/project/kazoo/).
+
+Run as `splitbrain run --deployment zookeeper --client lib:kazoo` (docs/libraries.md). It is
+written as kazoo's documentation shows it: one `KazooClient(hosts=...)` started once, then
+`client.Lock(path, identifier)` per lock, `acquire(blocking=False)` and `release()`. The
+session timeout is the TTL: the lock is the ephemeral sequential node the session keeps, and it
+goes when the session expires (a frozen or cut-off holder), whether the holder knows or not.
+
+Each grant's fencing token is its node's sequence number, which kazoo's `Lock.node` names:
+ZooKeeper numbers the children of the lock's path in the order they were made, and a holder's
+node was made after every node that held the lock before it. No exception of the library ends
+the adapter: `unknown` where the outcome is not certain.
+"""
+
+import json
+import sys
+import uuid
+
+from kazoo.client import KazooClient
+
+LOCKS = "/splitbrain-kazoo"
+
+
+def reply(**fields):
+    sys.stdout.write(json.dumps(fields) + "\n")
+    sys.stdout.flush()
+
+
+def main():
+    client = None
+    held = {}
+    for line in sys.stdin:
+        request = json.loads(line)
+        op = request["op"]
+        if op == "hello":
+            client = KazooClient(hosts=request["connect"], timeout=request["ttl_ms"] / 1000)
+            client.start(timeout=30)
+            # The session's heartbeats keep the lock while the holder lives: a renewal the
+            # adapter does not see.
+            reply(type="ok", renewal="silent")
+            continue
+        try:
+            if op == "acquire":
+                token = uuid.uuid4().hex
+                lock = client.Lock(f"{LOCKS}/{request['resource']}", token)
+                if lock.acquire(blocking=False):
+                    held[token] = lock
+                    fence = int(lock.node.rsplit("__lock__", 1)[1])
+                    reply(type="ok", token=token, fence=fence, validity_ms=request["ttl_ms"])
+                else:
+                    reply(type="fail", error="held: a node before ours holds it")
+            elif op == "release":
+                lock = held.pop(request["token"], None)
+                if lock is None:
+                    reply(type="fail", error="not held by this client")
+                    continue
+                lock.release()
+                reply(type="ok")
+            else:
+                reply(type="fail", error=f"unsupported op {op}")
+        except Exception as e:  # noqa: BLE001 - an adapter must not die of its library
+            reply(type="unknown", error=f"{type(e).__name__}: {e}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,86 @@
+#!/usr/bin/env python3
+"""splitbrain exec adapter for pottery's Redlock (https://pypi.org/project/pottery/).
+
+Run as `splitbrain run --deployment redlock --client lib:pottery-redlock` (docs/libraries.md).
+It is written as pottery's documentation shows it: a `Redlock(key=..., masters={Redis, ...},
+auto_release_time=...)` over every master `hello` names, acquired without blocking
+(`acquire(blocking=False)`, one try) and released with `release()`. `auto_release_time` is
+the TTL, in seconds.
+
+A grant's validity is what pottery itself checked before it said yes: the TTL less its clock
+drift allowance (1% and 2 ms) and the time the votes took. pottery keeps which masters voted to
+itself, so the grants name no nodes, and a double grant is explained from the deployment's own
+events (a restarted master, a clock set forward). No exception of the library ends the
+adapter: `unknown` where the outcome is not certain, with its type named.
+"""
+
+import json
+import sys
+import time
+
+from pottery import Redlock
+from pottery.exceptions import ReleaseUnlockedLock
+from redis import Redis
+
+# A command that takes longer than this has an unknown outcome.
+SOCKET_TIMEOUT_S = 1.0
+
+
+def reply(**fields):
+    sys.stdout.write(json.dumps(fields) + "\n")
+    sys.stdout.flush()
+
+
+def main():
+    masters = None
+    held = {}
+    for line in sys.stdin:
+        request = json.loads(line)
+        op = request["op"]
+        if op == "hello":
+            masters = {
+                Redis(
+                    host=node["host"],
+                    port=node["port"],
+                    socket_timeout=SOCKET_TIMEOUT_S,
+                    socket_connect_timeout=SOCKET_TIMEOUT_S,
+                )
+                for node in request["nodes"]
+            }
+            reply(type="ok")
+            continue
+        try:
+            if op == "acquire":
+                ttl_ms = request["ttl_ms"]
+                lock = Redlock(
+                    key=request["resource"], masters=masters, auto_release_time=ttl_ms / 1000
+                )
+                started = time.monotonic()
+                if lock.acquire(blocking=False):
+                    elapsed_ms = (time.monotonic() - started) * 1000
+                    validity_ms = int(ttl_ms - (ttl_ms * 0.01 + 2) - elapsed_ms)
+                    token = lock._uuid
+                    held[token] = lock
+                    reply(type="ok", token=token, validity_ms=max(validity_ms, 1))
+                else:
+                    reply(type="fail", error="held: no majority of masters granted it")
+            elif op == "release":
+                lock = held.pop(request["token"], None)
+                if lock is None:
+                    reply(type="fail", error="not held by this client")
+                    continue
+                lock.release()
+                reply(type="ok")
+            else:
+                reply(type="fail", error=f"unsupported op {op}")
+        except ReleaseUnlockedLock as e:
+            # No majority deleted the key: it had run out (fail), unless masters could not be
+            # reached, when some may have deleted it.
+            kind = "unknown" if getattr(e, "redis_errors", None) else "fail"
+            reply(type=kind, error=f"ReleaseUnlockedLock: {e}")
+        except Exception as e:  # noqa: BLE001 - an adapter must not die of its library
+            reply(type="unknown", error=f"{type(e).__name__}: {e}")
+
+
+if __name__ == "__main__":
+    main()
