@@ -8,12 +8,14 @@ use std::fmt::Write;
 use serde::Serialize;
 use splitbrain_checker::acquisition_stats::AcquisitionStats;
 use splitbrain_checker::coverage::Coverage;
+use splitbrain_checker::explain::Cause;
 use splitbrain_checker::lock_safety::LockSafety;
 use splitbrain_checker::lost_writes::LostWrites;
 use splitbrain_checker::starvation::Starvation;
 use splitbrain_checker::stuck_lock::StuckLock;
+use splitbrain_checker::Valid;
 
-use crate::matrix::{Claim, Expect, Judge};
+use crate::matrix::{causes_named, CellOutcome, Claim, Expect, Judge};
 use crate::store::Results;
 
 /// One scenario, run over its seeds.
@@ -36,6 +38,43 @@ pub struct ClaimOutcome {
     pub shown_by: Option<String>,
     /// The figure the claim rests on, over the seeds that met it.
     pub figure: String,
+    /// The verdicts its seeds got: `9 invalid, 1 unknown`.
+    pub verdicts: String,
+    /// The causes explanations gave the violations of every seed, with how many each:
+    /// `restart hazard 27, clock jump 2`; empty where nothing was violated.
+    pub causes: String,
+}
+
+/// The verdicts a claim's seeds got, most first: `9 invalid, 1 unknown`; a seed without
+/// one is `error`.
+pub fn verdicts(cells: &[CellOutcome]) -> String {
+    let mut counts: Vec<(&str, usize)> = Vec::new();
+    for cell in cells {
+        let word = cell.verdict.map_or("error", Valid::label);
+        match counts.iter_mut().find(|(w, _)| *w == word) {
+            Some((_, n)) => *n += 1,
+            None => counts.push((word, 1)),
+        }
+    }
+    counts.sort_by_key(|(_, n)| std::cmp::Reverse(*n));
+    let words: Vec<String> = counts.iter().map(|(w, n)| format!("{n} {w}")).collect();
+    words.join(", ")
+}
+
+/// The causes explanations gave the violations of `runs`, summed: `restart hazard 27`.
+pub fn causes(runs: &[Results]) -> String {
+    let mut counts: Vec<(Cause, usize)> = Vec::new();
+    for (cause, n) in runs.iter().flat_map(|run| causes_named(Some(run))) {
+        match counts.iter_mut().find(|(c, _)| *c == cause) {
+            Some((_, total)) => *total += n,
+            None => counts.push((cause, n)),
+        }
+    }
+    let words: Vec<String> = counts
+        .iter()
+        .map(|(cause, n)| format!("{} {n}", cause.label()))
+        .collect();
+    words.join(", ")
 }
 
 /// What the runs that met a claim's expectation measured, in one line.
@@ -292,6 +331,8 @@ mod tests {
             seeds_page: format!("scenario-{name}/index.html"),
             shown_by: Some(format!("scenario-{name}/run/report.html")),
             figure: "3 double grants a run".into(),
+            verdicts: "10 invalid".into(),
+            causes: "restart hazard 30".into(),
         };
         let page = render(
             &[

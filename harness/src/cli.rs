@@ -116,6 +116,28 @@ pub enum LibraryCommand {
     /// Every library: its version, language, the deployments it is written for, what kind of
     /// lock it is, whether it renews and returns fencing tokens, and whether it is installed.
     List,
+    /// A library's report card: every scenario of the catalog whose hazard applies to its kind
+    /// of lock, and a no-fault control, over seeds 1..=N with the library as the client; exits
+    /// 0 when each got what the library's design predicts.
+    Test {
+        /// The library, as `library list` names it (`redis-py` or `lib:redis-py`).
+        #[arg(required_unless_present = "all", conflicts_with = "all")]
+        name: Option<String>,
+        /// Every library, and the page of all cards (results/libraries-<time>/index.html).
+        #[arg(long)]
+        all: bool,
+        #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=1000))]
+        seeds: u64,
+        /// The folder of the catalog's scenario files the cards run.
+        #[arg(long, default_value = SCENARIOS)]
+        scenarios: PathBuf,
+        /// Where runs and the cards (library-NAME-<time>/) are stored.
+        #[arg(long, default_value = "results")]
+        results: PathBuf,
+        /// Print only the cards.
+        #[arg(long)]
+        quiet: bool,
+    },
 }
 
 #[derive(Debug, Subcommand)]

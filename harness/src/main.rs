@@ -80,7 +80,13 @@ fn main() {
     };
     if matches!(
         cli.command,
-        Command::Run(_) | Command::Matrix(_) | Command::Scenario(_) | Command::Shrink(_)
+        Command::Run(_)
+            | Command::Matrix(_)
+            | Command::Scenario(_)
+            | Command::Shrink(_)
+            | Command::Library {
+                command: LibraryCommand::Test { .. }
+            }
     ) {
         limits::raise_open_files();
         if let Err(e) = reaper::start() {
@@ -223,12 +229,25 @@ async fn dispatch(command: Command) -> Exit {
             logging::to_stderr();
             serve::serve(&args, interrupt_on_signals()).await
         }
-        Command::Library {
-            command: LibraryCommand::List,
-        } => {
-            logging::to_stderr();
-            library::list()
-        }
+        Command::Library { command } => match command {
+            LibraryCommand::List => {
+                logging::to_stderr();
+                library::list()
+            }
+            LibraryCommand::Test {
+                name,
+                all,
+                seeds,
+                scenarios,
+                results,
+                quiet,
+            } => {
+                progress::set_quiet(quiet);
+                let name = name.filter(|_| !all);
+                let interrupt = interrupt_on_signals();
+                library::test(name.as_deref(), seeds, &scenarios, &results, interrupt).await
+            }
+        },
         Command::Images {
             command: ImagesCommand::Build,
         } => {

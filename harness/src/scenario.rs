@@ -209,9 +209,23 @@ async fn run_one(
 ) -> Result<ClaimOutcome, HarnessError> {
     let seeds: Vec<u64> = (1..=seeds).collect();
     let (claim, cells) = matrix::load_scenario(path, &seeds)?;
+    run_claim(name, claim, cells, path, folder, interrupt).await
+}
+
+/// Runs a claim's `cells` (one a seed, read from `file`) into `folder`, prints their table
+/// and whether the claim held, and returns what a page of claims shows of it.
+pub async fn run_claim(
+    name: &str,
+    claim: Claim,
+    cells: Vec<matrix::Cell>,
+    file: &Path,
+    folder: &Path,
+    interrupt: &CancellationToken,
+) -> Result<ClaimOutcome, HarnessError> {
+    let seeds = cells.len();
     let (expect, judge) = (cells[0].expect, cells[0].judge);
     let options = MatrixOptions {
-        file: path.to_path_buf(),
+        file: file.to_path_buf(),
         results: folder.parent().unwrap_or(Path::new(".")).to_path_buf(),
         junit: None,
         shard: None,
@@ -229,13 +243,13 @@ async fn run_one(
     stdout!("{}", matrix::table(&record, &out));
     let met: Vec<&matrix::CellOutcome> =
         record.cells.iter().filter(|c| c.met == Met::Yes).collect();
-    let held = reproduced(expect, met.len(), seeds.len());
+    let held = reproduced(expect, met.len(), seeds);
     stdoutln!(
         "\nscenario {name}: {}\n  expected {} in {} of {} seeds; got it in {}: {}",
         claim.claim,
         expect.judged_label(judge),
-        needed(expect, seeds.len()),
-        seeds.len(),
+        needed(expect, seeds),
+        seeds,
         met.len(),
         if held {
             "the claim holds"
@@ -243,6 +257,12 @@ async fn run_one(
             "NOT REPRODUCED"
         }
     );
+    let every_run: Vec<Results> = record
+        .cells
+        .iter()
+        .filter_map(|cell| cell.run_dir.as_ref())
+        .filter_map(|run| RunDir::at(&out.join(run)).results())
+        .collect();
     let runs: Vec<Results> = met
         .iter()
         .filter_map(|cell| cell.run_dir.as_ref())
@@ -253,7 +273,7 @@ async fn run_one(
         expect,
         judge,
         met: met.len(),
-        seeds: seeds.len(),
+        seeds,
         held,
         seconds: started.elapsed().as_secs_f64(),
         seeds_page: format!("{folder_name}/index.html"),
@@ -262,6 +282,8 @@ async fn run_one(
             .find_map(|cell| cell.run_dir.as_ref())
             .map(|run| format!("{folder_name}/{run}/report.html")),
         figure: claims::figure(&runs, expect, judge),
+        verdicts: claims::verdicts(&record.cells),
+        causes: claims::causes(&every_run),
         claim,
     })
 }

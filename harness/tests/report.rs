@@ -756,3 +756,104 @@ fn the_claims_page_renders_and_its_links_resolve() {
     rendered.assert_no_errors();
     assert!(rendered.dom.contains("The article, checked"));
 }
+
+/// A library's report card, from the catalog's real adapter and a folder of short scenarios
+/// under the names its card runs: a row per check, the control valid, every link resolving,
+/// and the page rendered in Chromium without a script error.
+#[test]
+fn a_librarys_report_card_renders_and_its_links_resolve() {
+    if docker_skipped() {
+        return;
+    }
+    support::node_image();
+    let dir = tempfile::tempdir().unwrap();
+    let scenarios = dir.path().join("scenarios");
+    std::fs::create_dir(&scenarios).unwrap();
+    // redis-py's card: the control, then these three, each cut short.
+    for (name, workload, faults, expect) in [
+        ("redis-zombie", "lock-set", "client-pause", "invalid"),
+        (
+            "redis-del-release-hijack-compare-and-delete",
+            "lock",
+            "client-pause",
+            "valid",
+        ),
+        (
+            "redis-setnx-expire-stuck-atomic",
+            "lock",
+            "client-crash",
+            "valid",
+        ),
+    ] {
+        let text = format!(
+            "[scenario]\nclaim = \"{name}, short.\"\nsource = \"this test\"\n\n[[group]]\n\
+             deployments = [\"single\"]\nclients = [\"set-nx-px\"]\nworkloads = [\"{workload}\"]\n\
+             faults = [\"{faults}\"]\nexpect = \"{expect}\"\n\
+             options = {{ ttl = \"1s\", time-limit = \"8s\" }}\n"
+        );
+        std::fs::write(scenarios.join(format!("{name}.toml")), text).unwrap();
+    }
+    let results = dir.path().join("results");
+    let out = splitbrain()
+        .args(["library", "test", "lib:redis-py", "--seeds", "1", "--quiet"])
+        .arg("--scenarios")
+        .arg(&scenarios)
+        .arg("--results")
+        .arg(&results)
+        .env(
+            "SPLITBRAIN_ADAPTERS",
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../adapters"),
+        )
+        .env("SPLITBRAIN_CACHE", dir.path().join("cache"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        matches!(out.status.code(), Some(0 | 1)),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("lib:redis-py: redis 8.1.0, single-redis"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("libraries as their design predicts"),
+        "{stdout}"
+    );
+    let page_dir = std::fs::read_dir(&results)
+        .unwrap()
+        .filter_map(|e| Some(e.ok()?.path()))
+        .find(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("library-redis-py-")
+        })
+        .expect("a card's folder");
+    let cards: Value =
+        serde_json::from_str(&std::fs::read_to_string(page_dir.join("cards.json")).unwrap())
+            .unwrap();
+    let lines = cards[0]["lines"].as_array().unwrap();
+    let names: Vec<&str> = lines.iter().map(|l| l["name"].as_str().unwrap()).collect();
+    assert_eq!(
+        names,
+        [
+            "control",
+            "redis-zombie",
+            "redis-del-release-hijack-compare-and-delete",
+            "redis-setnx-expire-stuck-atomic"
+        ]
+    );
+    assert_eq!(lines[0]["held"], true, "the control is valid: {}", lines[0]);
+    assert_eq!(lines[0]["verdicts"], "1 valid");
+    let page = page_dir.join("index.html");
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert_self_contained(&html);
+    assert_eq!(html.matches("<tr class=").count(), 4, "{html}");
+    assert_links_resolve(&page, &html);
+    let Some(browser) = chromium() else { return };
+    let rendered = render(&browser, &page, &dir.path().join("cards.png"));
+    rendered.assert_no_errors();
+    assert!(rendered.dom.contains("Lock libraries, judged"));
+}

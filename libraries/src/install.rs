@@ -1,5 +1,7 @@
 //! Installing what an adapter needs, once, into splitbrain's own cache, never into the
-//! system: for a Python adapter, a virtual environment made from its pinned requirements.
+//! system: for a Python adapter, a virtual environment made from its pinned requirements; for
+//! a Rust adapter, its build; for a Java adapter, Debian's packages of the library (the one
+//! thing installed into the system, through apt, as root only, and said so).
 //! An environment is named after the pins' content, so that a changed pin makes a new one.
 //! It counts as installed once a marker file is written at the end, so that an install cut
 //! short is made again from scratch; a lock file keeps two runs (a matrix's cells side by
@@ -43,13 +45,15 @@ pub fn cache_dir() -> PathBuf {
 impl Library {
     /// Where its environment lives in `cache`.
     pub fn environment(&self, cache: &Path) -> Result<PathBuf, InstallError> {
-        let pins = self.pins();
-        let text = std::fs::read(&pins)
-            .map_err(|e| InstallError::Unreadable(pins.display().to_string(), e))?;
         // FNV-1a: a hash that stays the same across Rust versions, as a cache's names must.
-        let hash = text.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
-            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-        });
+        let mut hash = 0xcbf2_9ce4_8422_2325u64;
+        for pins in self.pins() {
+            let text = std::fs::read(&pins)
+                .map_err(|e| InstallError::Unreadable(pins.display().to_string(), e))?;
+            hash = text.iter().fold(hash, |h, &b| {
+                (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+            });
+        }
         Ok(cache
             .join("adapters")
             .join(format!("{}-{:08x}", self.name, hash as u32)))
@@ -60,18 +64,42 @@ impl Library {
         let environment = self.environment(cache)?;
         let adapter = std::path::absolute(self.adapter())
             .map_err(|e| InstallError::Unreadable(self.adapter().display().to_string(), e))?;
-        Ok(match self.manifest.language {
+        Ok(match &self.manifest.language {
             Language::Python => format!(
                 "{} {}",
                 quoted(&environment.join("bin").join("python3")),
                 quoted(&adapter)
             ),
+            Language::Rust => quoted(&rust_binary(&environment)),
+            // Compiled at install: a JVM that compiles its source at every start takes seconds
+            // of a busy machine's cores, five clients at once. C1 alone and the serial
+            // collector halve what is left of a short-lived client's start.
+            Language::Java => {
+                let mut classpath = self
+                    .java_setup()
+                    .map_or(Vec::new(), |java| java.classpath.clone());
+                classpath.push(java_classes(&environment).display().to_string());
+                let class = self
+                    .adapter()
+                    .file_stem()
+                    .map(|stem| stem.to_string_lossy().to_string())
+                    .unwrap_or_default();
+                format!(
+                    "java -XX:TieredStopAtLevel=1 -XX:+UseSerialGC -cp {} {class}",
+                    quoted(Path::new(&classpath.join(":")))
+                )
+            }
         })
     }
 
     pub fn is_installed(&self, cache: &Path) -> bool {
-        self.environment(cache)
-            .is_ok_and(|dir| dir.join(INSTALLED).is_file())
+        let jars_there = self
+            .java_setup()
+            .is_none_or(|java| java.classpath.iter().all(|jar| Path::new(jar).is_file()));
+        jars_there
+            && self
+                .environment(cache)
+                .is_ok_and(|dir| dir.join(INSTALLED).is_file())
     }
 
     /// Installs what the adapter needs into `cache`, unless it is there already; each line
@@ -83,13 +111,15 @@ impl Library {
         // Held until this returns: another run installing the same waits, then finds it done.
         let lock = File::create(environment.with_extension("lock")).map_err(unwritable)?;
         lock.lock().map_err(unwritable)?;
-        if environment.join(INSTALLED).is_file() {
+        if self.is_installed(cache) {
             return Ok(());
         }
         // What an install cut short left.
         let _ = std::fs::remove_dir_all(&environment);
         let made = match self.manifest.language {
             Language::Python => self.python_environment(&environment, show),
+            Language::Rust => self.rust_build(&environment, show),
+            Language::Java => self.java_packages(&environment, show),
         }
         .and_then(|()| {
             File::create(environment.join(INSTALLED))
@@ -107,14 +137,98 @@ impl Library {
         dir: &Path,
         show: &mut dyn FnMut(&str),
     ) -> Result<(), InstallError> {
-        let pins = self.pins();
         self.step(Command::new("python3").arg("-m").arg("venv").arg(dir), show)?;
         self.step(
             Command::new(dir.join("bin").join("pip"))
                 .args(["install", "--disable-pip-version-check", "--no-input", "-r"])
-                .arg(&pins),
+                .arg(self.dir.join("requirements.txt")),
             show,
         )
+    }
+
+    /// `cargo build` of the adapter's own workspace, its lock file held to, into `dir`.
+    fn rust_build(&self, dir: &Path, show: &mut dyn FnMut(&str)) -> Result<(), InstallError> {
+        self.step(
+            Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
+                .args(["build", "--release", "--locked", "--manifest-path"])
+                .arg(self.dir.join("Cargo.toml"))
+                .arg("--target-dir")
+                .arg(dir.join("target")),
+            show,
+        )?;
+        let binary = rust_binary(dir);
+        match binary.is_file() {
+            true => Ok(()),
+            false => Err(InstallError::Failed {
+                library: self.name.clone(),
+                command: "cargo build".into(),
+                why: format!(
+                    "made no {}: its Cargo.toml must name its binary `adapter`",
+                    binary.display()
+                ),
+            }),
+        }
+    }
+
+    /// The Debian packages the adapter's `[java]` table names, through apt where one is
+    /// missing and this is root; otherwise the command that installs them, to run as root.
+    fn java_packages(&self, dir: &Path, show: &mut dyn FnMut(&str)) -> Result<(), InstallError> {
+        let failed = |command: String, why: String| InstallError::Failed {
+            library: self.name.clone(),
+            command,
+            why,
+        };
+        let java = self.java_setup().ok_or_else(|| {
+            failed(
+                "reading library.toml".into(),
+                "found no [java] table: name its debian-packages and classpath".into(),
+            )
+        })?;
+        let missing: Vec<&String> = java
+            .debian_packages
+            .iter()
+            .filter(|package| !debian_package_installed(package))
+            .collect();
+        if !missing.is_empty() {
+            let words: Vec<&str> = missing.iter().map(|p| p.as_str()).collect();
+            let install = format!(
+                "apt-get install -y --no-install-recommends {}",
+                words.join(" ")
+            );
+            if !is_root() {
+                return Err(failed(
+                    install,
+                    "is needed, and only root can run it: run it as root (sudo), then again".into(),
+                ));
+            }
+            // A fresh machine's package lists may be empty: refresh them once, then install.
+            if self
+                .step(Command::new("sh").arg("-c").arg(&install), show)
+                .is_err()
+            {
+                self.step(Command::new("apt-get").arg("update"), show)?;
+                self.step(Command::new("sh").arg("-c").arg(&install), show)?;
+            }
+        }
+        if let Some(jar) = java.classpath.iter().find(|jar| !Path::new(jar).is_file()) {
+            return Err(failed(
+                "reading its classpath".into(),
+                format!("found no {jar}, which library.toml's [java] classpath names"),
+            ));
+        }
+        self.step(
+            Command::new("javac")
+                .arg("-d")
+                .arg(java_classes(dir))
+                .arg("-cp")
+                .arg(java.classpath.join(":"))
+                .arg(self.adapter()),
+            show,
+        )
+    }
+
+    fn java_setup(&self) -> Option<&crate::Java> {
+        self.manifest.java.as_ref()
     }
 
     /// Runs one step of an install, its output shown line by line.
@@ -151,6 +265,30 @@ impl Library {
             last.into_iter().rev().collect::<Vec<_>>().join(" / ")
         )))
     }
+}
+
+/// Where a Rust adapter's binary is built in its environment `dir`.
+fn rust_binary(dir: &Path) -> PathBuf {
+    dir.join("target").join("release").join("adapter")
+}
+
+/// Where a Java adapter's compiled classes are in its environment `dir`.
+fn java_classes(dir: &Path) -> PathBuf {
+    dir.join("classes")
+}
+
+fn debian_package_installed(package: &str) -> bool {
+    Command::new("dpkg-query")
+        .args(["-W", "-f=${Status}", package])
+        .output()
+        .is_ok_and(|out| out.stdout == b"install ok installed")
+}
+
+fn is_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|out| out.stdout.trim_ascii() == b"0")
 }
 
 /// A path as `sh -c` reads it back.

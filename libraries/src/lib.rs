@@ -4,6 +4,7 @@
 //! it claims. `--client lib:NAME` runs one; splitbrain installs what it needs on first use,
 //! into its own cache ([`install`]), never into the system.
 
+pub mod card;
 pub mod install;
 
 use std::path::{Path, PathBuf};
@@ -37,20 +38,40 @@ pub struct Manifest {
     pub renews: Renewal,
     /// Whether a grant returns a fencing token.
     pub fencing: bool,
+    /// What a Java adapter runs with; only a Java adapter has it.
+    #[serde(default)]
+    pub java: Option<Java>,
 }
 
+/// What an adapter is written in, which says how it is installed and started: a Python
+/// adapter from a virtual environment made from its `requirements.txt`, a Rust adapter built
+/// from its own `Cargo.toml` and `Cargo.lock` (a binary named `adapter`), a Java adapter from
+/// its source file by the JDK, with the Debian packages its `[java]` table names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Language {
     Python,
+    Rust,
+    Java,
 }
 
 impl Language {
     pub fn name(self) -> &'static str {
         match self {
             Language::Python => "python",
+            Language::Rust => "rust",
+            Language::Java => "java",
         }
     }
+}
+
+/// A Java adapter's `[java]` table: the Debian packages that hold the library, and the jars
+/// it runs with.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct Java {
+    pub debian_packages: Vec<String>,
+    pub classpath: Vec<String>,
 }
 
 /// What kind of lock a library takes.
@@ -181,10 +202,12 @@ impl Library {
         self.dir.join(&self.manifest.adapter)
     }
 
-    /// The file that pins what the adapter needs.
-    pub fn pins(&self) -> PathBuf {
+    /// The files that pin what the adapter needs: a changed one makes a new install.
+    pub fn pins(&self) -> Vec<PathBuf> {
         match self.manifest.language {
-            Language::Python => self.dir.join("requirements.txt"),
+            Language::Python => vec![self.dir.join("requirements.txt")],
+            Language::Rust => vec![self.dir.join("Cargo.toml"), self.dir.join("Cargo.lock")],
+            Language::Java => vec![self.dir.join("library.toml")],
         }
     }
 }
@@ -203,13 +226,22 @@ mod tests {
         assert!(libraries.len() >= 3, "{libraries:?}");
         for library in &libraries {
             assert!(library.adapter().is_file(), "{}", library.name);
-            let pins = std::fs::read_to_string(library.pins()).unwrap();
-            let pin = format!("{}=={}", library.manifest.package, library.manifest.version);
+            let (package, version) = (&library.manifest.package, &library.manifest.version);
+            let (file, pin) = match library.manifest.language {
+                Language::Python => ("requirements.txt", format!("{package}=={version}")),
+                Language::Rust => (
+                    "Cargo.toml",
+                    format!("{package} = {{ version = \"={version}\""),
+                ),
+                // Debian's archive holds one version of a package a release.
+                Language::Java => ("library.toml", format!("\"{package}\"")),
+            };
+            let pins = std::fs::read_to_string(library.dir.join(file)).unwrap();
             assert!(
-                pins.lines().any(|line| line.trim() == pin),
-                "{}: {pin} is not in {}",
+                pins.lines()
+                    .any(|line| line.trim().starts_with(&pin) || line.contains(&pin)),
+                "{}: {pin} is not in its {file}",
                 library.name,
-                library.pins().display()
             );
         }
     }

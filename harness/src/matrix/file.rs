@@ -190,9 +190,19 @@ pub fn load(path: &Path) -> Result<Vec<Cell>, HarnessError> {
 
 /// Reads the scenario file `path`: its claim, and its one group's cells over `seeds`.
 pub fn load_scenario(path: &Path, seeds: &[u64]) -> Result<(Claim, Vec<Cell>), HarnessError> {
-    let (text, file) = read(path)?;
+    load_scenario_as(path, seeds, None)
+}
+
+/// [`load_scenario`], with `client` in place of the scenario's own where given: a library's
+/// report card runs the catalog's scenarios with the library as the client.
+pub fn load_scenario_as(
+    path: &Path,
+    seeds: &[u64],
+    client: Option<&str>,
+) -> Result<(Claim, Vec<Cell>), HarnessError> {
+    let (text, mut file) = read(path)?;
     let at = located(path, &text);
-    let Some(claim) = &file.scenario else {
+    let Some(claim) = file.scenario.clone() else {
         return Err(at(
             0..0,
             "not a scenario: add a [scenario] table with its claim and source",
@@ -216,6 +226,11 @@ pub fn load_scenario(path: &Path, seeds: &[u64]) -> Result<(Claim, Vec<Cell>), H
             listed.span(),
             "a scenario takes its seeds from `scenario run --seeds N`; remove `seeds`",
         ));
+    }
+    if let Some(client) = client {
+        let group = file.group[0].get_mut();
+        let span = group.clients.first().map_or(0..0, Spanned::span);
+        group.clients = vec![Spanned::new(span, client.to_string())];
     }
     let cells = expand(path, &text, &file, Some(seeds))?;
     if cells.len() != seeds.len() {
@@ -333,58 +348,24 @@ fn expand(
                                     });
                                 at(culprit.unwrap_or(span.clone()), &message)
                             })?;
-                            // A data workload takes no lock client.
-                            let client = match spec.workload_kind().data {
-                                Some(_) => "-".to_string(),
-                                None => spec.client().to_string(),
-                            };
-                            let faults = match (&spec.nemesis.script, spec.fault_names()) {
-                                (Some(_), Some(names)) => format!("script:{names}"),
-                                (None, Some(names)) => names,
-                                (_, None) => "none".into(),
-                            };
-                            // A server other than the default, and fencing, make cells of their
-                            // own: `single@valkey-8.1`, `lock-set+fencing`.
-                            let server = spec.server();
-                            let name = format!(
-                                "{}{}/{}/{}{}/{}/seed-{}",
-                                spec.deployment().name(),
-                                if server.name() == spec.deployment().system().name() {
-                                    String::new()
-                                } else {
-                                    format!("@{}", server.name())
+                            let cell = cell_of(
+                                cells.len() + 1,
+                                &spec,
+                                &args,
+                                Held {
+                                    expect: *group.expect.get_ref(),
+                                    expect_fault_on_holder: group.expect_fault_on_holder,
+                                    expect_causes: group.expect_causes.clone(),
+                                    judge: group.judge,
                                 },
-                                client,
-                                spec.workload_kind().name,
-                                if spec.workload.fencing {
-                                    "+fencing"
-                                } else {
-                                    ""
-                                },
-                                faults,
-                                spec.seed()
                             );
-                            if cells.iter().any(|c| c.name == name) {
+                            if cells.iter().any(|c| c.name == cell.name) {
                                 return Err(at(
                                     span.clone(),
-                                    &format!("cell {name} is in the matrix twice"),
+                                    &format!("cell {} is in the matrix twice", cell.name),
                                 ));
                             }
-                            cells.push(Cell {
-                                number: cells.len() + 1,
-                                name,
-                                deployment: spec.deployment().name().to_string(),
-                                client,
-                                workload: spec.workload_kind().name.to_string(),
-                                faults: spec.fault_names().unwrap_or_default(),
-                                seed: spec.seed(),
-                                expect: *group.expect.get_ref(),
-                                expect_fault_on_holder: group.expect_fault_on_holder,
-                                expect_causes: group.expect_causes.clone(),
-                                judge: group.judge,
-                                time_limit_secs: spec.time_limit().as_secs_f64(),
-                                args: args[1..].to_vec(),
-                            });
+                            cells.push(cell);
                         }
                     }
                 }
@@ -392,6 +373,87 @@ fn expand(
         }
     }
     Ok(cells)
+}
+
+/// What a cell is held to.
+struct Held {
+    expect: Expect,
+    expect_fault_on_holder: bool,
+    expect_causes: Vec<Cause>,
+    judge: Judge,
+}
+
+/// The cell numbered `number` that runs `splitbrain <args>`, checked as `spec`.
+fn cell_of(number: usize, spec: &TestSpec, args: &[String], held: Held) -> Cell {
+    // A data workload takes no lock client.
+    let client = match spec.workload_kind().data {
+        Some(_) => "-".to_string(),
+        None => spec.client().to_string(),
+    };
+    let faults = match (&spec.nemesis.script, spec.fault_names()) {
+        (Some(_), Some(names)) => format!("script:{names}"),
+        (None, Some(names)) => names,
+        (_, None) => "none".into(),
+    };
+    // A server other than the default, and fencing, make cells of their
+    // own: `single@valkey-8.1`, `lock-set+fencing`.
+    let server = spec.server();
+    let name = format!(
+        "{}{}/{}/{}{}/{}/seed-{}",
+        spec.deployment().name(),
+        if server.name() == spec.deployment().system().name() {
+            String::new()
+        } else {
+            format!("@{}", server.name())
+        },
+        client,
+        spec.workload_kind().name,
+        if spec.workload.fencing {
+            "+fencing"
+        } else {
+            ""
+        },
+        faults,
+        spec.seed()
+    );
+    Cell {
+        number,
+        name,
+        deployment: spec.deployment().name().to_string(),
+        client,
+        workload: spec.workload_kind().name.to_string(),
+        faults: spec.fault_names().unwrap_or_default(),
+        seed: spec.seed(),
+        expect: held.expect,
+        expect_fault_on_holder: held.expect_fault_on_holder,
+        expect_causes: held.expect_causes,
+        judge: held.judge,
+        time_limit_secs: spec.time_limit().as_secs_f64(),
+        args: args[1..].to_vec(),
+    }
+}
+
+/// A no-fault control over `seeds`: `splitbrain run <args> --seed N`, each to be valid.
+pub fn control(args: &[&str], seeds: &[u64]) -> Result<Vec<Cell>, HarnessError> {
+    seeds
+        .iter()
+        .enumerate()
+        .map(|(i, seed)| {
+            let args: Vec<String> = std::iter::once("run")
+                .chain(args.iter().copied())
+                .map(str::to_string)
+                .chain(["--seed".to_string(), seed.to_string()])
+                .collect();
+            let spec = check(&args).map_err(HarnessError::BadInput)?;
+            let held = Held {
+                expect: Expect::Valid,
+                expect_fault_on_holder: false,
+                expect_causes: Vec::new(),
+                judge: Judge::Verdict,
+            };
+            Ok(cell_of(i + 1, &spec, &args, held))
+        })
+        .collect()
 }
 
 /// Run options as command-line words, with where each was written: `ttl = "2s"` is

@@ -29,7 +29,7 @@ use splitbrain_checker::starvation::Starvation;
 use splitbrain_checker::{Checked, Valid};
 use tokio_util::sync::CancellationToken;
 
-pub use file::{load_scenario, Cell, Claim, Expect, Judge};
+pub use file::{control, load_scenario, load_scenario_as, Cell, Claim, Expect, Judge};
 
 use crate::cli::Shard;
 use crate::error::{Exit, HarnessError};
@@ -410,7 +410,7 @@ async fn run_cell(
 /// The causes its explanations give a run's reported violations (double grants, fenced ones
 /// too, stuck periods, keys with lost writes, fencing violations), each with how many it
 /// explains, in order of first appearance.
-fn causes_named(results: Option<&Results>) -> Vec<(Cause, usize)> {
+pub(crate) fn causes_named(results: Option<&Results>) -> Vec<(Cause, usize)> {
     let mut named: Vec<(Cause, usize)> = Vec::new();
     let checkers = results.into_iter().flat_map(|r| r.checkers.iter());
     for explanation in checkers.flat_map(|(_, checker)| checker.explanations()) {

@@ -1,8 +1,13 @@
 //! `splitbrain library`: the real lock libraries of the catalog (`adapters/<name>/`), and
-//! installing one before a run that uses it.
+//! installing one before a run that uses it, and each library's report card ([`card`]).
+
+mod card;
+mod page;
+
+pub use card::test;
 
 use splitbrain_libraries::install::cache_dir;
-use splitbrain_libraries::{adapters_dir, catalog};
+use splitbrain_libraries::{adapters_dir, catalog, Library};
 
 use crate::error::{Exit, HarnessError};
 use crate::progress;
@@ -13,11 +18,7 @@ use crate::spec::TestSpec;
 /// installed in splitbrain's cache yet.
 pub fn list() -> Result<Exit, HarnessError> {
     let dir = adapters_dir();
-    let libraries = catalog(&dir).map_err(|e| {
-        HarnessError::BadInput(format!(
-            "{e}; run from splitbrain's folder, or set SPLITBRAIN_ADAPTERS to its adapters/ folder"
-        ))
-    })?;
+    let libraries = catalog(&dir).map_err(bad_catalog)?;
     let cache = cache_dir();
     let rows: Vec<[String; 8]> = libraries
         .iter()
@@ -82,12 +83,24 @@ pub fn list() -> Result<Exit, HarnessError> {
     Ok(Exit::Success)
 }
 
+/// A catalog that cannot be read, or a library not in it, and what to do about it.
+fn bad_catalog(e: splitbrain_libraries::CatalogError) -> HarnessError {
+    HarnessError::BadInput(format!(
+        "{e}; run from splitbrain's folder, or set SPLITBRAIN_ADAPTERS to its adapters/ folder"
+    ))
+}
+
 /// Installs what the run's library needs, once, before anything of the run starts: an
 /// install that fails stops the run with the installer's last words.
 pub async fn install_for(spec: &TestSpec) -> Result<(), HarnessError> {
-    let Some(library) = spec.client().library.clone() else {
-        return Ok(());
-    };
+    match spec.client().library.clone() {
+        Some(library) => install(*library).await,
+        None => Ok(()),
+    }
+}
+
+/// Installs `library` into splitbrain's cache unless it is there already, saying so.
+async fn install(library: Library) -> Result<(), HarnessError> {
     let cache = cache_dir();
     if library.is_installed(&cache) {
         return Ok(());

@@ -1,0 +1,241 @@
+//! `splitbrain library test`: a library's report card. Each scenario of the catalog whose
+//! hazard applies to the library's kind of lock ([`checks`]) runs over seeds with the library
+//! as its client, beside a no-fault control, and the card says for each what the library's
+//! design predicts, what the seeds got, the causes their violations were explained by, and
+//! links to the runs. `--all` makes the page of every library's card.
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+use splitbrain_libraries::card::{checks, Check};
+use splitbrain_libraries::{adapters_dir, catalog, find, Library, LIB_PREFIX};
+use tokio_util::sync::CancellationToken;
+
+use super::{bad_catalog, install, page};
+use crate::claims::ClaimOutcome;
+use crate::error::{Exit, HarnessError};
+use crate::matrix::{self, Claim};
+use crate::scenario;
+
+/// How long each seed of a control runs, with no faults.
+const CONTROL_TIME_LIMIT: &str = "20s";
+
+/// One library's card.
+#[derive(Debug, Serialize)]
+pub struct Card {
+    /// As `--client` names it: `lib:redis-py`.
+    pub client: String,
+    pub package: String,
+    pub version: String,
+    pub summary: String,
+    pub kind: String,
+    pub renews: String,
+    pub fencing: bool,
+    pub lines: Vec<CardLine>,
+}
+
+/// One check of a card, over its seeds.
+#[derive(Debug, Serialize)]
+pub struct CardLine {
+    /// What the library's design says it should show.
+    pub expected: String,
+    #[serde(flatten)]
+    pub outcome: ClaimOutcome,
+}
+
+impl Card {
+    /// Whether every check got what the library's design predicts.
+    pub fn as_designed(&self) -> bool {
+        self.lines.iter().all(|line| line.outcome.held)
+    }
+}
+
+/// `library test NAME` (or `--all`): runs the cards over seeds 1..=`seeds` into
+/// `results/library-NAME-<time>/` (`libraries-<time>/` for all), with `cards.json` and the
+/// page, `index.html`; exits 0 when every check got what its library's design predicts.
+pub async fn test(
+    name: Option<&str>,
+    seeds: u64,
+    scenarios: &Path,
+    results: &Path,
+    interrupt: CancellationToken,
+) -> Result<Exit, HarnessError> {
+    let dir = adapters_dir();
+    let libraries = match name {
+        Some(name) => vec![find(&dir, name.trim_start_matches(LIB_PREFIX)).map_err(bad_catalog)?],
+        None => catalog(&dir).map_err(bad_catalog)?,
+    };
+    // Every scenario a card names is read before anything runs, so that a catalog without
+    // one fails now rather than an hour in.
+    for library in &libraries {
+        for check in checks(&library.manifest) {
+            cells_of(library, check, &[1], scenarios)?;
+        }
+    }
+    let started = chrono::Utc::now();
+    let folder = results.join(format!(
+        "{}-{}",
+        match name {
+            Some(_) => format!("library-{}", libraries[0].name),
+            None => "libraries".to_string(),
+        },
+        started.format("%Y%m%dT%H%M%S")
+    ));
+    std::fs::create_dir_all(&folder).map_err(|e| {
+        HarnessError::BadInput(format!(
+            "creating {}: {e}: choose a results folder this user can write, with --results",
+            folder.display()
+        ))
+    })?;
+    let seed_list: Vec<u64> = (1..=seeds).collect();
+    let mut cards = Vec::new();
+    for library in libraries {
+        if interrupt.is_cancelled() {
+            break;
+        }
+        install(library.clone()).await?;
+        let mut lines = Vec::new();
+        for check in checks(&library.manifest) {
+            if interrupt.is_cancelled() {
+                break;
+            }
+            let (claim, cells, file) = cells_of(&library, check, &seed_list, scenarios)?;
+            let runs = folder.join(format!("{}-{}", library.name, check.name()));
+            let outcome =
+                scenario::run_claim(check.name(), claim, cells, &file, &runs, &interrupt).await?;
+            lines.push(CardLine {
+                expected: check.expected().to_string(),
+                outcome,
+            });
+        }
+        let card = card_of(&library, lines);
+        print_card(&card);
+        cards.push(card);
+    }
+    let when = started.format("%Y-%m-%d %H:%M UTC").to_string();
+    let json = serde_json::to_string_pretty(&cards).map_err(anyhow::Error::from)?;
+    std::fs::write(folder.join("cards.json"), json).map_err(anyhow::Error::from)?;
+    std::fs::write(
+        folder.join("index.html"),
+        page::render(&cards, &when, seeds),
+    )
+    .map_err(anyhow::Error::from)?;
+    let designed = cards.iter().filter(|c| c.as_designed()).count();
+    stdoutln!(
+        "\n{designed} of {} libraries as their design predicts -> {}",
+        cards.len(),
+        folder.join("index.html").display()
+    );
+    if interrupt.is_cancelled() {
+        return Ok(Exit::Interrupted);
+    }
+    Ok(match designed == cards.len() {
+        true => Exit::Success,
+        false => Exit::Verdict(splitbrain_checker::Valid::False),
+    })
+}
+
+/// A check's claim, its cells over `seeds` with the library as the client, and the file they
+/// come from.
+fn cells_of(
+    library: &Library,
+    check: Check,
+    seeds: &[u64],
+    scenarios: &Path,
+) -> Result<(Claim, Vec<matrix::Cell>, PathBuf), HarnessError> {
+    let client = format!("{LIB_PREFIX}{}", library.name);
+    match check {
+        Check::Control => {
+            let deployment = library.manifest.deployments.first().ok_or_else(|| {
+                HarnessError::BadInput(format!(
+                    "{}: `deployments` is empty; name the deployments it is written for",
+                    library.dir.join("library.toml").display()
+                ))
+            })?;
+            let args = [
+                "--deployment",
+                deployment,
+                "--client",
+                &client,
+                "--nemesis",
+                "none",
+                "--time-limit",
+                CONTROL_TIME_LIMIT,
+            ];
+            let claim = Claim {
+                claim: check.expected().to_string(),
+                source: format!("the control of {client}"),
+                cures: None,
+            };
+            let file = library.dir.join("library.toml");
+            Ok((claim, matrix::control(&args, seeds)?, file))
+        }
+        Check::Scenario { name, .. } => {
+            let path = scenarios.join(format!("{name}.toml"));
+            if !path.is_file() {
+                return Err(HarnessError::BadInput(format!(
+                    "{client}'s card runs the scenario `{name}`, which is not in {}: run from \
+                     splitbrain's folder, or pass --scenarios",
+                    scenarios.display()
+                )));
+            }
+            let (claim, cells) = matrix::load_scenario_as(&path, seeds, Some(&client))?;
+            Ok((claim, cells, path))
+        }
+    }
+}
+
+fn card_of(library: &Library, lines: Vec<CardLine>) -> Card {
+    let manifest = &library.manifest;
+    Card {
+        client: format!("{LIB_PREFIX}{}", library.name),
+        package: manifest.package.clone(),
+        version: manifest.version.clone(),
+        summary: manifest.summary.clone(),
+        kind: manifest.kind.name().to_string(),
+        renews: manifest.renews.name().to_string(),
+        fencing: manifest.fencing,
+        lines,
+    }
+}
+
+/// The card as text: a line per check, what it should get, in how many seeds it did, the
+/// verdicts and the causes.
+fn print_card(card: &Card) {
+    stdoutln!(
+        "\n{}: {} {}, {} (renews: {}, fencing: {})",
+        card.client,
+        card.package,
+        card.version,
+        card.kind,
+        card.renews,
+        if card.fencing { "yes" } else { "no" }
+    );
+    let width = card
+        .lines
+        .iter()
+        .map(|l| l.outcome.name.len())
+        .max()
+        .unwrap_or(0);
+    for line in &card.lines {
+        let outcome = &line.outcome;
+        stdoutln!(
+            "  {:<width$}  {:<8} {} in {} of {} seeds: {}{}",
+            outcome.name,
+            outcome.expect.judged_label(outcome.judge),
+            if outcome.held {
+                "as designed,"
+            } else {
+                "NOT as designed,"
+            },
+            outcome.met,
+            outcome.seeds,
+            outcome.verdicts,
+            if outcome.causes.is_empty() {
+                String::new()
+            } else {
+                format!("; causes: {}", outcome.causes)
+            }
+        );
+    }
+}

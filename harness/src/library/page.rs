@@ -1,0 +1,184 @@
+//! The page of report cards `library test` writes: a section per library, a row per check,
+//! beside the claims page and in the same style.
+
+use std::fmt::Write;
+
+use super::card::Card;
+use crate::report::html::esc;
+
+/// The page over `cards`, run over `seeds` seeds from `started`.
+pub fn render(cards: &[Card], started: &str, seeds: u64) -> String {
+    let designed = cards.iter().filter(|c| c.as_designed()).count();
+    let mut sections = String::new();
+    let mut index = String::new();
+    for card in cards {
+        let anchor = card.client.replace(':', "-");
+        let class = if card.as_designed() { "held" } else { "unheld" };
+        let _ = write!(
+            index,
+            "<li><a href=\"#{anchor}\">{client}</a> <span class=\"{class}\">{word}</span></li>",
+            client = esc(&card.client),
+            word = if card.as_designed() {
+                "as designed"
+            } else {
+                "NOT as designed"
+            },
+        );
+        let mut rows = String::new();
+        for line in &card.lines {
+            let outcome = &line.outcome;
+            let class = if outcome.held { "held" } else { "unheld" };
+            let shown = match &outcome.shown_by {
+                Some(report) => format!("<a href=\"{}\">a run that shows it</a> · ", esc(report)),
+                None => String::new(),
+            };
+            // The scenario's own claim, under what this library should show in it.
+            let claim = match outcome.claim.claim == line.expected {
+                true => String::new(),
+                false => format!("<div class=\"source\">{}</div>", esc(&outcome.claim.claim)),
+            };
+            let _ = writeln!(
+                rows,
+                "<tr class=\"{class}\"><td><strong>{name}</strong><br>{expected}\
+                 {claim}</td><td>{expect}</td>\
+                 <td class=\"{class}\">{result} in {met} of {seeds} seeds</td>\
+                 <td>{verdicts}</td><td>{causes}</td><td>{figure}</td>\
+                 <td>{shown}<a href=\"{seeds_page}\">every seed</a></td></tr>",
+                name = esc(&outcome.name),
+                expected = esc(&line.expected),
+                expect = outcome.expect.judged_label(outcome.judge),
+                result = if outcome.held {
+                    "as designed"
+                } else {
+                    "NOT as designed"
+                },
+                met = outcome.met,
+                seeds = outcome.seeds,
+                verdicts = esc(&outcome.verdicts),
+                causes = esc(&outcome.causes),
+                figure = esc(&outcome.figure),
+                seeds_page = esc(&outcome.seeds_page),
+            );
+        }
+        let _ = writeln!(
+            sections,
+            "<section id=\"{anchor}\"><h2>{client} <span class=\"{class}\">{word}</span></h2>\
+             <p>{package} {version}: {summary}<br>{kind} · renews: {renews} · fencing tokens: \
+             {fencing}</p>\n<table>\n<tr><th>check</th><th>expect</th><th>result</th>\
+             <th>verdicts</th><th>causes</th><th>what it rests on</th><th></th></tr>\n\
+             {rows}</table></section>",
+            client = esc(&card.client),
+            word = if card.as_designed() {
+                "as designed"
+            } else {
+                "NOT as designed"
+            },
+            package = esc(&card.package),
+            version = esc(&card.version),
+            summary = esc(&card.summary),
+            kind = esc(&card.kind),
+            renews = esc(&card.renews),
+            fencing = if card.fencing { "yes" } else { "no" },
+        );
+    }
+    format!(
+        r#"<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>Lock libraries, judged: {designed} of {total} as designed</title>
+<style>
+body {{ font: 14px/1.4 system-ui, sans-serif; margin: 2em; color: #222; max-width: 90em; }}
+table {{ border-collapse: collapse; margin-bottom: 2em; }}
+th, td {{ padding: .4em .7em; border-bottom: 1px solid #ddd; text-align: left; vertical-align: top; }}
+th {{ background: #f4f4f4; }}
+.source {{ color: #666; font-size: 90%; margin-top: .2em; }}
+.held {{ color: #17752b; font-weight: 600; }}
+.unheld {{ color: #b3261e; font-weight: 600; }}
+tr.unheld {{ background: #fdecea; }}
+tr.held {{ color: inherit; font-weight: normal; }}
+</style></head>
+<body>
+<h1>Lock libraries, judged</h1>
+<p>Each real lock library of splitbrain's catalog, run as its documentation says to use it,
+through the scenarios of the catalog whose hazard applies to its kind of lock and a no-fault
+control, over {seeds} seed{plural} against real servers in containers, started {started}. A hazard is
+as designed when at least nine seeds in ten show it; a cure and the control only when every
+seed is valid. <strong>{designed} of {total}</strong> libraries as their design predicts.</p>
+<ul>{index}</ul>
+{sections}</body></html>
+"#,
+        total = cards.len(),
+        started = esc(started),
+        plural = if seeds == 1 { "" } else { "s" },
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::claims::ClaimOutcome;
+    use crate::library::card::CardLine;
+    use crate::matrix::{Claim, Expect, Judge};
+
+    fn line(name: &str, expect: Expect, held: bool) -> CardLine {
+        CardLine {
+            expected: format!("{name} <as designed>"),
+            outcome: ClaimOutcome {
+                name: name.into(),
+                claim: Claim {
+                    claim: "the claim".into(),
+                    source: "the article".into(),
+                    cures: None,
+                },
+                expect,
+                judge: Judge::Verdict,
+                met: if held { 2 } else { 1 },
+                seeds: 2,
+                held,
+                seconds: 40.0,
+                seeds_page: format!("lib-{name}/index.html"),
+                shown_by: held.then(|| format!("lib-{name}/run/report.html")),
+                figure: "27 double grants a run".into(),
+                verdicts: "2 INVALID".into(),
+                causes: "restart hazard 54".into(),
+            },
+        }
+    }
+
+    #[test]
+    fn the_page_has_a_section_per_library_and_a_row_per_check() {
+        let card = |client: &str, lines| Card {
+            client: client.into(),
+            package: "pottery".into(),
+            version: "3.0.1".into(),
+            summary: "Redlock".into(),
+            kind: "redlock".into(),
+            renews: "no".into(),
+            fencing: false,
+            lines,
+        };
+        let page = render(
+            &[
+                card(
+                    "lib:pottery-redlock",
+                    vec![
+                        line("control", Expect::Valid, true),
+                        line("redlock-restart-hazard", Expect::Invalid, true),
+                    ],
+                ),
+                card(
+                    "lib:redlock-py",
+                    vec![line("redlock-restart-hazard-delayed", Expect::Valid, false)],
+                ),
+            ],
+            "2026-12-04 12:00 UTC",
+            2,
+        );
+        assert!(page.contains("<title>Lock libraries, judged: 1 of 2 as designed</title>"));
+        assert!(page.contains("<section id=\"lib-pottery-redlock\">"));
+        assert!(page.contains("<a href=\"#lib-redlock-py\">lib:redlock-py</a>"));
+        assert!(page.contains("control &lt;as designed&gt;"), "escaped");
+        assert!(page.contains("NOT as designed in 1 of 2 seeds"));
+        assert!(page.contains("restart hazard 54"));
+        assert!(page.contains("<a href=\"lib-control/run/report.html\">a run that shows it</a>"));
+        assert_eq!(page.matches("<tr class=").count(), 3);
+    }
+}
