@@ -252,7 +252,16 @@ mod tests {
         for library in catalog(&repository_adapters()).unwrap() {
             let adapter = std::fs::read_to_string(library.adapter()).unwrap();
             for renewal in [Renewal::Reported, Renewal::Silent] {
-                let says = adapter.contains(&format!("renewal=\"{}\"", renewal.name()));
+                // As each language writes the field: Python's keyword, Java's `put`, Rust's
+                // `json!`.
+                let name = renewal.name();
+                let says = [
+                    format!("renewal=\"{name}\""),
+                    format!("\"renewal\", \"{name}\""),
+                    format!("\"renewal\": \"{name}\""),
+                ]
+                .iter()
+                .any(|form| adapter.contains(form.as_str()));
                 assert_eq!(
                     says,
                     library.manifest.renews == renewal,

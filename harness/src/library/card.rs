@@ -6,49 +6,18 @@
 
 use std::path::{Path, PathBuf};
 
-use serde::Serialize;
 use splitbrain_libraries::card::{checks, Check};
 use splitbrain_libraries::{adapters_dir, catalog, find, Library, LIB_PREFIX};
 use tokio_util::sync::CancellationToken;
 
-use super::{bad_catalog, install, page};
-use crate::claims::ClaimOutcome;
+use super::page::{self, Card, CardLine};
+use super::{bad_catalog, install};
 use crate::error::{Exit, HarnessError};
 use crate::matrix::{self, Claim};
 use crate::scenario;
 
 /// How long each seed of a control runs, with no faults.
 const CONTROL_TIME_LIMIT: &str = "20s";
-
-/// One library's card.
-#[derive(Debug, Serialize)]
-pub struct Card {
-    /// As `--client` names it: `lib:redis-py`.
-    pub client: String,
-    pub package: String,
-    pub version: String,
-    pub summary: String,
-    pub kind: String,
-    pub renews: String,
-    pub fencing: bool,
-    pub lines: Vec<CardLine>,
-}
-
-/// One check of a card, over its seeds.
-#[derive(Debug, Serialize)]
-pub struct CardLine {
-    /// What the library's design says it should show.
-    pub expected: String,
-    #[serde(flatten)]
-    pub outcome: ClaimOutcome,
-}
-
-impl Card {
-    /// Whether every check got what the library's design predicts.
-    pub fn as_designed(&self) -> bool {
-        self.lines.iter().all(|line| line.outcome.held)
-    }
-}
 
 /// `library test NAME` (or `--all`): runs the cards over seeds 1..=`seeds` into
 /// `results/library-NAME-<time>/` (`libraries-<time>/` for all), with `cards.json` and the

@@ -1,10 +1,42 @@
-//! The page of report cards `library test` writes: a section per library, a row per check,
-//! beside the claims page and in the same style.
+//! A library's report card, and the page of cards `library test` writes: a section per
+//! library, a row per check, beside the claims page and in the same style.
 
 use std::fmt::Write;
 
-use super::card::Card;
+use serde::Serialize;
+
+use crate::claims::ClaimOutcome;
 use crate::report::html::esc;
+
+/// One library's card.
+#[derive(Debug, Serialize)]
+pub struct Card {
+    /// As `--client` names it: `lib:redis-py`.
+    pub client: String,
+    pub package: String,
+    pub version: String,
+    pub summary: String,
+    pub kind: String,
+    pub renews: String,
+    pub fencing: bool,
+    pub lines: Vec<CardLine>,
+}
+
+/// One check of a card, over its seeds.
+#[derive(Debug, Serialize)]
+pub struct CardLine {
+    /// What the library's design says it should show.
+    pub expected: String,
+    #[serde(flatten)]
+    pub outcome: ClaimOutcome,
+}
+
+impl Card {
+    /// Whether every check got what the library's design predicts.
+    pub fn as_designed(&self) -> bool {
+        self.lines.iter().all(|line| line.outcome.held)
+    }
+}
 
 /// The page over `cards`, run over `seeds` seeds from `started`.
 pub fn render(cards: &[Card], started: &str, seeds: u64) -> String {
@@ -114,8 +146,6 @@ seed is valid. <strong>{designed} of {total}</strong> libraries as their design 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::claims::ClaimOutcome;
-    use crate::library::card::CardLine;
     use crate::matrix::{Claim, Expect, Judge};
 
     fn line(name: &str, expect: Expect, held: bool) -> CardLine {
