@@ -3,7 +3,8 @@
 
 Run as `splitbrain run --deployment redlock --client lib:pottery-redlock` (docs/libraries.md).
 It is written as pottery's documentation shows it: a `Redlock(key=..., masters={Redis, ...},
-auto_release_time=...)` over every master `hello` names, acquired without blocking
+auto_release_time=...)` over every master `hello` names (each `Redis` with a 1 s timeout and
+redis-py's own retries off, as the Redlock spec asks of a client), acquired without blocking
 (`acquire(blocking=False)`, one try) and released with `release()`. `auto_release_time` is
 the TTL, in seconds.
 
@@ -21,9 +22,18 @@ import time
 from pottery import Redlock
 from pottery.exceptions import ReleaseUnlockedLock
 from redis import Redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
 # A command that takes longer than this has an unknown outcome.
 SOCKET_TIMEOUT_S = 1.0
+# redis-py (6 and later) retries a command that timed out 3 times, with backoff, by default:
+# a master that is down then costs seconds, where the Redlock spec asks a client to give up on
+# it quickly and count the others. Off, as the spec asks.
+NO_RETRIES = Retry(NoBackoff(), 0)
+# pottery asks every master at once: an acquire that fails takes at most one timeout for the
+# votes and one for taking them back. The harness waits this long before it gives up on a reply.
+REPLY_TIMEOUT_MS = int(4 * SOCKET_TIMEOUT_S * 1000) + 2000
 
 
 def reply(**fields):
@@ -44,10 +54,11 @@ def main():
                     port=node["port"],
                     socket_timeout=SOCKET_TIMEOUT_S,
                     socket_connect_timeout=SOCKET_TIMEOUT_S,
+                    retry=NO_RETRIES,
                 )
                 for node in request["nodes"]
             }
-            reply(type="ok")
+            reply(type="ok", reply_timeout_ms=REPLY_TIMEOUT_MS)
             continue
         try:
             if op == "acquire":

@@ -128,6 +128,10 @@ pub enum LibraryCommand {
         all: bool,
         #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=1000))]
         seeds: u64,
+        /// Only this line of the card: `control`, or a scenario's name; repeat it for several.
+        /// Every line by default.
+        #[arg(long = "check", value_name = "CHECK")]
+        checks: Vec<String>,
         /// The folder of the catalog's scenario files the cards run.
         #[arg(long, default_value = SCENARIOS)]
         scenarios: PathBuf,

@@ -238,6 +238,7 @@ async fn dispatch(command: Command) -> Exit {
                 name,
                 all,
                 seeds,
+                checks,
                 scenarios,
                 results,
                 quiet,
@@ -245,7 +246,14 @@ async fn dispatch(command: Command) -> Exit {
                 progress::set_quiet(quiet);
                 let name = name.filter(|_| !all);
                 let interrupt = interrupt_on_signals();
-                library::test(name.as_deref(), seeds, &scenarios, &results, interrupt).await
+                let cards = library::Cards {
+                    name: name.as_deref(),
+                    seeds,
+                    only: &checks,
+                    scenarios: &scenarios,
+                    results: &results,
+                };
+                library::test(cards, interrupt).await
             }
         },
         Command::Images {

@@ -87,6 +87,38 @@ fn a_library_is_refused_off_the_deployments_it_is_written_for_or_when_unknown() 
     );
 }
 
+/// A card line no card asked for has is refused before anything is installed or run, with
+/// the lines there are.
+#[test]
+fn a_card_line_on_no_card_is_refused_naming_the_lines_there_are() {
+    let cache = tempfile::tempdir().unwrap();
+    let (_keep, results) = results_dir();
+    let args = [
+        "library",
+        "test",
+        "kazoo",
+        "--check",
+        "redis-zombie",
+        "--results",
+        results.to_str().unwrap(),
+    ];
+    let out = with_catalog(cache.path(), &args);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(254), "{stderr}");
+    assert!(
+        stderr.contains("--check redis-zombie") && stderr.contains("zookeeper-cut-off-holder"),
+        "{stderr}"
+    );
+    assert!(
+        std::fs::read_dir(cache.path()).unwrap().next().is_none(),
+        "a refused card installs nothing"
+    );
+    assert!(
+        !results.exists() || std::fs::read_dir(&results).unwrap().next().is_none(),
+        "a refused card writes no results"
+    );
+}
+
 /// From an empty cache: the first run installs redis-py into a virtual environment of its
 /// own, says so, and is valid with no faults; the second finds it installed.
 #[test]

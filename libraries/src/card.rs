@@ -41,6 +41,11 @@ const fn scenario(name: &'static str, expected: &'static str) -> Check {
 
 /// The card's lines for a library: the control first, then each scenario its kind of lock
 /// is exposed to (a renewing lock's watchdog, a fencing lock's cure only where it has them).
+/// A holder cut off from the servers is a hazard only where something renews its lease
+/// behind its back: one that does not renew acts within the validity it was granted, which
+/// a cut does not shorten (python-etcd3 under `etcd-cut-off-holder`: no stale write in 3 of 3
+/// seeds). The cut's fenced cure is not on the cards: an acquire from the cut-off machine
+/// hangs (kazoo, Curator) or times out, its outcome unknown, and with it the verdict.
 pub fn checks(manifest: &Manifest) -> Vec<Check> {
     let mut checks = vec![Check::Control];
     let renews = manifest.renews != Renewal::No;
@@ -148,6 +153,15 @@ pub fn checks(manifest: &Manifest) -> Vec<Check> {
                 ),
                 fences,
             ),
+            (
+                scenario(
+                    "zookeeper-cut-off-holder",
+                    "A holder cut off from the ensemble past its session timeout loses the \
+                     lock without knowing, its session kept by heartbeats it does not watch, \
+                     and writes: a zombie.",
+                ),
+                renews,
+            ),
         ],
         Kind::Etcd => &[
             (
@@ -165,6 +179,15 @@ pub fn checks(manifest: &Manifest) -> Vec<Check> {
                      zombie's write refused, none lost.",
                 ),
                 fences,
+            ),
+            (
+                scenario(
+                    "etcd-cut-off-holder",
+                    "A holder cut off from the cluster past its lease loses the lock without \
+                     knowing, its lease kept alive by a renewal it does not watch, and writes: \
+                     a zombie.",
+                ),
+                renews,
             ),
         ],
     };
@@ -219,8 +242,15 @@ mod tests {
         let fenced = names(&manifest(Kind::Zookeeper, Renewal::Silent, true));
         assert_eq!(
             fenced,
-            ["control", "zookeeper-zombie", "zookeeper-zombie-fenced"]
+            [
+                "control",
+                "zookeeper-zombie",
+                "zookeeper-zombie-fenced",
+                "zookeeper-cut-off-holder"
+            ]
         );
+        let unrenewed = names(&manifest(Kind::Etcd, Renewal::No, false));
+        assert_eq!(unrenewed, ["control", "etcd-zombie"]);
     }
 
     /// Every scenario a card can name, whatever the library, is in the repository's catalog.

@@ -19,33 +19,47 @@ use crate::scenario;
 /// How long each seed of a control runs, with no faults.
 const CONTROL_TIME_LIMIT: &str = "20s";
 
+/// What `library test` was asked for.
+pub struct Cards<'a> {
+    /// One library, or every one.
+    pub name: Option<&'a str>,
+    pub seeds: u64,
+    /// Only these lines of each card (`control` or a scenario's name); every line if empty.
+    pub only: &'a [String],
+    /// The folder of the catalog's scenarios.
+    pub scenarios: &'a Path,
+    pub results: &'a Path,
+}
+
 /// `library test NAME` (or `--all`): runs the cards over seeds 1..=`seeds` into
 /// `results/library-NAME-<time>/` (`libraries-<time>/` for all), with `cards.json` and the
 /// page, `index.html`; exits 0 when every check got what its library's design predicts.
-pub async fn test(
-    name: Option<&str>,
-    seeds: u64,
-    scenarios: &Path,
-    results: &Path,
-    interrupt: CancellationToken,
-) -> Result<Exit, HarnessError> {
+pub async fn test(asked: Cards<'_>, interrupt: CancellationToken) -> Result<Exit, HarnessError> {
+    let Cards {
+        name,
+        seeds,
+        scenarios,
+        results,
+        ..
+    } = asked;
     let dir = adapters_dir();
     let libraries = match name {
         Some(name) => vec![find(&dir, name.trim_start_matches(LIB_PREFIX)).map_err(bad_catalog)?],
         None => catalog(&dir).map_err(bad_catalog)?,
     };
+    let libraries = with_checks(libraries, asked.only)?;
     // Every scenario a card names is read before anything runs, so that a catalog without
     // one fails now rather than an hour in.
-    for library in &libraries {
-        for check in checks(&library.manifest) {
-            cells_of(library, check, &[1], scenarios)?;
+    for (library, checks) in &libraries {
+        for check in checks {
+            cells_of(library, *check, &[1], scenarios)?;
         }
     }
     let started = chrono::Utc::now();
     let folder = results.join(format!(
         "{}-{}",
         match name {
-            Some(_) => format!("library-{}", libraries[0].name),
+            Some(_) => format!("library-{}", libraries[0].0.name),
             None => "libraries".to_string(),
         },
         started.format("%Y%m%dT%H%M%S")
@@ -58,13 +72,13 @@ pub async fn test(
     })?;
     let seed_list: Vec<u64> = (1..=seeds).collect();
     let mut cards = Vec::new();
-    for library in libraries {
+    for (library, checks) in libraries {
         if interrupt.is_cancelled() {
             break;
         }
         install(library.clone()).await?;
         let mut lines = Vec::new();
-        for check in checks(&library.manifest) {
+        for check in checks {
             if interrupt.is_cancelled() {
                 break;
             }
@@ -102,6 +116,44 @@ pub async fn test(
         true => Exit::Success,
         false => Exit::Verdict(splitbrain_checker::Valid::False),
     })
+}
+
+/// Each library with the lines of its card that were asked for (all of them when `only` is
+/// empty), leaving out a library none of them applies to. A name on no card is refused.
+fn with_checks(
+    libraries: Vec<Library>,
+    only: &[String],
+) -> Result<Vec<(Library, Vec<Check>)>, HarnessError> {
+    let wanted = |check: &Check| only.is_empty() || only.iter().any(|name| name == check.name());
+    for name in only {
+        let on_a_card = libraries
+            .iter()
+            .any(|library| checks(&library.manifest).iter().any(|c| c.name() == name));
+        if !on_a_card {
+            let mut known: Vec<&str> = libraries
+                .iter()
+                .flat_map(|library| checks(&library.manifest))
+                .map(Check::name)
+                .collect();
+            known.sort_unstable();
+            known.dedup();
+            return Err(HarnessError::BadInput(format!(
+                "--check {name}: no card asked for has that line; they have {}",
+                known.join(", ")
+            )));
+        }
+    }
+    Ok(libraries
+        .into_iter()
+        .map(|library| {
+            let lines = checks(&library.manifest)
+                .into_iter()
+                .filter(wanted)
+                .collect();
+            (library, lines)
+        })
+        .filter(|(_, lines): &(Library, Vec<Check>)| !lines.is_empty())
+        .collect())
 }
 
 /// A check's claim, its cells over `seeds` with the library as the client, and the file they

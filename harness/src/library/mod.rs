@@ -4,7 +4,7 @@
 mod card;
 mod page;
 
-pub use card::test;
+pub use card::{test, Cards};
 
 use splitbrain_libraries::install::cache_dir;
 use splitbrain_libraries::{adapters_dir, catalog, Library};

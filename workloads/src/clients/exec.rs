@@ -191,6 +191,22 @@ struct Reply {
     /// In the `hello` reply: the library renews held leases by itself.
     #[serde(default)]
     renewal: Option<Renewal>,
+    /// In the `hello` reply: how long the library's calls may take, where that is longer than
+    /// the harness waits by default (a Redlock library that tries each master in turn).
+    #[serde(default)]
+    reply_timeout_ms: Option<u64>,
+}
+
+/// The longest a program may ask the harness to wait for a reply: beyond it, a hung library
+/// would hold a worker for most of a run.
+const MOST_PATIENCE: Duration = Duration::from_secs(60);
+
+/// How long to wait for a reply: the default, or longer where the program's `hello` reply
+/// asked for it (never past [`MOST_PATIENCE`], never shorter than the default).
+fn patience(default: Duration, asked_ms: Option<u64>) -> Duration {
+    asked_ms.map_or(default, |ms| {
+        Duration::from_millis(ms).min(MOST_PATIENCE).max(default)
+    })
 }
 
 /// A line the program writes of its own accord, between replies.
@@ -286,6 +302,7 @@ impl Exec {
         {
             Ok(reply) if reply.kind == ReplyKind::Ok => {
                 self.renewal = reply.renewal;
+                self.reply_timeout = patience(self.reply_timeout, reply.reply_timeout_ms);
                 let took = asked.elapsed();
                 if took > self.start_timeout / 2 {
                     tracing::warn!(
@@ -639,6 +656,15 @@ mod tests {
             broken: None,
             renewal: None,
         }
+    }
+
+    #[test]
+    fn a_program_may_ask_for_more_patience_but_not_less_nor_without_end() {
+        let default = Duration::from_secs(5);
+        assert_eq!(patience(default, None), default);
+        assert_eq!(patience(default, Some(20_000)), Duration::from_secs(20));
+        assert_eq!(patience(default, Some(1_000)), default);
+        assert_eq!(patience(default, Some(3_600_000)), MOST_PATIENCE);
     }
 
     #[test]
