@@ -20,6 +20,9 @@ pub struct Hold {
     pub acquire_index: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub token: Option<String>,
+    /// When its acquire was invoked: a node may have set its key any time from then.
+    #[serde(default)]
+    pub asked_ms: f64,
     pub start_ms: f64,
     pub end_ms: f64,
     /// When the lease ended: the acquire's invoke plus its validity.
@@ -31,6 +34,10 @@ pub struct Hold {
     /// Its client renews the lease (a watchdog, or a library that reports its renewals).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub renews: bool,
+    /// Granted with `renewal: silent`: its library kept the lock alive past `lease_end_ms`
+    /// for as long as it reached the servers (a ZooKeeper session, an etcd keep-alive).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub renews_silently: bool,
 }
 
 /// Two holders of one lock at once.
@@ -127,6 +134,8 @@ pub(crate) struct Candidate {
     pub(crate) token: Option<String>,
     /// The nodes the grant came from, when the client named them.
     pub(crate) nodes: Option<Vec<String>>,
+    /// The acquire's invoke.
+    pub(crate) asked: u64,
     /// The acquire's `ok` (its invoke, for a possible hold).
     pub(crate) start: u64,
     pub(crate) end: u64,
@@ -152,12 +161,14 @@ impl Candidate {
             key: self.key.clone(),
             acquire_index: self.acquire_index,
             token: self.token.clone(),
+            asked_ms: ms(self.asked),
             start_ms: ms(self.start),
             end_ms: ms(self.end),
             lease_end_ms: ms(self.lease_end),
             ended_by: self.ended_by.to_string(),
             nodes: self.nodes.clone(),
             renews: self.renews,
+            renews_silently: self.renews_silently,
         }
     }
 }
@@ -215,6 +226,7 @@ impl HoldTracker {
             acquire_index: invoke.index,
             token: invoke.token.clone(),
             nodes: None,
+            asked: invoke.time,
             start: invoke.time,
             end: lease_end,
             lease_end,
@@ -311,6 +323,7 @@ impl HoldTracker {
                             acquire_index: invoke.index,
                             token: op.token.clone().or_else(|| invoke.token.clone()),
                             nodes: op.node.clone(),
+                            asked: invoke.time,
                             start: op.time,
                             end: lease_end,
                             lease_end,

@@ -126,8 +126,6 @@ pub enum LibraryCommand {
         /// Every library, and the page of all cards (results/libraries-<time>/index.html).
         #[arg(long)]
         all: bool,
-        #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=1000))]
-        seeds: u64,
         /// Only this line of the card: `control`, or a scenario's name; repeat it for several.
         /// Every line by default.
         #[arg(long = "check", value_name = "CHECK")]
@@ -135,12 +133,8 @@ pub enum LibraryCommand {
         /// The folder of the catalog's scenario files the cards run.
         #[arg(long, default_value = SCENARIOS)]
         scenarios: PathBuf,
-        /// Where runs and the cards (library-NAME-<time>/) are stored.
-        #[arg(long, default_value = "results")]
-        results: PathBuf,
-        /// Print only the cards.
-        #[arg(long)]
-        quiet: bool,
+        #[command(flatten)]
+        runs: SeedRuns,
     },
 }
 
@@ -264,15 +258,28 @@ pub enum ScenarioCommand {
         /// Every scenario, and the claims page over them (results/claims-<time>/index.html).
         #[arg(long)]
         all: bool,
-        #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=1000))]
-        seeds: u64,
-        /// Where runs and the summary (scenario-NAME-<time>/) are stored.
-        #[arg(long, default_value = "results")]
-        results: PathBuf,
-        /// Print only the summary.
-        #[arg(long)]
-        quiet: bool,
+        #[command(flatten)]
+        runs: SeedRuns,
     },
+}
+
+/// How `scenario run` and `library test` run each claim's seeds.
+#[derive(Debug, Clone, Args)]
+pub struct SeedRuns {
+    /// Run seeds 1..=N of each scenario.
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=1000))]
+    pub seeds: u64,
+    /// How many seeds of a scenario run at once on the one Docker engine. One by default: a
+    /// detection share is measured one seed at a time, and seeds side by side each see a
+    /// busier machine (faster, and a harder test for the timing of faults and clients).
+    #[arg(long, default_value_t = 1, value_parser = count)]
+    pub parallel: usize,
+    /// Where the runs and the summary (scenario-NAME-<time>/, library-NAME-<time>/) go.
+    #[arg(long, default_value = "results")]
+    pub results: PathBuf,
+    /// Print only the summary.
+    #[arg(long)]
+    pub quiet: bool,
 }
 
 #[derive(Debug, Args)]

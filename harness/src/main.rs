@@ -199,20 +199,12 @@ async fn dispatch(command: Command) -> Exit {
         }
         Command::Scenario(args) => match args.command {
             ScenarioCommand::List => scenario::list(&args.dir),
-            ScenarioCommand::Run {
-                name,
-                all,
-                seeds,
-                results,
-                quiet,
-            } => {
-                progress::set_quiet(quiet);
+            ScenarioCommand::Run { name, all, runs } => {
+                progress::set_quiet(runs.quiet);
                 let interrupt = interrupt_on_signals();
                 match name {
-                    Some(name) if !all => {
-                        scenario::run(&args.dir, &name, seeds, results, interrupt).await
-                    }
-                    _ => scenario::run_all(&args.dir, seeds, results, interrupt).await,
+                    Some(name) if !all => scenario::run(&args.dir, &name, &runs, interrupt).await,
+                    _ => scenario::run_all(&args.dir, &runs, interrupt).await,
                 }
             }
         },
@@ -237,21 +229,18 @@ async fn dispatch(command: Command) -> Exit {
             LibraryCommand::Test {
                 name,
                 all,
-                seeds,
                 checks,
                 scenarios,
-                results,
-                quiet,
+                runs,
             } => {
-                progress::set_quiet(quiet);
+                progress::set_quiet(runs.quiet);
                 let name = name.filter(|_| !all);
                 let interrupt = interrupt_on_signals();
                 let cards = library::Cards {
                     name: name.as_deref(),
-                    seeds,
                     only: &checks,
                     scenarios: &scenarios,
-                    results: &results,
+                    runs: &runs,
                 };
                 library::test(cards, interrupt).await
             }

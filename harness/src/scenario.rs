@@ -27,6 +27,7 @@ use std::path::{Path, PathBuf};
 use tokio_util::sync::CancellationToken;
 
 use crate::claims::{self, ClaimOutcome};
+use crate::cli::SeedRuns;
 use crate::error::{Exit, HarnessError};
 use crate::matrix::{self, Claim, Expect, Judge, MatrixOptions, Met};
 use crate::store::{Results, RunDir};
@@ -120,8 +121,7 @@ pub fn list(dir: &Path) -> Result<Exit, HarnessError> {
 pub async fn run(
     dir: &Path,
     name: &str,
-    seeds: u64,
-    results: PathBuf,
+    runs: &SeedRuns,
     interrupt: CancellationToken,
 ) -> Result<Exit, HarnessError> {
     let path = dir.join(format!("{name}.toml"));
@@ -133,11 +133,11 @@ pub async fn run(
             known.join(", ")
         )));
     }
-    let folder = results.join(format!(
+    let folder = runs.results.join(format!(
         "scenario-{name}-{}",
         chrono::Utc::now().format("%Y%m%dT%H%M%S")
     ));
-    let outcome = run_one(name, &path, seeds, &folder, &interrupt).await?;
+    let outcome = run_one(name, &path, runs, &folder, &interrupt).await?;
     if interrupt.is_cancelled() {
         return Ok(Exit::Interrupted);
     }
@@ -148,23 +148,24 @@ pub async fn run(
 /// (`results/claims-<time>/index.html`, with `claims.json`) over them.
 pub async fn run_all(
     dir: &Path,
-    seeds: u64,
-    results: PathBuf,
+    runs: &SeedRuns,
     interrupt: CancellationToken,
 ) -> Result<Exit, HarnessError> {
     let scenarios = all(dir)?;
     let started = chrono::Utc::now();
-    let page = results.join(format!("claims-{}", started.format("%Y%m%dT%H%M%S")));
+    let page = runs
+        .results
+        .join(format!("claims-{}", started.format("%Y%m%dT%H%M%S")));
     let mut outcomes = Vec::new();
     for scenario in &scenarios {
         if interrupt.is_cancelled() {
             break;
         }
         let folder = page.join(format!("scenario-{}", scenario.name));
-        outcomes.push(run_one(&scenario.name, &scenario.path, seeds, &folder, &interrupt).await?);
+        outcomes.push(run_one(&scenario.name, &scenario.path, runs, &folder, &interrupt).await?);
     }
     let when = started.format("%Y-%m-%d %H:%M UTC").to_string();
-    let html = claims::render(&outcomes, &when, seeds as usize);
+    let html = claims::render(&outcomes, &when, runs.seeds as usize);
     let json = serde_json::to_string_pretty(&outcomes).map_err(anyhow::Error::from)?;
     std::fs::write(page.join("index.html"), html).map_err(anyhow::Error::from)?;
     std::fs::write(page.join("claims.json"), json).map_err(anyhow::Error::from)?;
@@ -198,28 +199,29 @@ fn exit_of(outcomes: &[ClaimOutcome]) -> Exit {
     }
 }
 
-/// Runs the scenario at `path` over seeds 1..=`seeds` into `folder`, prints its table and
-/// whether its claim held, and returns what the claims page shows of it.
+/// Runs the scenario at `path` over seeds 1..=`runs.seeds` into `folder`, prints its table
+/// and whether its claim held, and returns what the claims page shows of it.
 async fn run_one(
     name: &str,
     path: &Path,
-    seeds: u64,
+    runs: &SeedRuns,
     folder: &Path,
     interrupt: &CancellationToken,
 ) -> Result<ClaimOutcome, HarnessError> {
-    let seeds: Vec<u64> = (1..=seeds).collect();
+    let seeds: Vec<u64> = (1..=runs.seeds).collect();
     let (claim, cells) = matrix::load_scenario(path, &seeds)?;
-    run_claim(name, claim, cells, path, folder, interrupt).await
+    run_claim(name, claim, cells, path, folder, runs.parallel, interrupt).await
 }
 
-/// Runs a claim's `cells` (one a seed, read from `file`) into `folder`, prints their table
-/// and whether the claim held, and returns what a page of claims shows of it.
+/// Runs a claim's `cells` (one a seed, read from `file`; `parallel` at once) into `folder`,
+/// prints their table and whether the claim held, and returns what a page of claims shows.
 pub async fn run_claim(
     name: &str,
     claim: Claim,
     cells: Vec<matrix::Cell>,
     file: &Path,
     folder: &Path,
+    parallel: usize,
     interrupt: &CancellationToken,
 ) -> Result<ClaimOutcome, HarnessError> {
     let seeds = cells.len();
@@ -229,9 +231,7 @@ pub async fn run_claim(
         results: folder.parent().unwrap_or(Path::new(".")).to_path_buf(),
         junit: None,
         shard: None,
-        // A claim's detection share is measured one seed at a time, as the README's figures
-        // were: seeds side by side would each see a busier machine.
-        parallel: 1,
+        parallel,
     };
     let folder_name = folder
         .file_name()

@@ -758,8 +758,9 @@ fn the_claims_page_renders_and_its_links_resolve() {
 }
 
 /// A library's report card, from the catalog's real adapter and a folder of short scenarios
-/// under the names its card runs: a row per check, the control valid, every link resolving,
-/// and the page rendered in Chromium without a script error.
+/// under the names its card runs, two seeds of each at once: a row per check, the control
+/// valid in both, every link resolving, and the page rendered in Chromium without a script
+/// error.
 #[test]
 fn a_librarys_report_card_renders_and_its_links_resolve() {
     if docker_skipped() {
@@ -795,7 +796,8 @@ fn a_librarys_report_card_renders_and_its_links_resolve() {
     }
     let results = dir.path().join("results");
     let out = splitbrain()
-        .args(["library", "test", "lib:redis-py", "--seeds", "1", "--quiet"])
+        .args(["library", "test", "lib:redis-py", "--quiet"])
+        .args(["--seeds", "2", "--parallel", "2"])
         .arg("--scenarios")
         .arg(&scenarios)
         .arg("--results")
@@ -846,11 +848,12 @@ fn a_librarys_report_card_renders_and_its_links_resolve() {
         ]
     );
     assert_eq!(lines[0]["held"], true, "the control is valid: {}", lines[0]);
-    assert_eq!(lines[0]["verdicts"], "1 valid");
+    assert_eq!(lines[0]["verdicts"], "2 valid");
     let page = page_dir.join("index.html");
     let html = std::fs::read_to_string(&page).unwrap();
     assert_self_contained(&html);
     assert_eq!(html.matches("<tr class=").count(), 4, "{html}");
+    assert!(html.contains("over 2 seeds (2 at once)"), "{html}");
     assert_links_resolve(&page, &html);
     let Some(browser) = chromium() else { return };
     let rendered = render(&browser, &page, &dir.path().join("cards.png"));

@@ -162,9 +162,15 @@ fn from_events(grant: &DoubleGrant, context: &Context) -> Option<Explanation> {
             ),
         )
     } else {
-        let lost = context.key_lost(master_nodes.as_deref(), from, to)?;
+        // A node may set the first key any time from the acquire's invoke: one killed after
+        // it voted and before the library answered loses the key all the same.
+        let lost = context.key_lost(master_nodes.as_deref(), first.asked_ms, to)?;
         let consequence = if lost.state == State::Down {
-            format!("it came back without process {}'s key", first.process)
+            format!(
+                "it came back without process {}'s key{}",
+                first.process,
+                during_acquire(first, lost)
+            )
         } else {
             format!(
                 "the clock set forward expired process {}'s key early",
@@ -192,6 +198,20 @@ fn from_events(grant: &DoubleGrant, context: &Context) -> Option<Explanation> {
     Some(Explanation::new(cause, sentence).resting_on(&[first, second], &[spell]))
 }
 
+/// Where `spell` began while `hold`'s acquire was still under way, that it did, for a
+/// sentence: the node may have voted before it went down, or not (the history cannot say).
+fn during_acquire(hold: &Hold, spell: &Spell) -> String {
+    if spell.start_ms < hold.start_ms {
+        format!(
+            " (it went down while the acquire asked at {} was under way, after it may have \
+             voted)",
+            seconds(hold.asked_ms)
+        )
+    } else {
+        String::new()
+    }
+}
+
 /// How long after the Sentinels name a new master the old one may still grant to clients
 /// connected to it: until they make it a replica, within Sentinel's failover-timeout (6 s by
 /// default; measured here, a busy machine took 2 to 3 s).
@@ -213,8 +233,8 @@ fn forgotten(
     for node in shared {
         let restart = context
             .timeline
-            .on(node, &[State::Down], from, to)
-            .find(|s| s.start_ms >= from);
+            .on(node, &[State::Down], first.asked_ms, to)
+            .find(|s| s.start_ms >= first.asked_ms);
         let jump = context
             .timeline
             .on(node, &[State::Clock], from, to)
@@ -569,20 +589,44 @@ fn zombie(grant: &DoubleGrant, context: &Context) -> Explanation {
         );
         return Explanation::new(Cause::Zombie, sentence).resting_on(&[first, second], &[pause]);
     }
+    // A lock its library renews silently lives on past the lease it promised for as long as
+    // the renewals reach the servers: a cut at any time in the hold, before the second grant,
+    // is what ended it (under load, the acquire alone can take most of the lease).
+    let cut_by = if zombie.renews_silently {
+        zombie.end_ms.min(other.start_ms)
+    } else {
+        zombie.lease_end_ms
+    };
     let cut = near.iter().find(|s| {
         matches!(s.state, State::Links | State::CutOff)
             && s.holder.map(Process::Client) == Some(zombie.process)
-            && s.start_ms <= zombie.lease_end_ms
+            && s.start_ms <= cut_by
     });
     if let Some(cut) = cut {
-        let sentence = format!(
-            "process {} was cut off just after its grant at {} ({}, {}); {}",
-            zombie.process,
-            seconds(zombie.start_ms),
-            cut.fault,
-            cut.phrase_until(zombie.end_ms),
-            granted
-        );
+        let sentence = if zombie.renews_silently && cut.start_ms > zombie.lease_end_ms {
+            format!(
+                "process {} was granted at {} a lock its library renews silently, and was cut \
+                 off during its hold ({}, {}): its renewals stopped reaching the servers; \
+                 process {} was granted at {}; process {} went on as holder until {}",
+                zombie.process,
+                seconds(zombie.start_ms),
+                cut.fault,
+                cut.phrase_until(zombie.end_ms),
+                other.process,
+                seconds(other.start_ms),
+                zombie.process,
+                seconds(zombie.end_ms),
+            )
+        } else {
+            format!(
+                "process {} was cut off just after its grant at {} ({}, {}); {}",
+                zombie.process,
+                seconds(zombie.start_ms),
+                cut.fault,
+                cut.phrase_until(zombie.end_ms),
+                granted
+            )
+        };
         let cuts: Vec<&Spell> = near
             .iter()
             .copied()

@@ -8,7 +8,9 @@
 //! 1. A `stale` (or `fenced`) double grant has a **zombie**: the holder whose lease had ended
 //!    when the other was granted. It is a [`Cause::Zombie`] where its client worker
 //!    (`client-<process % workers>`) was frozen during its hold; a [`Cause::CutOffHolder`]
-//!    where a fault aimed at the holder cut its links; a [`Cause::RestartHazard`] where it
+//!    where a fault aimed at the holder cut its links within its lease (for a lock its
+//!    library renews silently, whose lease lives on while it reaches the servers, any time in
+//!    its hold before the second grant); a [`Cause::RestartHazard`] where it
 //!    renews its lease and its node was killed during its hold (it came back without the key,
 //!    so the renewals failed); otherwise, where no fault touched its client or its nodes
 //!    during its hold, a [`Cause::SlowHolder`] (the work outlasted the lease); otherwise
@@ -20,7 +22,8 @@
 //!    succeed while the first holder's key is there).
 //! 3. Where both grants name their nodes and share some, each shared node granted both, so it
 //!    lost the first key while that lease was live: a [`Cause::RestartHazard`] where it was
-//!    killed and came back between the grants, a [`Cause::ClockJump`] where its clock was set
+//!    killed after the first acquire was asked (it may have voted before it went down) and
+//!    came back before the second grant, a [`Cause::ClockJump`] where its clock was set
 //!    forward (or strobed, or drifted) between them. A shared node with neither is rule 2's,
 //!    or leaves the double grant unexplained.
 //! 4. Where they share no node, the lock moved to another master: a [`Cause::SplitBrain`]

@@ -12,6 +12,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::page::{self, Card, CardLine};
 use super::{bad_catalog, install};
+use crate::cli::SeedRuns;
 use crate::error::{Exit, HarnessError};
 use crate::matrix::{self, Claim};
 use crate::scenario;
@@ -23,12 +24,12 @@ const CONTROL_TIME_LIMIT: &str = "20s";
 pub struct Cards<'a> {
     /// One library, or every one.
     pub name: Option<&'a str>,
-    pub seeds: u64,
     /// Only these lines of each card (`control` or a scenario's name); every line if empty.
     pub only: &'a [String],
     /// The folder of the catalog's scenarios.
     pub scenarios: &'a Path,
-    pub results: &'a Path,
+    /// The seeds, how many at once, and where their runs go.
+    pub runs: &'a SeedRuns,
 }
 
 /// `library test NAME` (or `--all`): runs the cards over seeds 1..=`seeds` into
@@ -37,11 +38,11 @@ pub struct Cards<'a> {
 pub async fn test(asked: Cards<'_>, interrupt: CancellationToken) -> Result<Exit, HarnessError> {
     let Cards {
         name,
-        seeds,
         scenarios,
-        results,
+        runs: seed_runs,
         ..
     } = asked;
+    let seeds = seed_runs.seeds;
     let dir = adapters_dir();
     let libraries = match name {
         Some(name) => vec![find(&dir, name.trim_start_matches(LIB_PREFIX)).map_err(bad_catalog)?],
@@ -56,7 +57,7 @@ pub async fn test(asked: Cards<'_>, interrupt: CancellationToken) -> Result<Exit
         }
     }
     let started = chrono::Utc::now();
-    let folder = results.join(format!(
+    let folder = seed_runs.results.join(format!(
         "{}-{}",
         match name {
             Some(_) => format!("library-{}", libraries[0].0.name),
@@ -84,8 +85,16 @@ pub async fn test(asked: Cards<'_>, interrupt: CancellationToken) -> Result<Exit
             }
             let (claim, cells, file) = cells_of(&library, check, &seed_list, scenarios)?;
             let runs = folder.join(format!("{}-{}", library.name, check.name()));
-            let outcome =
-                scenario::run_claim(check.name(), claim, cells, &file, &runs, &interrupt).await?;
+            let outcome = scenario::run_claim(
+                check.name(),
+                claim,
+                cells,
+                &file,
+                &runs,
+                seed_runs.parallel,
+                &interrupt,
+            )
+            .await?;
             lines.push(CardLine {
                 expected: check.expected().to_string(),
                 outcome,
@@ -100,7 +109,7 @@ pub async fn test(asked: Cards<'_>, interrupt: CancellationToken) -> Result<Exit
     std::fs::write(folder.join("cards.json"), json).map_err(anyhow::Error::from)?;
     std::fs::write(
         folder.join("index.html"),
-        page::render(&cards, &when, seeds),
+        page::render(&cards, &when, seeds, seed_runs.parallel),
     )
     .map_err(anyhow::Error::from)?;
     let designed = cards.iter().filter(|c| c.as_designed()).count();

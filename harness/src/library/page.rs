@@ -38,8 +38,12 @@ impl Card {
     }
 }
 
-/// The page over `cards`, run over `seeds` seeds from `started`.
-pub fn render(cards: &[Card], started: &str, seeds: u64) -> String {
+/// The page over `cards`, run over `seeds` seeds (`parallel` at once) from `started`.
+pub fn render(cards: &[Card], started: &str, seeds: u64, parallel: usize) -> String {
+    let at_once = match parallel {
+        1 => "one at a time".to_string(),
+        n => format!("{n} at once"),
+    };
     let designed = cards.iter().filter(|c| c.as_designed()).count();
     let mut sections = String::new();
     let mut index = String::new();
@@ -131,7 +135,7 @@ tr.held {{ color: inherit; font-weight: normal; }}
 <h1>Lock libraries, judged</h1>
 <p>Each real lock library of splitbrain's catalog, run as its documentation says to use it,
 through the scenarios of the catalog whose hazard applies to its kind of lock and a no-fault
-control, over {seeds} seed{plural} against real servers in containers, started {started}. A hazard is
+control, over {seeds} seed{plural} ({at_once}) against real servers in containers, started {started}. A hazard is
 as designed when at least nine seeds in ten show it; a cure and the control only when every
 seed is valid. <strong>{designed} of {total}</strong> libraries as their design predicts.</p>
 <ul>{index}</ul>
@@ -201,12 +205,14 @@ mod tests {
             ],
             "2026-12-04 12:00 UTC",
             2,
+            3,
         );
         assert!(page.contains("<title>Lock libraries, judged: 1 of 2 as designed</title>"));
         assert!(page.contains("<section id=\"lib-pottery-redlock\">"));
         assert!(page.contains("<a href=\"#lib-redlock-py\">lib:redlock-py</a>"));
         assert!(page.contains("control &lt;as designed&gt;"), "escaped");
         assert!(page.contains("NOT as designed in 1 of 2 seeds"));
+        assert!(page.contains("over 2 seeds (3 at once)"));
         assert!(page.contains("restart hazard 54"));
         assert!(page.contains("<a href=\"lib-control/run/report.html\">a run that shows it</a>"));
         assert_eq!(page.matches("<tr class=").count(), 3);

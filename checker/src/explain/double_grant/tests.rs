@@ -35,6 +35,13 @@ impl History {
         self.push(invoke, at_ms).push(ok, ok_ms)
     }
 
+    /// The last grant came from a library that renews its lease silently (a session).
+    fn renewed_silently(&mut self) -> &mut Self {
+        let ok = self.0.last_mut().expect("a grant");
+        ok.renewal = Some(crate::Renewal::Silent);
+        self
+    }
+
     fn release(&mut self, process: u64, at_ms: u64, outcome: OpType) -> &mut Self {
         let op = |kind| Op::new(Process::Client(process), kind, "release").key("lock");
         self.push(op(OpType::Invoke), at_ms)
@@ -606,6 +613,46 @@ fn a_holder_whose_links_were_cut_just_after_its_grant_is_cut_off() {
 }
 
 #[test]
+fn a_silently_renewed_holder_cut_off_after_its_promised_lease_is_cut_off_all_the_same() {
+    // Curator under load (zookeeper-cut-off-holder, busy): the acquire took 1.8 of its 2 s,
+    // so the lease as promised ended before the cut; the session lived on until the cut.
+    // Without silent renewal, the holder had already outlived its lease: the cut explains
+    // nothing.
+    for (silent, cause) in [(true, Cause::CutOffHolder), (false, Cause::Unexplained)] {
+        let mut history = History::default();
+        workers(&mut history);
+        history.grant(0, 1_000, 2_800, 2_000, &["n1"]);
+        if silent {
+            history.renewed_silently();
+        }
+        history
+            .fault(
+                "start",
+                3_100,
+                "link-drop-holder",
+                &["g0->n1"],
+                Value::Null,
+                json!({"holder": 0, "granted_by": ["n1"]}),
+            )
+            .grant(1, 5_000, 5_001, 2_000, &["n1"])
+            .release(0, 6_000, OpType::Ok);
+        let explained = history.explained();
+        assert_eq!(causes(&explained), vec![cause], "silent: {silent}");
+        if silent {
+            assert!(
+                explained[0].sentence.starts_with(
+                    "process 0 was granted at 2.800s a lock its library renews silently, and \
+                     was cut off during its hold (link-drop-holder, the links to n1 from client \
+                     group g0 were cut at 3.100s"
+                ),
+                "{}",
+                explained[0].sentence
+            );
+        }
+    }
+}
+
+#[test]
 fn a_late_release_that_succeeded_between_two_live_leases_is_a_hijack() {
     for (outcome, cause) in [
         (OpType::Ok, Cause::Hijack),
@@ -755,6 +802,49 @@ fn a_release_after_the_restart_that_lost_the_first_key_is_no_hijack() {
          at 0.974s, while process 2's lease ran until 2.500s, across this: n1 was killed at \
          0.900s, back at 0.969s; it came back without process 2's key"
     );
+}
+
+/// rslock under `kill-holder`, busy: three masters were killed while process 0's acquire was
+/// under way, after they had voted for it, and came back empty before process 1 asked. Named
+/// or not, the restart lost the key; a kill before the acquire was asked loses nothing.
+#[test]
+fn a_kill_while_the_first_acquire_was_under_way_is_the_restart_hazard() {
+    for nodes in [&["n1", "n3", "n5"][..], &[]] {
+        for (killed_at, cause) in [(1_150, Cause::RestartHazard), (900, Cause::Unexplained)] {
+            let masters = ["n1", "n3", "n5"];
+            let mut history = History::default();
+            // In time order once explained: the kill falls inside process 0's acquire (1.0 s
+            // to 1.2 s), or before it.
+            history
+                .grant(0, 1_000, 1_200, 2_000, nodes)
+                .fault(
+                    "start",
+                    killed_at,
+                    "kill",
+                    &masters,
+                    Value::Null,
+                    Value::Null,
+                )
+                .fault("stop", 1_230, "kill", &masters, Value::Null, Value::Null)
+                .grant(1, 1_300, 1_310, 2_000, nodes);
+            let explained = history.explained();
+            assert_eq!(
+                causes(&explained),
+                vec![cause],
+                "nodes {nodes:?}, killed at {killed_at}: {explained:#?}"
+            );
+            if cause == Cause::RestartHazard && nodes.is_empty() {
+                assert!(
+                    explained[0].sentence.ends_with(
+                        "it came back without process 0's key (it went down while the acquire \
+                         asked at 1.000s was under way, after it may have voted)"
+                    ),
+                    "{}",
+                    explained[0].sentence
+                );
+            }
+        }
+    }
 }
 
 /// The redis-py Sentinel adapter on a busy machine: 1.5 s after the Sentinels named n3 in
