@@ -29,6 +29,8 @@ pub struct ClaimOutcome {
     /// Seeds that got the expected verdict, of `seeds`.
     pub met: usize,
     pub seeds: usize,
+    /// How many of its seeds ran at once: one, unless `--parallel` asked for more.
+    pub parallel: usize,
     /// Whether that is enough: nine in ten for a hazard, all for a cure.
     pub held: bool,
     pub seconds: f64,
@@ -115,6 +117,13 @@ pub fn figure(runs: &[Results], expect: Expect, judge: Judge) -> String {
             .fold(0.0, f64::max);
         parts.push(format!("{grants}, the longest overlapping {longest:.0} ms"));
     }
+    parts.extend(range(
+        safety
+            .iter()
+            .map(|s| s.possible_double_grant_count)
+            .collect(),
+        "possible double grants a run (an acquire of unknown outcome overlapped a grant)",
+    ));
     if leases_only {
         parts.extend(range(
             safety.iter().map(|s| s.stale_double_grant_count).collect(),
@@ -194,7 +203,7 @@ pub fn figure(runs: &[Results], expect: Expect, judge: Judge) -> String {
 }
 
 /// The page.
-pub fn render(outcomes: &[ClaimOutcome], started: &str, seeds: usize) -> String {
+pub fn render(outcomes: &[ClaimOutcome], started: &str, seeds: usize, parallel: usize) -> String {
     let held = outcomes.iter().filter(|o| o.held).count();
     let mut rows = String::new();
     for outcome in outcomes {
@@ -248,7 +257,7 @@ tr.unheld {{ background: #fdecea; }}
 <body>
 <h1>The article, checked</h1>
 <p>Each claim of <em>Distributed locking with Redis</em> and the literature around it, run as a
-scenario of splitbrain over {seeds} seeds against real servers in containers, started {started}.
+scenario of splitbrain over {seeds} seeds ({at_once}) against real servers in containers, started {started}.
 A hazard is reproduced when at least nine seeds in ten get the verdict it predicts (invalid); a
 cure only when every seed is valid with a fault on a lock's holder.
 <strong>{held} of {total}</strong> claims reproduced.</p>
@@ -259,7 +268,16 @@ cure only when every seed is valid with a fault on a lock's holder.
 "#,
         total = outcomes.len(),
         started = esc(started),
+        at_once = at_once(parallel),
     )
+}
+
+/// How seeds ran, in words: `one at a time`, `3 at once`.
+pub fn at_once(parallel: usize) -> String {
+    match parallel {
+        1 => "one at a time".to_string(),
+        n => format!("{n} at once"),
+    }
 }
 
 fn esc(text: &str) -> String {
@@ -326,6 +344,7 @@ mod tests {
             },
             met: if held { 10 } else { 7 },
             seeds: 10,
+            parallel: 2,
             held,
             seconds: 312.0,
             seeds_page: format!("scenario-{name}/index.html"),
@@ -341,7 +360,9 @@ mod tests {
             ],
             "2026-12-01T20:00:00Z",
             10,
+            2,
         );
+        assert!(page.contains("over 10 seeds (2 at once)"));
         assert!(page.contains("<title>The article, checked: 1 of 2 claims reproduced</title>"));
         assert!(page.contains("hazard &lt;claimed&gt;"), "escaped");
         assert!(page.contains("reproduced in 10 of 10 seeds"));

@@ -95,7 +95,8 @@ pub enum Command {
 
 #[derive(Debug, Args)]
 pub struct ShrinkArgs {
-    /// The failing run's folder (under results/).
+    /// The failing run's folder (under results/): invalid, or unknown because of a possible
+    /// double grant.
     pub run_dir: PathBuf,
     /// Replays of each candidate schedule; a candidate fails when most of them do.
     #[arg(long, default_value_t = 3, value_parser = count)]

@@ -1,6 +1,9 @@
 //! `splitbrain shrink RUN_DIR`: the smallest fault schedule that still fails.
 //!
-//! A failing run's faults, read back as a script (see [`crate::replay`]), are cut after the
+//! A run fails when its verdict is invalid, or when it is unknown because an acquire whose
+//! outcome nobody knows overlapped another grant (a possible double grant: a library that
+//! tells its caller an acquire failed while a majority granted it). A replay fails the same
+//! way, or worse. A failing run's faults, read back as a script (see [`crate::replay`]), are cut after the
 //! first violation, then reduced by delta debugging (Zeller's ddmin) over whole faults, moved
 //! as early as the run allows, and reduced again over each fault's targets and length. Every
 //! candidate is replayed several times, because the clients' timing is not replayed and a
@@ -8,7 +11,7 @@
 //! do. The result is written as a scenario file, with its reproduction rate measured anew, and
 //! said in words: which faults are left and what each one hit.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use splitbrain_checker::lock_safety::LockSafety;
@@ -18,6 +21,7 @@ use splitbrain_nemesis::script::ScriptedFault;
 use tokio_util::sync::CancellationToken;
 
 use crate::error::{Exit, HarnessError};
+use crate::matrix::Expect;
 use crate::progress;
 use crate::replay::Stored;
 use crate::script::Script;
@@ -43,17 +47,19 @@ pub async fn shrink(
     interrupt: CancellationToken,
 ) -> Result<Exit, HarnessError> {
     let stored = Stored::read(&options.run_dir)?;
-    if stored.valid != Some(Valid::False) {
-        return Err(HarnessError::BadInput(format!(
-            "{} did not fail (its verdict is {}): shrink takes a run whose verdict is invalid",
+    let original = RunDir::at(&options.run_dir);
+    let failure = Failure::of(&original).ok_or_else(|| {
+        HarnessError::BadInput(format!(
+            "{} did not fail (its verdict is {}): shrink takes a run whose verdict is invalid, \
+             or unknown because of a possible double grant",
             options.run_dir.display(),
             match stored.valid {
                 Some(Valid::True) => "valid",
-                Some(_) => "unknown",
+                Some(_) => "unknown, with no possible double grant",
                 None => "missing: it has no results.json",
             }
-        )));
-    }
+        ))
+    })?;
     stored.replay_spec(&options.results)?;
     let started = Instant::now();
     let folder = options.results.join(format!(
@@ -63,6 +69,7 @@ pub async fn shrink(
     ));
     let mut shrinker = Shrinker {
         stored: &stored,
+        failure,
         replays: options.replays,
         results: folder.clone(),
         interrupt,
@@ -72,13 +79,14 @@ pub async fn shrink(
     progress::set_summaries(false);
     stdoutln!(
         "shrinking {} fault(s) of {}; each candidate is replayed up to {} times and fails when \
-         most replays do (the clients' timing is not replayed)",
+         most replays {} (the clients' timing is not replayed)",
         stored.faults.len(),
         options.run_dir.display(),
-        options.replays
+        options.replays,
+        failure.words()
     );
 
-    let cut = cut_after_first_violation(&stored.faults, first_violation(&options.run_dir));
+    let cut = cut_after_first_violation(&stored.faults, first_violation(&original));
     let mut faults = if cut.len() < stored.faults.len() && shrinker.fails(&cut).await? {
         cut
     } else if shrinker.fails(&stored.faults).await? {
@@ -124,7 +132,7 @@ pub async fn shrink(
         trials,
         minutes,
     };
-    let file = scenario_file(&stored, &found);
+    let file = scenario_file(&stored, failure, &found);
     std::fs::create_dir_all(&folder).map_err(anyhow::Error::from)?;
     std::fs::write(&path, file).map_err(anyhow::Error::from)?;
     stdoutln!(
@@ -146,9 +154,61 @@ trait Trial {
     async fn fails(&mut self, faults: &[ScriptedFault]) -> Result<bool, HarnessError>;
 }
 
+/// How the original run failed, which a replay must show to fail too.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Failure {
+    /// Its verdict is invalid.
+    Invalid,
+    /// Its verdict is unknown, with a possible double grant; an invalid replay shows it too.
+    PossibleDoubleGrant,
+}
+
+impl Failure {
+    /// How `run` failed, where shrink can keep it: `None` for a valid run, or an unknown one
+    /// whose doubt is not a possible double grant (nothing was granted, say).
+    fn of(run: &RunDir) -> Option<Failure> {
+        let results = run.results()?;
+        let possible = results
+            .checkers
+            .get::<LockSafety>()
+            .map_or(0, |lock| lock.possible_double_grant_count);
+        Failure::judged(results.valid, possible)
+    }
+
+    /// How a run with this verdict and this many possible double grants failed.
+    fn judged(valid: Valid, possible_double_grants: usize) -> Option<Failure> {
+        match valid {
+            Valid::False => Some(Failure::Invalid),
+            Valid::Unknown if possible_double_grants > 0 => Some(Failure::PossibleDoubleGrant),
+            _ => None,
+        }
+    }
+
+    /// Whether a run that failed as `failed` shows this failure (an invalid one shows both).
+    fn shown_by(self, failed: Option<Failure>) -> bool {
+        failed.is_some_and(|failed| failed == Failure::Invalid || failed == self)
+    }
+
+    /// The verdict a scenario of the shrunk schedule expects.
+    fn expect(self) -> Expect {
+        match self {
+            Failure::Invalid => Expect::Invalid,
+            Failure::PossibleDoubleGrant => Expect::Unknown,
+        }
+    }
+
+    fn words(self) -> &'static str {
+        match self {
+            Failure::Invalid => "are invalid",
+            Failure::PossibleDoubleGrant => "show a possible double grant or are invalid",
+        }
+    }
+}
+
 /// Replays candidates and remembers how many it ran.
 struct Shrinker<'a> {
     stored: &'a Stored,
+    failure: Failure,
     replays: usize,
     results: PathBuf,
     interrupt: CancellationToken,
@@ -205,7 +265,7 @@ impl Shrinker<'_> {
         };
         spec.run_script(script)?;
         let ran = crate::run::run(spec, self.interrupt.clone()).await?;
-        let failed = ran.exit == Exit::Verdict(Valid::False);
+        let failed = self.failure.shown_by(Failure::of(&RunDir::at(&ran.dir)));
         if failed {
             self.last_failing = Some(ran.dir);
         }
@@ -348,14 +408,18 @@ fn shift_to(faults: &[ScriptedFault], earliest: Duration) -> Vec<ScriptedFault> 
         .collect()
 }
 
-/// When the run's first double grant began (the second grant's start), from its results.
-fn first_violation(run_dir: &Path) -> Option<Duration> {
-    RunDir::at(run_dir)
-        .results()?
-        .checkers
-        .get::<LockSafety>()?
-        .double_grants
+/// When the run's first double grant, certain or possible, began (the second grant's start),
+/// from its results.
+fn first_violation(run: &RunDir) -> Option<Duration> {
+    let results = run.results()?;
+    let lock = results.checkers.get::<LockSafety>()?;
+    lock.double_grants
         .iter()
+        .chain(
+            lock.possible_double_grant_groups
+                .iter()
+                .map(|group| &group.first),
+        )
         .map(|grant| grant.second.start_ms)
         .min_by(f64::total_cmp)
         .map(|ms| Duration::from_secs_f64(ms / 1000.0))
@@ -459,7 +523,7 @@ struct Found<'a> {
 
 /// The shrunk schedule as a scenario file: the original run's options, the faults left, and
 /// how it was found.
-fn scenario_file(stored: &Stored, found: &Found) -> String {
+fn scenario_file(stored: &Stored, failure: Failure, found: &Found) -> String {
     let Found {
         faults,
         time_limit,
@@ -492,12 +556,13 @@ fn scenario_file(stored: &Stored, found: &Found) -> String {
     );
     text += &format!(
         "[scenario]\nclaim = {}\nsource = {}\n\n[[group]]\ndeployments = [{}]\nclients = [{}]\n\
-         workloads = [{}]\nexpect = \"invalid\"\noptions = {{ {} }}\n\n",
+         workloads = [{}]\nexpect = \"{}\"\noptions = {{ {} }}\n\n",
         toml_string(&claim),
         toml_string(&format!("splitbrain shrink of {}", stored.dir.display())),
         toml_string(spec.deployment().name()),
         toml_string(&spec.client().to_string()),
         toml_string(spec.workload_kind().name),
+        failure.expect().label(),
         scenario_options(spec, time_limit)
     );
     text += &script_toml(faults);
@@ -603,5 +668,24 @@ mod tests {
             [kill(2, &["n2"], 0), kill(5, &["n3"], 0)]
         );
         assert_eq!(split(&[1, 2, 3, 4, 5], 2), [vec![1, 2], vec![3, 4, 5]]);
+    }
+
+    /// A run unknown for a possible double grant is shrunk as such, and a replay that turns
+    /// out invalid shows it too; an unknown run with no possible double grant is not a failure.
+    #[test]
+    fn a_possible_double_grant_is_a_failure_an_invalid_replay_also_shows() {
+        use Failure::*;
+        assert_eq!(Failure::judged(Valid::False, 0), Some(Invalid));
+        assert_eq!(
+            Failure::judged(Valid::Unknown, 2),
+            Some(PossibleDoubleGrant)
+        );
+        assert_eq!(Failure::judged(Valid::Unknown, 0), None);
+        assert_eq!(Failure::judged(Valid::True, 0), None);
+        assert!(PossibleDoubleGrant.shown_by(Some(Invalid)));
+        assert!(PossibleDoubleGrant.shown_by(Some(PossibleDoubleGrant)));
+        assert!(!PossibleDoubleGrant.shown_by(None));
+        assert!(!Invalid.shown_by(Some(PossibleDoubleGrant)));
+        assert_eq!(PossibleDoubleGrant.expect(), Expect::Unknown);
     }
 }

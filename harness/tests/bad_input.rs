@@ -452,6 +452,23 @@ fn an_unknown_scenario_names_the_known_ones() {
     assert!(line.contains("pass --dir"), "{line}");
 }
 
+/// Seeds run one at a time or several at once, never none at once.
+#[test]
+fn no_seeds_at_once_is_refused() {
+    let scenarios = concat!(env!("CARGO_MANIFEST_DIR"), "/../scenarios");
+    let cases: [&[&str]; 2] = [
+        &["scenario", "run", "redis-zombie", "--dir", scenarios],
+        &["library", "test", "redis-py"],
+    ];
+    for command in cases {
+        let line = refused(&[command, &["--parallel", "0"]].concat());
+        assert!(
+            line.contains("--parallel") && line.contains("`0` is not a positive whole number"),
+            "{line}"
+        );
+    }
+}
+
 /// A script's mistakes are found before anything starts, named by the fault's place in it.
 #[test]
 fn a_script_that_cannot_run_here_is_refused() {

@@ -50,6 +50,36 @@ fn stored_run() -> (tempfile::TempDir, PathBuf) {
     (dir, run)
 }
 
+/// redlock-py's `MultipleRedlockException` in a real run (the card's
+/// `redlock-restart-hazard-persisted`, seed 3, quiet): `lock()` raised it, two masters refusing
+/// connections while they restarted, and redlock-py raises it only once a majority granted, so
+/// the caller was told it failed while it may have held the lock. The acquire's outcome is
+/// unknown, the holds in its TTL are possible double grants, and the verdict is unknown, never
+/// valid. The run is kept whole (test.json, results.json) so that `shrink` can take it.
+#[test]
+fn a_library_that_raises_after_a_majority_granted_leaves_the_verdict_unknown() {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/redlock-lib-redlock-py-lock-kill-holder/20261204T222323");
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        fixture.join("history.jsonl"),
+        dir.path().join("history.jsonl"),
+    )
+    .unwrap();
+    let out = splitbrain().arg("check").arg(dir.path()).output().unwrap();
+    let text = printed(&out);
+    assert_eq!(out.status.code(), Some(2), "{text}");
+    assert!(
+        text.contains("3 possible double grants from 1 acquire whose outcome is unknown"),
+        "{text}"
+    );
+    let stored: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(fixture.join("results.json")).unwrap()).unwrap();
+    let checked: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("results.json")).unwrap()).unwrap();
+    assert_eq!(checked["verdict"], stored["verdict"], "as the run said");
+}
+
 #[test]
 fn check_writes_results_beside_the_history_and_prints_every_finding() {
     let (_keep, run) = stored_run();

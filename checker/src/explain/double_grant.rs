@@ -279,13 +279,14 @@ fn forgotten(
             let at = |ms: f64| seconds(ms);
             match cause {
                 Cause::RestartHazard => format!(
-                    "{who} {} killed at {} and came back{} without the key",
+                    "{who} {} killed at {} and came back{} without the key{}",
                     if nodes.len() == 1 { "was" } else { "were" },
                     at(spell.start_ms),
                     spell
                         .stop_ms
                         .filter(|&back| back <= to)
                         .map_or(String::new(), |back| format!(" at {}", at(back))),
+                    during_acquire(first, spell),
                 ),
                 _ => format!(
                     "{} set {} at {}, expiring the key early",

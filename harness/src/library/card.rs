@@ -42,7 +42,6 @@ pub async fn test(asked: Cards<'_>, interrupt: CancellationToken) -> Result<Exit
         runs: seed_runs,
         ..
     } = asked;
-    let seeds = seed_runs.seeds;
     let dir = adapters_dir();
     let libraries = match name {
         Some(name) => vec![find(&dir, name.trim_start_matches(LIB_PREFIX)).map_err(bad_catalog)?],
@@ -71,7 +70,7 @@ pub async fn test(asked: Cards<'_>, interrupt: CancellationToken) -> Result<Exit
             folder.display()
         ))
     })?;
-    let seed_list: Vec<u64> = (1..=seeds).collect();
+    let seed_list: Vec<u64> = (1..=seed_runs.seeds).collect();
     let mut cards = Vec::new();
     for (library, checks) in libraries {
         if interrupt.is_cancelled() {
@@ -109,7 +108,7 @@ pub async fn test(asked: Cards<'_>, interrupt: CancellationToken) -> Result<Exit
     std::fs::write(folder.join("cards.json"), json).map_err(anyhow::Error::from)?;
     std::fs::write(
         folder.join("index.html"),
-        page::render(&cards, &when, seeds, seed_runs.parallel),
+        page::render(&cards, &when, seed_runs.seeds, seed_runs.parallel),
     )
     .map_err(anyhow::Error::from)?;
     let designed = cards.iter().filter(|c| c.as_designed()).count();

@@ -5,7 +5,7 @@ use std::fmt::Write;
 
 use serde::Serialize;
 
-use crate::claims::ClaimOutcome;
+use crate::claims::{self, ClaimOutcome};
 use crate::report::html::esc;
 
 /// One library's card.
@@ -40,10 +40,7 @@ impl Card {
 
 /// The page over `cards`, run over `seeds` seeds (`parallel` at once) from `started`.
 pub fn render(cards: &[Card], started: &str, seeds: u64, parallel: usize) -> String {
-    let at_once = match parallel {
-        1 => "one at a time".to_string(),
-        n => format!("{n} at once"),
-    };
+    let at_once = claims::at_once(parallel);
     let designed = cards.iter().filter(|c| c.as_designed()).count();
     let mut sections = String::new();
     let mut index = String::new();
@@ -166,6 +163,7 @@ mod tests {
                 judge: Judge::Verdict,
                 met: if held { 2 } else { 1 },
                 seeds: 2,
+                parallel: 3,
                 held,
                 seconds: 40.0,
                 seeds_page: format!("lib-{name}/index.html"),

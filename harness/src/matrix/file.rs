@@ -100,6 +100,10 @@ pub struct Claim {
 pub enum Expect {
     Valid,
     Invalid,
+    /// The checkers could not decide because an acquire whose outcome nobody knows overlapped
+    /// another's grant (a possible double grant); unknown for another reason does not count. A library that tells its caller an acquire
+    /// failed while a majority granted it shows this, and `shrink` keeps it.
+    Unknown,
     /// Any verdict, as long as the run completes.
     Any,
 }
@@ -109,6 +113,7 @@ impl Expect {
         match self {
             Expect::Valid => "valid",
             Expect::Invalid => "invalid",
+            Expect::Unknown => "unknown",
             Expect::Any => "any",
         }
     }
@@ -218,7 +223,8 @@ pub fn load_scenario_as(
     if *expect.get_ref() == Expect::Any {
         return Err(at(
             expect.span(),
-            "a scenario claims a verdict: expect `invalid` (a hazard) or `valid` (a cure)",
+            "a scenario claims a verdict: expect `invalid` (a hazard), `valid` (a cure) or \
+             `unknown` (a possible double grant)",
         ));
     }
     if let Some(listed) = file.group[0].get_ref().seeds.first() {

@@ -357,12 +357,14 @@ async fn run_cell(
         }
         _ => (verdict, verdict_line),
     };
-    let met = match (judged, cell.expect) {
-        (None, _) => Met::Error,
-        _ if cell.expect_fault_on_holder && !reached_a_holder => Met::No,
-        (Some(_), Expect::Any) => Met::Yes,
-        (Some(Valid::True), Expect::Valid) | (Some(Valid::False), Expect::Invalid) => Met::Yes,
-        _ => Met::No,
+    let possible_double_grant = results
+        .as_ref()
+        .and_then(|r| r.checkers.get::<LockSafety>())
+        .is_some_and(|safety| safety.possible_double_grant_count > 0);
+    let met = if judged.is_some() && cell.expect_fault_on_holder && !reached_a_holder {
+        Met::No
+    } else {
+        meets(judged, cell.expect, possible_double_grant)
     };
     let verdict_line = if cell.expect_fault_on_holder && !reached_a_holder && judged.is_some() {
         format!("{verdict_line}; no fault reached a lock's holder, as the cell expects")
@@ -420,6 +422,20 @@ pub(crate) fn causes_named(results: Option<&Results>) -> Vec<(Cause, usize)> {
         }
     }
     named
+}
+
+/// Whether a run judged `judged` (none: it gave no verdict) meets `expect`. An unknown
+/// verdict meets `unknown` only with a possible double grant: unknown for want of evidence
+/// (nothing was granted) is not the doubt a scenario expects.
+fn meets(judged: Option<Valid>, expect: Expect, possible_double_grant: bool) -> Met {
+    match (judged, expect) {
+        (None, _) => Met::Error,
+        (Some(_), Expect::Any)
+        | (Some(Valid::True), Expect::Valid)
+        | (Some(Valid::False), Expect::Invalid) => Met::Yes,
+        (Some(Valid::Unknown), Expect::Unknown) if possible_double_grant => Met::Yes,
+        _ => Met::No,
+    }
 }
 
 /// A run's verdict on the lock's leases alone ([`Judge::Leases`]), from its lock-safety
@@ -806,6 +822,19 @@ mod tests {
         assert_eq!(judge(10, None), Valid::True, "no split vote at all");
         assert_eq!(judge(0, Some(1)), Valid::Unknown, "nothing granted");
         assert_eq!(judged_on_livelock(None).0, Valid::Unknown);
+    }
+
+    #[test]
+    fn a_verdict_meets_its_expectation_and_unknown_only_with_a_possible_double_grant() {
+        use Valid::*;
+        assert_eq!(meets(Some(True), Expect::Valid, false), Met::Yes);
+        assert_eq!(meets(Some(False), Expect::Invalid, true), Met::Yes);
+        assert_eq!(meets(Some(Unknown), Expect::Any, false), Met::Yes);
+        assert_eq!(meets(Some(Unknown), Expect::Unknown, true), Met::Yes);
+        assert_eq!(meets(Some(Unknown), Expect::Unknown, false), Met::No);
+        assert_eq!(meets(Some(False), Expect::Unknown, true), Met::No);
+        assert_eq!(meets(Some(Unknown), Expect::Invalid, true), Met::No);
+        assert_eq!(meets(None, Expect::Any, false), Met::Error);
     }
 
     #[test]
