@@ -101,8 +101,9 @@ pub enum Expect {
     Valid,
     Invalid,
     /// The checkers could not decide because an acquire whose outcome nobody knows overlapped
-    /// another's grant (a possible double grant); unknown for another reason does not count. A library that tells its caller an acquire
-    /// failed while a majority granted it shows this, and `shrink` keeps it.
+    /// another's grant (a possible double grant); unknown for another reason does not count.
+    /// A library that tells its caller an acquire failed while a majority granted it shows
+    /// this, and `shrink` keeps it.
     Unknown,
     /// Any verdict, as long as the run completes.
     Any,
