@@ -30,24 +30,36 @@ fn a_jepsen_edn_history_is_checked_with_the_model_asked_for() {
         text.contains("cas-register over 1 key: linearizable; 3 ops"),
         "{text}"
     );
-    let results: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(out_dir.path().join("results.json")).unwrap())
-            .unwrap();
+    let results = read_json(&out_dir.path().join("results.json"));
     assert_eq!(results["verdict"], "valid: linearizable");
     assert_eq!(results["linearizability"]["model"], "cas-register");
+}
+
+/// A stored run of `tests/fixtures/`, and a copy of its `files` where `check` may write.
+fn copied_run(run: &str, files: &[&str]) -> (PathBuf, tempfile::TempDir) {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(run);
+    let dir = tempfile::tempdir().unwrap();
+    for file in files {
+        std::fs::copy(fixture.join(file), dir.path().join(file)).unwrap();
+    }
+    (fixture, dir)
 }
 
 /// A stored Redlock run with three double grants (the report tests' fixture), copied where
 /// `check` may write.
 fn stored_run() -> (tempfile::TempDir, PathBuf) {
-    let fixture = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/redlock-redlock-lock-kill/20261130T004506");
-    let dir = tempfile::tempdir().unwrap();
-    for file in ["history.jsonl", "test.json"] {
-        std::fs::copy(fixture.join(file), dir.path().join(file)).unwrap();
-    }
+    let (_, dir) = copied_run(
+        "redlock-redlock-lock-kill/20261130T004506",
+        &["history.jsonl", "test.json"],
+    );
     let run = dir.path().to_path_buf();
     (dir, run)
+}
+
+fn read_json(path: &Path) -> serde_json::Value {
+    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
 }
 
 /// redlock-py's `MultipleRedlockException` in a real run (the card's
@@ -58,14 +70,10 @@ fn stored_run() -> (tempfile::TempDir, PathBuf) {
 /// valid. The run is kept whole (test.json, results.json) so that `shrink` can take it.
 #[test]
 fn a_library_that_raises_after_a_majority_granted_leaves_the_verdict_unknown() {
-    let fixture = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/redlock-lib-redlock-py-lock-kill-holder/20261204T222323");
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::copy(
-        fixture.join("history.jsonl"),
-        dir.path().join("history.jsonl"),
-    )
-    .unwrap();
+    let (fixture, dir) = copied_run(
+        "redlock-lib-redlock-py-lock-kill-holder/20261204T222323",
+        &["history.jsonl"],
+    );
     let out = splitbrain().arg("check").arg(dir.path()).output().unwrap();
     let text = printed(&out);
     assert_eq!(out.status.code(), Some(2), "{text}");
@@ -73,10 +81,8 @@ fn a_library_that_raises_after_a_majority_granted_leaves_the_verdict_unknown() {
         text.contains("3 possible double grants from 1 acquire whose outcome is unknown"),
         "{text}"
     );
-    let stored: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(fixture.join("results.json")).unwrap()).unwrap();
-    let checked: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(dir.path().join("results.json")).unwrap()).unwrap();
+    let stored = read_json(&fixture.join("results.json"));
+    let checked = read_json(&dir.path().join("results.json"));
     assert_eq!(checked["verdict"], stored["verdict"], "as the run said");
 }
 
@@ -93,8 +99,7 @@ fn check_writes_results_beside_the_history_and_prints_every_finding() {
             "{text}"
         );
     }
-    let results: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(run.join("results.json")).unwrap()).unwrap();
+    let results = read_json(&run.join("results.json"));
     assert_eq!(results["verdict"], "INVALID: 3 double grants");
     assert_eq!(
         results["lock-safety"]["double_grants"]
@@ -130,9 +135,7 @@ fn check_json_prints_the_results_and_out_takes_results_and_report() {
         .unwrap();
     assert_eq!(out.status.code(), Some(1), "{}", printed(&out));
     let printed_results: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let written: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(out_dir.path().join("results.json")).unwrap())
-            .unwrap();
+    let written = read_json(&out_dir.path().join("results.json"));
     assert_eq!(printed_results, written);
     assert_eq!(written["valid"], false);
     for grant in written["lock-safety"]["double_grants"].as_array().unwrap() {
