@@ -22,7 +22,7 @@ use splitbrain_nemesis::script::ScriptedFault;
 use tokio_util::sync::CancellationToken;
 
 use crate::error::{Exit, HarnessError};
-use crate::matrix::Expect;
+use crate::matrix::{self, Expect, Met};
 use crate::progress;
 use crate::replay::Stored;
 use crate::script::Script;
@@ -176,13 +176,14 @@ impl Failure {
         Failure::judged(results.valid, possible)
     }
 
-    /// How a run with this verdict and this many possible double grants failed.
+    /// How a run with this verdict and this many possible double grants failed: the failure
+    /// whose expectation it meets, by the rule scenarios are judged by.
     fn judged(valid: Valid, possible_double_grants: usize) -> Option<Failure> {
-        match valid {
-            Valid::False => Some(Failure::Invalid),
-            Valid::Unknown if possible_double_grants > 0 => Some(Failure::PossibleDoubleGrant),
-            _ => None,
-        }
+        [Failure::Invalid, Failure::PossibleDoubleGrant]
+            .into_iter()
+            .find(|failure| {
+                matrix::meets(Some(valid), failure.expect(), possible_double_grants > 0) == Met::Yes
+            })
     }
 
     /// The verdict a scenario of the shrunk schedule expects.

@@ -427,7 +427,7 @@ pub(crate) fn causes_named(results: Option<&Results>) -> Vec<(Cause, usize)> {
 /// Whether a run judged `judged` (none: it gave no verdict) meets `expect`. An unknown
 /// verdict meets `unknown` only with a possible double grant: unknown for want of evidence
 /// (nothing was granted) is not the doubt a scenario expects.
-fn meets(judged: Option<Valid>, expect: Expect, possible_double_grant: bool) -> Met {
+pub(crate) fn meets(judged: Option<Valid>, expect: Expect, possible_double_grant: bool) -> Met {
     match (judged, expect) {
         (None, _) => Met::Error,
         (Some(_), Expect::Any)
