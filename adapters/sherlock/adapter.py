@@ -3,14 +3,19 @@
 
 Run as `splitbrain run --deployment single --client lib:sherlock` (docs/libraries.md). It is
 written as sherlock's documentation shows its Redis lock: `RedisLock(name, client=Redis(...),
-expire=...)` per lock, `acquire(blocking=False)` and `release()`. sherlock's `expire` is whole seconds (its script passes it to EXPIRE, which
-refuses anything else, after SETNX has set the key: a fractional `expire` would leave a lock
-that never runs out), so the TTL is rounded up to whole seconds and `validity_ms` says what was
-set. The grants name the one node. No exception of the library ends the adapter.
+expire=...)` per lock, `acquire(blocking=False)` and `release()`. `expire` is the run's TTL in
+seconds, as a caller writes it: a whole number where the TTL is whole seconds, a fraction
+(`expire=1.5`) where it is not. Nothing is rounded: sherlock documents `expire` as a float, and
+what its script does with a fraction is part of what is tested (docs/findings.md).
+
+`--expire none` is the variant `lib:sherlock:expire-none`: `RedisLock(name, expire=None)`,
+which sherlock documents as "lock will not expire".
+
+The grants name the one node. No exception of the library ends the adapter.
 """
 
+import argparse
 import json
-import math
 import sys
 
 import redis
@@ -25,7 +30,18 @@ def reply(**fields):
     sys.stdout.flush()
 
 
+def expire_of(ttl_ms, option):
+    """What `RedisLock(expire=...)` is given: None for `--expire none`, else the TTL in
+    seconds, an int where it is whole."""
+    if option == "none":
+        return None
+    return ttl_ms // 1000 if ttl_ms % 1000 == 0 else ttl_ms / 1000
+
+
 def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--expire", choices=["ttl", "none"], default="ttl")
+    expire_option = parser.parse_args().expire
     node_name = None
     client = None
     held = {}
@@ -45,12 +61,15 @@ def main():
             continue
         try:
             if op == "acquire":
-                expire = max(1, math.ceil(request["ttl_ms"] / 1000))
+                expire = expire_of(request["ttl_ms"], expire_option)
                 lock = RedisLock(request["resource"], client=client, expire=expire)
                 if lock.acquire(blocking=False):
                     token = lock._owner
                     held[token] = lock
-                    reply(type="ok", token=token, validity_ms=expire * 1000, nodes=[node_name])
+                    # With expire=None the lock is documented never to run out: the holder
+                    # counts on it for as long as it holds, which the run's TTL stands for.
+                    validity_ms = request["ttl_ms"] if expire is None else int(expire * 1000)
+                    reply(type="ok", token=token, validity_ms=validity_ms, nodes=[node_name])
                 else:
                     reply(type="fail", error="held: by another client")
             elif op == "release":

@@ -636,7 +636,10 @@ impl Checked for StuckLock {
 /// Explains a stuck period (rule 7): a client crash on during the lease that ran out last,
 /// from the op that set the key, is a [`Mechanism::CrashedClient`]: the key the crash left behind
 /// outlived every lease (a `SETNX` whose `EXPIRE` never came, say). A crash fault arms the
-/// next client to take the lock, so it may have begun before that op.
+/// next client to take the lock, so it may have begun before that op. In a run with no
+/// fault at all, the key was set without its expiry by the library itself:
+/// [`Mechanism::NoExpiry`] (sherlock's script runs `EXPIRE` with a fraction, which Redis
+/// refuses after its `SETNX` has set the key).
 fn explanation(period: &StuckPeriod, context: &Context) -> Explanation {
     let (since, until) = (period.last_lease_from_ms, period.free_from_ms);
     let crash = context
@@ -654,6 +657,14 @@ fn explanation(period: &StuckPeriod, context: &Context) -> Explanation {
             format!("the end at {}", seconds(period.until_ms))
         }
     );
+    if context.no_fault() {
+        let sentence = format!(
+            "the run had no fault: the key set by the acquire asked at {} was left without the \
+             expiry its lease promised; {refused}",
+            seconds(period.last_lease_from_ms)
+        );
+        return Explanation::new(Mechanism::NoExpiry, sentence);
+    }
     let Some(crash) = crash else {
         let active: Vec<&Spell> = context
             .timeline
@@ -761,6 +772,25 @@ mod tests {
         assert_eq!(r.stuck_period_count, 1);
         assert_eq!(r.stuck_periods[0].free_from_ms, 1_300.0);
         assert_eq!(r.stuck_periods[0].refused_attempts, 1);
+    }
+
+    /// sherlock with a fractional `expire`: its acquire raised once `SETNX` had set the key,
+    /// and nothing else happened in the run.
+    #[test]
+    fn a_key_stuck_in_a_run_with_no_fault_was_set_without_its_expiry() {
+        let r = Script::default()
+            .op("acquire", (0, 300), 1, Some((OpType::Info, "ResponseError")))
+            .refused(1_200, 1_201, 2)
+            .refused(1_500, 1_501, 3)
+            .check();
+        let explained = r.stuck_periods[0].explanation.as_ref().unwrap();
+        assert_eq!(explained.cause, Mechanism::NoExpiry);
+        assert_eq!(
+            explained.sentence,
+            "the run had no fault: the key set by the acquire asked at 0.000s was left without \
+             the expiry its lease promised; no lease explains the key after 1.300s, yet 1 \
+             acquires were refused until the end at 1.501s"
+        );
     }
 
     #[test]

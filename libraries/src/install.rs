@@ -59,12 +59,13 @@ impl Library {
             .join(format!("{}-{:08x}", self.name, hash as u32)))
     }
 
-    /// The command line that runs the adapter from its environment in `cache`.
+    /// The command line that runs the adapter from its environment in `cache`, followed by
+    /// its variant's arguments.
     pub fn command(&self, cache: &Path) -> Result<String, InstallError> {
         let environment = self.environment(cache)?;
         let adapter = std::path::absolute(self.adapter())
             .map_err(|e| InstallError::Unreadable(self.adapter().display().to_string(), e))?;
-        Ok(match &self.manifest.language {
+        let program = match &self.manifest.language {
             Language::Python => format!(
                 "{} {}",
                 quoted(&environment.join("bin").join("python3")),
@@ -89,7 +90,11 @@ impl Library {
                     quoted(Path::new(&classpath.join(":")))
                 )
             }
-        })
+        };
+        Ok(std::iter::once(program)
+            .chain(self.variant_args().iter().map(|a| quoted(Path::new(a))))
+            .collect::<Vec<_>>()
+            .join(" "))
     }
 
     pub fn is_installed(&self, cache: &Path) -> bool {

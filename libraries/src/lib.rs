@@ -7,6 +7,7 @@
 pub mod card;
 pub mod install;
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
@@ -41,6 +42,21 @@ pub struct Manifest {
     /// What a Java adapter runs with; only a Java adapter has it.
     #[serde(default)]
     pub java: Option<Java>,
+    /// Other ways its users write the lock, by name (`lib:sherlock:expire-none`): each a
+    /// documented option of the library that a finding or a card line needs.
+    #[serde(default)]
+    pub variants: BTreeMap<String, Variant>,
+}
+
+/// One way of using a library other than the adapter's plain one: `[variants.NAME]` in the
+/// manifest. The adapter is the same program, started with `args`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct Variant {
+    /// What the variant changes, as a user of the library would write it.
+    pub summary: String,
+    /// What the adapter is started with to lock this way.
+    pub args: Vec<String>,
 }
 
 /// What an adapter is written in, which says how it is installed and started: a Python
@@ -123,12 +139,14 @@ impl Renewal {
     }
 }
 
-/// One library of the catalog: its folder and its manifest.
+/// One library of the catalog: its folder and its manifest, and the variant a client chose.
 #[derive(Debug, Clone)]
 pub struct Library {
     pub name: String,
     pub dir: PathBuf,
     pub manifest: Manifest,
+    /// One of the manifest's `variants`, by name, or the adapter's plain way.
+    pub variant: Option<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -137,6 +155,12 @@ pub enum CatalogError {
     Unknown {
         name: String,
         dir: String,
+        known: String,
+    },
+    #[error("{library} has no variant `{variant}`; {known}")]
+    UnknownVariant {
+        library: String,
+        variant: String,
         known: String,
     },
     #[error("{0}: {1}")]
@@ -174,18 +198,23 @@ pub fn catalog(dir: &Path) -> Result<Vec<Library>, CatalogError> {
             name,
             dir: folder,
             manifest: parsed,
+            variant: None,
         });
     }
     libraries.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(libraries)
 }
 
-/// The library `name` under `dir`.
+/// The library `name` under `dir`; `NAME:VARIANT` names one of its variants.
 pub fn find(dir: &Path, name: &str) -> Result<Library, CatalogError> {
+    let (name, variant) = match name.split_once(':') {
+        Some((name, variant)) => (name, Some(variant)),
+        None => (name, None),
+    };
     let libraries = catalog(dir)?;
     let known: Vec<&str> = libraries.iter().map(|l| l.name.as_str()).collect();
     let known = known.join(", ");
-    libraries
+    let mut library = libraries
         .iter()
         .find(|l| l.name == name)
         .cloned()
@@ -193,10 +222,54 @@ pub fn find(dir: &Path, name: &str) -> Result<Library, CatalogError> {
             name: name.to_string(),
             dir: dir.display().to_string(),
             known,
-        })
+        })?;
+    if let Some(variant) = variant {
+        if !library.manifest.variants.contains_key(variant) {
+            let names: Vec<String> = library
+                .manifest
+                .variants
+                .keys()
+                .map(|v| format!("{LIB_PREFIX}{name}:{v}"))
+                .collect();
+            return Err(CatalogError::UnknownVariant {
+                library: format!("{LIB_PREFIX}{name}"),
+                variant: variant.to_string(),
+                known: match names.is_empty() {
+                    true => "it has none".to_string(),
+                    false => format!("it has {}", names.join(", ")),
+                },
+            });
+        }
+        library.variant = Some(variant.to_string());
+    }
+    Ok(library)
 }
 
 impl Library {
+    /// How `--client` names it: `lib:sherlock`, or `lib:sherlock:expire-none` for a variant.
+    pub fn client_name(&self) -> String {
+        match &self.variant {
+            Some(variant) => format!("{LIB_PREFIX}{}:{variant}", self.name),
+            None => format!("{LIB_PREFIX}{}", self.name),
+        }
+    }
+
+    /// Its name in a folder's name: `sherlock`, or `sherlock-expire-none`.
+    pub fn folder_name(&self) -> String {
+        match &self.variant {
+            Some(variant) => format!("{}-{variant}", self.name),
+            None => self.name.clone(),
+        }
+    }
+
+    /// What the adapter is started with: its variant's arguments, or none.
+    pub fn variant_args(&self) -> &[String] {
+        self.variant
+            .as_ref()
+            .and_then(|v| self.manifest.variants.get(v))
+            .map_or(&[], |v| v.args.as_slice())
+    }
+
     /// The adapter's file.
     pub fn adapter(&self) -> PathBuf {
         self.dir.join(&self.manifest.adapter)

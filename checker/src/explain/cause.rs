@@ -27,6 +27,12 @@ pub enum Cause {
     Hijack,
     /// A client crashed between taking the lock and giving it a lease.
     CrashedClient,
+    /// The lock did not exclude: a node granted it twice with no fault anywhere and no
+    /// release between, so the library set no key, or one that did not last its lease.
+    LockNotKept,
+    /// A lock key outlived every lease with no fault anywhere: it was set without the expiry
+    /// its lease promised.
+    NoExpiry,
     /// No mechanism splitbrain knows explains it.
     Unexplained,
 }
@@ -43,6 +49,8 @@ impl Cause {
             Cause::SlowHolder => "slow holder",
             Cause::Hijack => "hijack",
             Cause::CrashedClient => "crashed client",
+            Cause::LockNotKept => "lock not kept",
+            Cause::NoExpiry => "no expiry",
             Cause::Unexplained => "unexplained",
         }
     }

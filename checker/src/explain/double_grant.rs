@@ -243,7 +243,9 @@ fn forgotten(
             (Some(spell), _) => (Cause::RestartHazard, spell),
             (None, Some(spell)) => (Cause::ClockJump, spell),
             (None, None) => {
-                return hijack(grant, releases, context).unwrap_or_else(|| {
+                return hijack(grant, releases, context)
+                    .or_else(|| not_kept(grant, node, context))
+                    .unwrap_or_else(|| {
                     unexplained(
                         grant,
                         context,
@@ -663,6 +665,27 @@ fn zombie(grant: &DoubleGrant, context: &Context) -> Explanation {
         context,
         &format!("process {} outlived its lease", zombie.process),
     )
+}
+
+/// Rule 3's last word: `node` granted both in a run with no fault at all (a master named is
+/// no fault): the server did as it was told, so the lock the library set did not keep its
+/// key for the lease it reported (sherlock's `expire=None` deletes the key it has just set).
+fn not_kept(grant: &DoubleGrant, node: &str, context: &Context) -> Option<Explanation> {
+    let (first, second) = (&grant.first, &grant.second);
+    context.no_fault().then(|| {
+        let sentence = format!(
+            "{node} granted process {} the lock at {} while process {}'s lease ran until {}, \
+             in a run with no fault and no release between: the lock process {} was granted \
+             at {} did not keep its key for the lease it reported",
+            second.process,
+            seconds(second.start_ms),
+            first.process,
+            seconds(first.lease_end_ms),
+            first.process,
+            seconds(first.start_ms),
+        );
+        Explanation::new(Cause::LockNotKept, sentence).resting_on(&[first, second], &[])
+    })
 }
 
 /// Rule 6: what is known, and the faults active from the first grant to the end of the

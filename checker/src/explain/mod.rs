@@ -24,8 +24,9 @@
 //!    lost the first key while that lease was live: a [`Cause::RestartHazard`] where it was
 //!    killed after the first acquire was asked (it may have voted before it went down) and
 //!    came back before the second grant, a [`Cause::ClockJump`] where its clock was set
-//!    forward (or strobed, or drifted) between them. A shared node with neither is rule 2's,
-//!    or leaves the double grant unexplained.
+//!    forward (or strobed, or drifted) between them. A shared node with neither is rule 2's;
+//!    else, in a run with no fault at all, a [`Cause::LockNotKept`] (the server did as told:
+//!    the library's lock kept no key for its lease); else the double grant is unexplained.
 //! 4. Where they share no node, the lock moved to another master: a [`Cause::SplitBrain`]
 //!    where the first holder's node was cut off when it granted (a master on the minority
 //!    side), or where either node granted while the deployment named other nodes master and

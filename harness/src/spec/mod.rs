@@ -337,7 +337,7 @@ impl TestSpec {
             // A command line makes a poor folder name; its program's file name will do.
             match (workload.data.is_none(), &client.library, &client.command) {
                 (false, _, _) => String::new(),
-                (true, Some(library), _) => format!("lib-{}-", library.name),
+                (true, Some(library), _) => format!("lib-{}-", library.folder_name()),
                 (true, None, Some(command)) => format!("exec-{}-", program_name(command)),
                 (true, None, None) => format!("{client}-"),
             },

@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 use splitbrain_compose::{System, Topology};
-use splitbrain_libraries::{Library, LIB_PREFIX};
+use splitbrain_libraries::Library;
 use splitbrain_nemesis::find_fault;
 use splitbrain_nemesis::Fault;
 use splitbrain_systems::{find_server, find_topology};
@@ -23,7 +23,7 @@ pub struct ChosenClient {
 impl std::fmt::Display for ChosenClient {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match (&self.library, &self.command) {
-            (Some(library), _) => write!(f, "{LIB_PREFIX}{}", library.name),
+            (Some(library), _) => f.write_str(&library.client_name()),
             (None, Some(command)) => write!(f, "{EXEC_PREFIX}{command}"),
             (None, None) => f.write_str(self.kind.name),
         }

@@ -134,6 +134,29 @@ fn a_kill_that_ended_before_the_first_grant_or_after_the_second_explains_nothing
     }
 }
 
+/// sherlock's `expire=None`: its script deletes the key it has just set, so the one server
+/// grants every client, with nothing happening to it.
+#[test]
+fn a_node_that_granted_both_in_a_run_with_no_fault_did_not_keep_the_lock() {
+    let mut history = History::default();
+    history
+        .grant(0, 1_000, 1_010, 2_000, &["n1"])
+        .grant(1, 1_500, 1_510, 2_000, &["n1"]);
+    let explained = history.explained();
+    assert_eq!(causes(&explained), vec![Cause::LockNotKept]);
+    assert_eq!(
+        explained[0].sentence,
+        "n1 granted process 1 the lock at 1.510s while process 0's lease ran until 3.000s, in \
+         a run with no fault and no release between: the lock process 0 was granted at 1.010s \
+         did not keep its key for the lease it reported"
+    );
+    // Any fault in the run, even one long over, leaves it to the user: unexplained.
+    history
+        .fault("start", 10, "pause", &["n2"], Value::Null, Value::Null)
+        .fault("stop", 20, "pause", &["n2"], Value::Null, Value::Null);
+    assert_eq!(causes(&history.explained()), vec![Cause::Unexplained]);
+}
+
 #[test]
 fn a_single_node_restarted_empty_is_the_restart_hazard_too() {
     let mut history = History::default();
@@ -654,9 +677,10 @@ fn a_silently_renewed_holder_cut_off_after_its_promised_lease_is_cut_off_all_the
 
 #[test]
 fn a_late_release_that_succeeded_between_two_live_leases_is_a_hijack() {
+    // A release that failed deleted nothing: in a run with no fault, the lock kept no key.
     for (outcome, cause) in [
         (OpType::Ok, Cause::Hijack),
-        (OpType::Fail, Cause::Unexplained),
+        (OpType::Fail, Cause::LockNotKept),
     ] {
         let mut history = History::default();
         workers(&mut history);
@@ -686,8 +710,8 @@ fn a_late_release_that_succeeded_between_two_live_leases_is_a_hijack() {
 
 #[test]
 fn a_release_of_a_holder_whose_key_was_gone_or_of_the_next_holder_itself_is_a_hijack() {
-    // Process 1's key went (nothing says how) and process 0 took the lock; process 1's
-    // release, within its own lease, deleted process 0's key.
+    // Process 1's key went (in a run with no fault: the lock did not keep it) and process 0
+    // took the lock; process 1's release, within its own lease, deleted process 0's key.
     let mut history = History::default();
     history
         .grant(1, 500, 501, 5_000, &["n1"])
@@ -695,7 +719,7 @@ fn a_release_of_a_holder_whose_key_was_gone_or_of_the_next_holder_itself_is_a_hi
         .release(1, 2_500, OpType::Ok)
         .grant(2, 3_000, 3_001, 5_000, &["n1"]);
     let explained = history.explained();
-    assert_eq!(causes(&explained), vec![Cause::Unexplained, Cause::Hijack]);
+    assert_eq!(causes(&explained), vec![Cause::LockNotKept, Cause::Hijack]);
     assert!(
         explained[1]
             .sentence
@@ -739,7 +763,8 @@ fn a_release_still_in_flight_when_the_first_was_granted_may_have_deleted_its_key
 #[test]
 fn a_release_by_a_holder_granted_after_the_first_on_its_nodes_hijacks_nothing() {
     // Process 1 could be granted only once process 0's key was gone from n1: its release
-    // deleted its own key, whatever process 2's grant then overlapped.
+    // deleted its own key, whatever process 2's grant then overlapped. Nothing else happened,
+    // so the lock kept no key: never a hijack.
     let mut history = History::default();
     history
         .grant(0, 1_000, 1_001, 5_000, &["n1"])
@@ -749,7 +774,7 @@ fn a_release_by_a_holder_granted_after_the_first_on_its_nodes_hijacks_nothing() 
     let explained = history.explained();
     assert_eq!(
         causes(&explained),
-        vec![Cause::Unexplained, Cause::Unexplained]
+        vec![Cause::LockNotKept, Cause::LockNotKept]
     );
 }
 
