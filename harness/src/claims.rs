@@ -331,6 +331,7 @@ mod tests {
                 claim: format!("{name} <claimed>"),
                 source: "the article".into(),
                 cures: cures.map(str::to_string),
+                shown_by: None,
             },
             expect: if cures.is_some() {
                 Expect::Valid

@@ -171,9 +171,10 @@ fn catalog_page(scenarios: &Path) -> String {
         scenarios
             .iter()
             .map(|s| {
-                let role = match &s.claim.cures {
-                    Some(cured) => format!("cures `{cured}`"),
-                    None => "hazard".to_string(),
+                let role = match (&s.claim.cures, s.finding) {
+                    (Some(cured), _) => format!("cures `{cured}`"),
+                    (None, true) => format!("a finding on `{}`", s.client),
+                    (None, false) => "hazard".to_string(),
                 };
                 let expect = s.expect.judged_label(s.judge);
                 (

@@ -21,6 +21,11 @@
 //!
 //! A hazard is reproduced when at least nine seeds in ten show it (timing decides the rest); a
 //! cure holds only when every seed is valid.
+//!
+//! A **finding** is a scenario in `scenarios/findings/`: a bug of one real lock library
+//! (`clients = ["lib:NAME"]` or a variant, `lib:NAME:VARIANT`) that its own users report, with
+//! the upstream issue as its `source`. It runs like any scenario, and is a line of its
+//! library's report card; `docs/findings.md` is made from these files ([`crate::findings`]).
 
 use std::path::{Path, PathBuf};
 
@@ -32,6 +37,9 @@ use crate::error::{Exit, HarnessError};
 use crate::matrix::{self, Claim, Expect, Judge, MatrixOptions, Met};
 use crate::store::{Results, RunDir};
 
+/// The folder of findings, in the scenarios folder.
+pub const FINDINGS: &str = "findings";
+
 /// One scenario file, by name.
 pub struct Scenario {
     pub name: String,
@@ -39,10 +47,46 @@ pub struct Scenario {
     pub claim: Claim,
     pub expect: Expect,
     pub judge: Judge,
+    /// Its client, as the file names it (`lib:sherlock:expire-none` for a finding).
+    pub client: String,
+    /// Whether it is a library's finding (in `findings/`), not a claim of the literature.
+    pub finding: bool,
 }
 
-/// Every scenario in `dir`, by name, each read and checked as its runs would be.
+/// Every scenario in `dir` and its `findings/`, by name, each read and checked as its runs
+/// would be: the claims first, then the findings.
 pub fn all(dir: &Path) -> Result<Vec<Scenario>, HarnessError> {
+    let mut scenarios = read_folder(dir, false)?;
+    let findings = dir.join(FINDINGS);
+    if findings.is_dir() {
+        scenarios.extend(read_folder(&findings, true)?);
+    }
+    for (i, scenario) in scenarios.iter().enumerate() {
+        if let Some(twin) = scenarios[..i].iter().find(|s| s.name == scenario.name) {
+            return Err(HarnessError::BadInput(format!(
+                "{} and {} are both named `{}`: rename one",
+                twin.path.display(),
+                scenario.path.display(),
+                scenario.name
+            )));
+        }
+    }
+    for scenario in &scenarios {
+        if let Some(cured) = &scenario.claim.cures {
+            if !scenarios.iter().any(|s| &s.name == cured) {
+                return Err(HarnessError::BadInput(format!(
+                    "{}: cures `{cured}`, which is no scenario in {}",
+                    scenario.path.display(),
+                    dir.display()
+                )));
+            }
+        }
+    }
+    Ok(scenarios)
+}
+
+/// The scenario files of one folder, by name.
+fn read_folder(dir: &Path, finding: bool) -> Result<Vec<Scenario>, HarnessError> {
     let entries = std::fs::read_dir(dir).map_err(|e| {
         HarnessError::BadInput(format!(
             "cannot read the scenarios folder {}: {e}; run from the repository's root or \
@@ -56,7 +100,7 @@ pub fn all(dir: &Path) -> Result<Vec<Scenario>, HarnessError> {
         .collect();
     // By name, so that a hazard comes just before its cure (`x` before `x-fenced`).
     paths.sort_by_key(|path| name_of(path));
-    let scenarios = paths
+    paths
         .into_iter()
         .map(|path| {
             let (claim, cells) = matrix::load_scenario(&path, &[1])?;
@@ -65,22 +109,12 @@ pub fn all(dir: &Path) -> Result<Vec<Scenario>, HarnessError> {
                 claim,
                 expect: cells[0].expect,
                 judge: cells[0].judge,
+                client: cells[0].client.clone(),
+                finding,
                 path,
             })
         })
-        .collect::<Result<Vec<_>, HarnessError>>()?;
-    for scenario in &scenarios {
-        if let Some(cured) = &scenario.claim.cures {
-            if !scenarios.iter().any(|s| &s.name == cured) {
-                return Err(HarnessError::BadInput(format!(
-                    "{}: cures `{cured}`, which is no scenario in {}",
-                    scenario.path.display(),
-                    dir.display()
-                )));
-            }
-        }
-    }
-    Ok(scenarios)
+        .collect()
 }
 
 fn name_of(path: &Path) -> String {
@@ -99,9 +133,10 @@ pub fn list(dir: &Path) -> Result<Exit, HarnessError> {
         .collect();
     let expect_width = expects.iter().map(String::len).max().unwrap_or(7);
     for (scenario, expect) in scenarios.iter().zip(&expects) {
-        let role = match &scenario.claim.cures {
-            Some(cured) => format!("cures {cured}"),
-            None => "hazard".to_string(),
+        let role = match (&scenario.claim.cures, scenario.finding) {
+            (Some(cured), _) => format!("cures {cured}"),
+            (None, true) => format!("finding on {}", scenario.client),
+            (None, false) => "hazard".to_string(),
         };
         stdoutln!(
             "{:<width$}  {:<expect_width$}  {}\n{:<width$}  {:<expect_width$}  {} ({})",
@@ -124,15 +159,19 @@ pub async fn run(
     runs: &SeedRuns,
     interrupt: CancellationToken,
 ) -> Result<Exit, HarnessError> {
-    let path = dir.join(format!("{name}.toml"));
-    if !path.is_file() {
-        let known: Vec<String> = all(dir)?.into_iter().map(|s| s.name).collect();
+    let scenarios = all(dir)?;
+    let Some(path) = scenarios
+        .iter()
+        .find(|s| s.name == name)
+        .map(|s| s.path.clone())
+    else {
+        let known: Vec<String> = scenarios.into_iter().map(|s| s.name).collect();
         return Err(HarnessError::BadInput(format!(
             "no scenario `{name}` in {}; choose one of: {} (see `splitbrain scenario list`)",
             dir.display(),
             known.join(", ")
         )));
-    }
+    };
     let folder = runs.results.join(format!(
         "scenario-{name}-{}",
         chrono::Utc::now().format("%Y%m%dT%H%M%S")

@@ -37,7 +37,10 @@ pub struct Context<'a> {
 impl Context<'_> {
     /// Whether the run had no fault at all: no spell but the masters the deployment named.
     pub(crate) fn no_fault(&self) -> bool {
-        self.timeline.spells.iter().all(|s| s.state == State::Master)
+        self.timeline
+            .spells
+            .iter()
+            .all(|s| s.state == State::Master)
     }
 
     pub(crate) fn worker(&self, process: Process) -> Option<String> {

@@ -246,15 +246,15 @@ fn forgotten(
                 return hijack(grant, releases, context)
                     .or_else(|| not_kept(grant, node, context))
                     .unwrap_or_else(|| {
-                    unexplained(
-                        grant,
-                        context,
-                        &format!(
-                            "{node} granted both, and was neither restarted nor had its clock \
+                        unexplained(
+                            grant,
+                            context,
+                            &format!(
+                                "{node} granted both, and was neither restarted nor had its clock \
                              moved between the grants"
-                        ),
-                    )
-                })
+                            ),
+                        )
+                    })
             }
         };
         evidence.push(spell);

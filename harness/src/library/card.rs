@@ -1,8 +1,10 @@
 //! `splitbrain library test`: a library's report card. Each scenario of the catalog whose
 //! hazard applies to the library's kind of lock ([`checks`]) runs over seeds with the library
-//! as its client, beside a no-fault control, and the card says for each what the library's
-//! design predicts, what the seeds got, the causes their violations were explained by, and
-//! links to the runs. `--all` makes the page of every library's card.
+//! as its client, beside a no-fault control, and so does each of the library's own findings
+//! (`scenarios/findings/`, with the client and variant they name); the card says for each
+//! what the library's design (or the finding) predicts, what the seeds got, the causes their
+//! violations were explained by, and links to the runs. `--all` makes the page of every
+//! library's card.
 
 use std::path::{Path, PathBuf};
 
@@ -47,12 +49,12 @@ pub async fn test(asked: Cards<'_>, interrupt: CancellationToken) -> Result<Exit
         Some(name) => vec![find(&dir, name.trim_start_matches(LIB_PREFIX)).map_err(bad_catalog)?],
         None => catalog(&dir).map_err(bad_catalog)?,
     };
-    let libraries = with_checks(libraries, asked.only)?;
+    let libraries = with_lines(libraries, asked.only, scenarios)?;
     // Every scenario a card names is read before anything runs, so that a catalog without
     // one fails now rather than an hour in.
-    for (library, checks) in &libraries {
-        for check in checks {
-            cells_of(library, *check, &[1], scenarios)?;
+    for (library, lines) in &libraries {
+        for line in lines {
+            cells_of(library, line, &[1], scenarios)?;
         }
     }
     let started = chrono::Utc::now();
@@ -72,20 +74,21 @@ pub async fn test(asked: Cards<'_>, interrupt: CancellationToken) -> Result<Exit
     })?;
     let seed_list: Vec<u64> = (1..=seed_runs.seeds).collect();
     let mut cards = Vec::new();
-    for (library, checks) in libraries {
+    for (library, card_lines) in libraries {
         if interrupt.is_cancelled() {
             break;
         }
         install(library.clone()).await?;
+        print_lines(&library, &card_lines);
         let mut lines = Vec::new();
-        for check in checks {
+        for line in card_lines {
             if interrupt.is_cancelled() {
                 break;
             }
-            let (claim, cells, file) = cells_of(&library, check, &seed_list, scenarios)?;
-            let runs = folder.join(format!("{}-{}", library.name, check.name()));
+            let (claim, cells, file) = cells_of(&library, &line, &seed_list, scenarios)?;
+            let runs = folder.join(format!("{}-{}", library.name, line.name()));
             let outcome = scenario::run_claim(
-                check.name(),
+                line.name(),
                 claim,
                 cells,
                 &file,
@@ -95,7 +98,7 @@ pub async fn test(asked: Cards<'_>, interrupt: CancellationToken) -> Result<Exit
             )
             .await?;
             lines.push(CardLine {
-                expected: check.expected().to_string(),
+                expected: line.expected().to_string(),
                 outcome,
             });
         }
@@ -126,22 +129,78 @@ pub async fn test(asked: Cards<'_>, interrupt: CancellationToken) -> Result<Exit
     })
 }
 
+/// One line of a card: a check of the library's kind of lock, or one of its own findings.
+#[derive(Debug, Clone)]
+enum Line {
+    Kind(Check),
+    Finding {
+        name: String,
+        claim: String,
+        path: PathBuf,
+    },
+}
+
+impl Line {
+    fn name(&self) -> &str {
+        match self {
+            Line::Kind(check) => check.name(),
+            Line::Finding { name, .. } => name,
+        }
+    }
+
+    /// What the library should show, in a sentence.
+    fn expected(&self) -> &str {
+        match self {
+            Line::Kind(check) => check.expected(),
+            Line::Finding { claim, .. } => claim,
+        }
+    }
+}
+
+/// Every line of `library`'s card: its kind's checks, then its findings in `scenarios`.
+fn lines_of(library: &Library, scenarios: &[scenario::Scenario]) -> Vec<Line> {
+    let own = |s: &&scenario::Scenario| {
+        let named = s.client.strip_prefix(LIB_PREFIX).unwrap_or_default();
+        s.finding && named.split(':').next() == Some(library.name.as_str())
+    };
+    let findings = scenarios.iter().filter(own).map(|s| Line::Finding {
+        name: s.name.clone(),
+        claim: s.claim.claim.clone(),
+        path: s.path.clone(),
+    });
+    checks(&library.manifest)
+        .into_iter()
+        .map(Line::Kind)
+        .chain(findings)
+        .collect()
+}
+
 /// Each library with the lines of its card that were asked for (all of them when `only` is
 /// empty), leaving out a library none of them applies to. A name on no card is refused.
-fn with_checks(
+fn with_lines(
     libraries: Vec<Library>,
     only: &[String],
-) -> Result<Vec<(Library, Vec<Check>)>, HarnessError> {
-    let wanted = |check: &Check| only.is_empty() || only.iter().any(|name| name == check.name());
+    scenarios: &Path,
+) -> Result<Vec<(Library, Vec<Line>)>, HarnessError> {
+    let findings = match scenarios.join(scenario::FINDINGS).is_dir() {
+        true => scenario::all(scenarios)?,
+        false => Vec::new(),
+    };
+    let cards: Vec<(Library, Vec<Line>)> = libraries
+        .into_iter()
+        .map(|library| {
+            let lines = lines_of(&library, &findings);
+            (library, lines)
+        })
+        .collect();
     for name in only {
-        let on_a_card = libraries
+        let on_a_card = cards
             .iter()
-            .any(|library| checks(&library.manifest).iter().any(|c| c.name() == name));
+            .any(|(_, lines)| lines.iter().any(|line| line.name() == name));
         if !on_a_card {
-            let mut known: Vec<&str> = libraries
+            let mut known: Vec<&str> = cards
                 .iter()
-                .flat_map(|library| checks(&library.manifest))
-                .map(Check::name)
+                .flat_map(|(_, lines)| lines.iter().map(Line::name))
                 .collect();
             known.sort_unstable();
             known.dedup();
@@ -151,16 +210,11 @@ fn with_checks(
             )));
         }
     }
-    Ok(libraries
+    let wanted = |line: &Line| only.is_empty() || only.iter().any(|name| name == line.name());
+    Ok(cards
         .into_iter()
-        .map(|library| {
-            let lines = checks(&library.manifest)
-                .into_iter()
-                .filter(wanted)
-                .collect();
-            (library, lines)
-        })
-        .filter(|(_, lines): &(Library, Vec<Check>)| !lines.is_empty())
+        .map(|(library, lines)| (library, lines.into_iter().filter(wanted).collect()))
+        .filter(|(_, lines): &(Library, Vec<Line>)| !lines.is_empty())
         .collect())
 }
 
@@ -168,11 +222,19 @@ fn with_checks(
 /// come from.
 fn cells_of(
     library: &Library,
-    check: Check,
+    line: &Line,
     seeds: &[u64],
     scenarios: &Path,
 ) -> Result<(Claim, Vec<matrix::Cell>, PathBuf), HarnessError> {
-    let client = format!("{LIB_PREFIX}{}", library.name);
+    let client = library.client_name();
+    let check = match line {
+        Line::Kind(check) => *check,
+        // A finding runs as its file says, with the variant it names.
+        Line::Finding { path, .. } => {
+            let (claim, cells) = matrix::load_scenario(path, seeds)?;
+            return Ok((claim, cells, path.clone()));
+        }
+    };
     match check {
         Check::Control => {
             let deployment = library.manifest.deployments.first().ok_or_else(|| {
@@ -195,6 +257,7 @@ fn cells_of(
                 claim: check.expected().to_string(),
                 source: format!("the control of {client}"),
                 cures: None,
+                shown_by: None,
             };
             let file = library.dir.join("library.toml");
             Ok((claim, matrix::control(&args, seeds)?, file))
@@ -211,6 +274,19 @@ fn cells_of(
             let (claim, cells) = matrix::load_scenario_as(&path, seeds, Some(&client))?;
             Ok((claim, cells, path))
         }
+    }
+}
+
+/// What each line of the card is about to probe, before it runs.
+fn print_lines(library: &Library, lines: &[Line]) {
+    stdoutln!("\n{}'s card probes:", library.client_name());
+    for line in lines {
+        let what = match line {
+            Line::Kind(Check::Control) => "control",
+            Line::Kind(_) => "its kind of lock",
+            Line::Finding { .. } => "finding",
+        };
+        stdoutln!("  {} ({what}): {}", line.name(), line.expected());
     }
 }
 

@@ -158,6 +158,7 @@ mod tests {
                     claim: "the claim".into(),
                     source: "the article".into(),
                     cures: None,
+                    shown_by: None,
                 },
                 expect,
                 judge: Judge::Verdict,

@@ -92,6 +92,10 @@ pub struct Claim {
     /// The scenario whose hazard this one cures, where it is a cure.
     #[serde(default)]
     pub cures: Option<String>,
+    /// For a finding: lines of a real run that show it (the violation as the summary words it,
+    /// the ops of the history it rests on), for the findings page.
+    #[serde(default, rename = "shown-by", skip_serializing_if = "Option::is_none")]
+    pub shown_by: Option<String>,
 }
 
 /// The verdict a cell should get.
