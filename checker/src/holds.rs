@@ -38,6 +38,19 @@ pub struct Hold {
     /// for as long as it reached the servers (a ZooKeeper session, an etcd keep-alive).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub renews_silently: bool,
+    /// Where its last renewal did not succeed (`fail` or unknown) and none was tried after:
+    /// when that renewal came back, and its error.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub renewal_failed: Option<FailedRenewal>,
+}
+
+/// A holder's last renewal, which did not succeed: asked at `asked_ms`, back at `at_ms`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FailedRenewal {
+    pub asked_ms: f64,
+    pub at_ms: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 /// Two holders of one lock at once.
@@ -148,6 +161,8 @@ pub(crate) struct Candidate {
     pub(crate) renews_silently: bool,
     /// Its client renews the lease: granted with `renewal: reported`, or a `renew` recorded.
     pub(crate) renews: bool,
+    /// Its last renewal, where that did not succeed.
+    pub(crate) renewal_failed: Option<FailedRenewal>,
     /// Granted with `ends_with_write`: the holder's write releases it (rule 2).
     pub(crate) ends_with_write: bool,
     /// The order the holds were derived in, which breaks ties in time.
@@ -169,6 +184,7 @@ impl Candidate {
             nodes: self.nodes.clone(),
             renews: self.renews,
             renews_silently: self.renews_silently,
+            renewal_failed: self.renewal_failed.clone(),
         }
     }
 }
@@ -235,6 +251,7 @@ impl HoldTracker {
             fence: None,
             renews_silently: false,
             renews: false,
+            renewal_failed: None,
             ends_with_write: false,
             seq: self.next_seq(),
         }
@@ -292,6 +309,11 @@ impl HoldTracker {
                 if invoke.f == "renew" {
                     if let Some(hold) = self.open.get_mut(&(op.process, key.to_string())) {
                         hold.renews = true;
+                        hold.renewal_failed = (op.kind != OpType::Ok).then(|| FailedRenewal {
+                            asked_ms: ms(invoke.time),
+                            at_ms: ms(op.time),
+                            error: op.error.clone(),
+                        });
                     }
                 }
                 if invoke.f == "renew" && op.kind == OpType::Ok {
@@ -332,6 +354,7 @@ impl HoldTracker {
                             fence: op.fence.or(invoke.fence),
                             renews_silently: op.renewal == Some(Renewal::Silent),
                             renews: op.renewal == Some(Renewal::Reported),
+                            renewal_failed: None,
                             ends_with_write: op.ends_with_write,
                             seq: self.next_seq(),
                         };

@@ -10,6 +10,7 @@ mod check;
 mod claims;
 mod cli;
 mod error;
+mod findings;
 mod library;
 mod limits;
 mod logging;

@@ -191,11 +191,11 @@ fn catalog_page(scenarios: &Path) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     /// Compares a generated page with the committed one, or writes it with SPLITBRAIN_BLESS=1.
-    fn matches_committed(page: &str, name: &str) {
+    pub(crate) fn matches_committed(page: &str, name: &str) {
         let path = Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("../docs")
             .join(name);
@@ -206,8 +206,8 @@ mod tests {
         let committed = std::fs::read_to_string(&path).unwrap_or_default();
         assert!(
             committed == page,
-            "docs/{name} is not what the code lists now; write it again with \
-             `SPLITBRAIN_BLESS=1 cargo test -p splitbrain reference`"
+            "docs/{name} is not what the code and files list now; write it again with \
+             `SPLITBRAIN_BLESS=1 cargo test -p splitbrain`"
         );
     }
 

@@ -167,11 +167,21 @@ pub enum CatalogError {
     Unreadable(String, String),
 }
 
-/// The folder of adapters: `SPLITBRAIN_ADAPTERS`, or `adapters` in the current folder.
+/// The folder of adapters: `SPLITBRAIN_ADAPTERS`, or `adapters` in the current folder, or,
+/// where there is none, the one in the source tree splitbrain was built from (a run from
+/// another folder, a test run from its crate's folder).
 pub fn adapters_dir() -> PathBuf {
-    std::env::var_os("SPLITBRAIN_ADAPTERS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(ADAPTERS))
+    if let Some(dir) = std::env::var_os("SPLITBRAIN_ADAPTERS") {
+        return PathBuf::from(dir);
+    }
+    let here = PathBuf::from(ADAPTERS);
+    let built_from = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join(ADAPTERS);
+    match !here.is_dir() && built_from.is_dir() {
+        true => built_from,
+        false => here,
+    }
 }
 
 /// Every library under `dir`, by name; a folder without a manifest is not one.

@@ -27,6 +27,9 @@ pub enum Cause {
     Hijack,
     /// A client crashed between taking the lock and giving it a lease.
     CrashedClient,
+    /// A holder's library stopped renewing its lease after one renewal failed and told it
+    /// nothing: the holder went on past its lease.
+    RenewalStopped,
     /// The lock did not exclude: a node granted it twice with no fault anywhere and no
     /// release between, so the library set no key, or one that did not last its lease.
     LockNotKept,
@@ -49,6 +52,7 @@ impl Cause {
             Cause::SlowHolder => "slow holder",
             Cause::Hijack => "hijack",
             Cause::CrashedClient => "crashed client",
+            Cause::RenewalStopped => "renewal stopped",
             Cause::LockNotKept => "lock not kept",
             Cause::NoExpiry => "no expiry",
             Cause::Unexplained => "unexplained",

@@ -653,6 +653,9 @@ fn zombie(grant: &DoubleGrant, context: &Context) -> Explanation {
         return Explanation::new(Cause::RestartHazard, sentence)
             .resting_on(&[first, second], &[kill]);
     }
+    if let Some(stopped) = renewal_stopped(zombie, other, &near, &granted) {
+        return stopped.resting_on(&[first, second], &[]);
+    }
     if near.is_empty() {
         let sentence = format!(
             "process {} held the lock past its lease with no fault on it or its nodes: {}",
@@ -686,6 +689,45 @@ fn not_kept(grant: &DoubleGrant, node: &str, context: &Context) -> Option<Explan
         );
         Explanation::new(Cause::LockNotKept, sentence).resting_on(&[first, second], &[])
     })
+}
+
+/// Rule 1's renewal story: a holder whose client renews its lease, whose last renewal before
+/// the other's grant did not succeed and was followed by no other: its library gave up
+/// renewing and went on without telling it (python-redis-lock's renewal thread ends on its
+/// first exception). The faults that renewal met (a server stalled past the client's socket
+/// timeout) are named.
+fn renewal_stopped(
+    zombie: &Hold,
+    other: &Hold,
+    near: &[&Spell],
+    granted: &str,
+) -> Option<Explanation> {
+    let failed = zombie.renewal_failed.as_ref()?;
+    if !zombie.renews || failed.at_ms > other.start_ms {
+        return None;
+    }
+    let met: Vec<&Spell> = near
+        .iter()
+        .copied()
+        .filter(|s| s.touches(failed.asked_ms, failed.at_ms))
+        .collect();
+    let phrases: Vec<String> = met.iter().map(|s| s.phrase()).collect();
+    let sentence = format!(
+        "process {}'s renewal asked at {} came back at {} without success{}{}; its library \
+         renewed no more and told it nothing: {granted}",
+        zombie.process,
+        seconds(failed.asked_ms),
+        seconds(failed.at_ms),
+        failed
+            .error
+            .as_ref()
+            .map_or(String::new(), |e| format!(" ({e})")),
+        match phrases.is_empty() {
+            true => String::new(),
+            false => format!(" while {}", phrases.join(" and ")),
+        },
+    );
+    Some(Explanation::new(Cause::RenewalStopped, sentence).resting_on(&[], &met))
 }
 
 /// Rule 6: what is known, and the faults active from the first grant to the end of the

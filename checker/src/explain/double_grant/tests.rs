@@ -584,6 +584,58 @@ fn a_renewing_holder_whose_node_came_back_empty_is_the_restart_hazard() {
     }
 }
 
+/// python-redis-lock with its server stalled past the client's socket timeout: the renewal
+/// in flight times out, its renewal thread ends, and the holder goes on past its lease. A
+/// renewal tried again after the failure (a watchdog that keeps at it) is no such story.
+#[test]
+fn a_holder_whose_library_stopped_renewing_after_a_failed_renewal_is_renewal_stopped() {
+    for tried_again in [false, true] {
+        let mut history = History::default();
+        workers(&mut history);
+        history.grant(0, 1_000, 1_001, 2_000, &["n1"]);
+        let renew = |kind, error: Option<&str>| {
+            let mut op = Op::new(Process::Client(0), kind, "renew").key("lock");
+            op.ttl_ms = Some(2_000);
+            op.error = error.map(str::to_string);
+            op
+        };
+        history
+            .push(renew(OpType::Invoke, None), 1_660)
+            .push(renew(OpType::Ok, None), 1_662)
+            .fault("start", 2_200, "pause", &["n1"], Value::Null, Value::Null)
+            .push(renew(OpType::Invoke, None), 2_330)
+            .push(
+                renew(
+                    OpType::Info,
+                    Some("TimeoutError: Timeout reading from socket"),
+                ),
+                3_330,
+            )
+            .fault("stop", 3_700, "pause", &["n1"], Value::Null, Value::Null);
+        if tried_again {
+            history
+                .push(renew(OpType::Invoke, None), 3_990)
+                .push(renew(OpType::Ok, None), 3_992);
+        }
+        history
+            .grant(1, 6_000, 6_001, 2_000, &["n1"])
+            .release(0, 7_000, OpType::Ok);
+        let explained = history.explained();
+        if tried_again {
+            assert_ne!(causes(&explained), vec![Cause::RenewalStopped]);
+            continue;
+        }
+        assert_eq!(causes(&explained), vec![Cause::RenewalStopped]);
+        assert_eq!(
+            explained[0].sentence,
+            "process 0's renewal asked at 2.330s came back at 3.330s without success \
+             (TimeoutError: Timeout reading from socket) while n1 was paused at 2.200s, resumed \
+             at 3.700s; its library renewed no more and told it nothing: its lease ended at \
+             3.660s; process 1 was granted at 6.001s; process 0 went on as holder until 7.000s"
+        );
+    }
+}
+
 #[test]
 fn a_pause_of_another_worker_does_not_make_a_zombie() {
     let mut history = History::default();

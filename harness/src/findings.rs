@@ -1,0 +1,146 @@
+//! `docs/findings.md`: the bugs of real lock libraries that splitbrain shows, one section a
+//! file of `scenarios/findings/`, made from the files themselves (their claim, upstream
+//! source, library and variant, schedule, the run that showed it and the commands that
+//! reproduce it). A test compares it with the committed page, so it cannot drift from them;
+//! `SPLITBRAIN_BLESS=1 cargo test -p splitbrain findings` writes it again.
+
+use std::fmt::Write;
+use std::path::Path;
+
+use splitbrain_libraries::{find, LIB_PREFIX};
+
+use crate::error::HarnessError;
+use crate::matrix;
+use crate::scenario::{self, Scenario};
+
+const GENERATED: &str = "<!-- Generated from scenarios/findings/ by harness/src/findings.rs; \
+                         `SPLITBRAIN_BLESS=1 cargo test -p splitbrain findings` writes it again. -->";
+
+/// The page, from the findings in `scenarios` and the manifests in `adapters`.
+pub fn page(scenarios: &Path, adapters: &Path) -> Result<String, HarnessError> {
+    let findings: Vec<Scenario> = scenario::all(scenarios)?
+        .into_iter()
+        .filter(|s| s.finding)
+        .collect();
+    let mut page = format!(
+        "# Findings: what real lock libraries do that their users do not expect\n\n{GENERATED}\n\n\
+         Each finding is a scenario in `scenarios/findings/`, run with the library as its users \
+         write it (the adapter in `adapters/<library>/`, a variant where the finding needs one \
+         of the library's documented options), and a line of that library's report card \
+         (`splitbrain library test NAME`). A finding holds when nine seeds in ten show it, \
+         every violation explained by the mechanism it names ([what the causes \
+         mean](reading-results.md)). What was measured, quiet and busy, is in \
+         [measurements.md](measurements.md#findings).\n\n\
+         | finding | library | expect | in short |\n|---|---|---|---|\n"
+    );
+    for finding in &findings {
+        let _ = writeln!(
+            page,
+            "| [`{name}`](#{name}) | `{}` | {} | {} |",
+            finding.client,
+            expected(finding, &cell_of(finding)?),
+            finding.claim.claim,
+            name = finding.name,
+        );
+    }
+    for finding in &findings {
+        section(&mut page, finding, adapters)?;
+    }
+    Ok(page)
+}
+
+/// What a finding expects, held to what: `invalid (no expiry)`.
+fn expected(finding: &Scenario, cell: &matrix::Cell) -> String {
+    let label = finding.expect.judged_label(finding.judge);
+    let causes: Vec<&str> = cell.expect_causes.iter().map(|c| c.label()).collect();
+    match causes.is_empty() {
+        true => label,
+        false => format!("{label} ({})", causes.join(", ")),
+    }
+}
+
+/// A finding's first cell, as its file expands it.
+fn cell_of(finding: &Scenario) -> Result<matrix::Cell, HarnessError> {
+    let (_, mut cells) = matrix::load_scenario(&finding.path, &[1])?;
+    Ok(cells.remove(0))
+}
+
+fn section(page: &mut String, finding: &Scenario, adapters: &Path) -> Result<(), HarnessError> {
+    let named = finding.client.trim_start_matches(LIB_PREFIX);
+    let library = find(adapters, named)
+        .map_err(|e| HarnessError::BadInput(format!("{}: {e}", finding.path.display())))?;
+    let manifest = &library.manifest;
+    let cell = cell_of(finding)?;
+    let _ = writeln!(
+        page,
+        "\n<a id=\"{name}\"></a>\n\n## {name}\n\n{}\n\n\
+         - **Library**: {} {} ({}), as `{}`{}.\n\
+         - **Upstream**: {}.\n\
+         - **Expect**: {} in nine seeds of ten.\n\
+         - **Faults**: {}.",
+        finding.claim.claim,
+        manifest.package,
+        manifest.version,
+        manifest.language.name(),
+        finding.client,
+        match library
+            .variant
+            .as_ref()
+            .and_then(|v| manifest.variants.get(v))
+        {
+            Some(variant) => format!(": {}", variant.summary),
+            None => String::new(),
+        },
+        finding.claim.source,
+        expected(finding, &cell),
+        match cell.faults.as_str() {
+            "" | "none" => "none: it shows with no fault at all".to_string(),
+            faults => format!("`{faults}`"),
+        },
+        name = finding.name,
+    );
+    if let Some(shown) = &finding.claim.shown_by {
+        let _ = writeln!(
+            page,
+            "\nWhat a run showed (the summary's line, then the history's ops):\n\n```\n{}\n```",
+            shown.trim()
+        );
+    }
+    let _ = writeln!(
+        page,
+        "\nTo reproduce it, over ten seeds, then once:\n\n```sh\nsplitbrain scenario run {} \
+         --seeds 10\nsplitbrain run {}\n```",
+        finding.name,
+        cell.args.join(" ")
+    );
+    Ok(())
+}
+
+/// The page for the repository's own folders.
+#[cfg(test)]
+fn repository_page() -> String {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    page(&root.join("scenarios"), &root.join("adapters")).expect("the findings read")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_findings_page_is_made_from_the_findings_folder() {
+        let page = repository_page();
+        for name in ["sherlock-expire-none", "sherlock-fractional-expire"] {
+            assert!(page.contains(&format!("## {name}\n")), "{name}");
+            assert!(
+                page.contains(&format!("splitbrain scenario run {name} --seeds 10")),
+                "{name}"
+            );
+        }
+        assert!(
+            page.contains("RedisLock(name, expire=None)"),
+            "the variant's summary"
+        );
+        crate::reference::tests::matches_committed(&page, "findings.md");
+    }
+}
