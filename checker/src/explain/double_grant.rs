@@ -712,11 +712,19 @@ fn renewal_stopped(
         .filter(|s| s.touches(failed.asked_ms, failed.at_ms))
         .collect();
     let phrases: Vec<String> = met.iter().map(|s| s.phrase()).collect();
+    // A fault over before the lease ended did not cost the lock: one more renewal would have
+    // kept it.
+    let over = met
+        .iter()
+        .filter_map(|s| s.stop_ms)
+        .fold(None, |latest: Option<f64>, stop| {
+            Some(latest.map_or(stop, |l| l.max(stop)))
+        })
+        .filter(|&stop| stop < zombie.lease_end_ms);
     let sentence = format!(
-        "process {}'s renewal asked at {} came back at {} without success{}{}; its library \
-         renewed no more and told it nothing: {granted}",
+        "process {}'s last renewal came back at {} without success{}{}; its library renewed no \
+         more and told it nothing{}: {granted}",
         zombie.process,
-        seconds(failed.asked_ms),
         seconds(failed.at_ms),
         failed
             .error
@@ -726,6 +734,11 @@ fn renewal_stopped(
             true => String::new(),
             false => format!(" while {}", phrases.join(" and ")),
         },
+        over.map_or(String::new(), |stop| format!(
+            ", though the fault was over at {}, before its lease ended: one more renewal would \
+             have kept the lock",
+            seconds(stop)
+        )),
     );
     Some(Explanation::new(Cause::RenewalStopped, sentence).resting_on(&[], &met))
 }

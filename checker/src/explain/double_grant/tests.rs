@@ -595,7 +595,7 @@ fn a_holder_whose_library_stopped_renewing_after_a_failed_renewal_is_renewal_sto
         history.grant(0, 1_000, 1_001, 2_000, &["n1"]);
         let renew = |kind, error: Option<&str>| {
             let mut op = Op::new(Process::Client(0), kind, "renew").key("lock");
-            op.ttl_ms = Some(2_000);
+            op.ttl_ms = Some(3_000);
             op.error = error.map(str::to_string);
             op
         };
@@ -628,10 +628,11 @@ fn a_holder_whose_library_stopped_renewing_after_a_failed_renewal_is_renewal_sto
         assert_eq!(causes(&explained), vec![Cause::RenewalStopped]);
         assert_eq!(
             explained[0].sentence,
-            "process 0's renewal asked at 2.330s came back at 3.330s without success \
-             (TimeoutError: Timeout reading from socket) while n1 was paused at 2.200s, resumed \
-             at 3.700s; its library renewed no more and told it nothing: its lease ended at \
-             3.660s; process 1 was granted at 6.001s; process 0 went on as holder until 7.000s"
+            "process 0's last renewal came back at 3.330s without success (TimeoutError: \
+             Timeout reading from socket) while n1 was paused at 2.200s, resumed at 3.700s; its \
+             library renewed no more and told it nothing, though the fault was over at 3.700s, \
+             before its lease ended: one more renewal would have kept the lock: its lease ended at \
+             4.660s; process 1 was granted at 6.001s; process 0 went on as holder until 7.000s"
         );
     }
 }
