@@ -24,11 +24,19 @@ deleted, by its release or its lease's end: a later holder's create revision is 
 key is gone or another's by then, the lock was granted and lost before the adapter could tell
 anybody: `unknown`.
 
+`--enter with` is the variant `lib:python-etcd3:with`: the lock taken as python-etcd3's README
+shows it, `with client.lock(name, ttl=...):`, whose `__enter__` calls `acquire()` with its
+default timeout (10 s) and enters the block whatever that returned. A grant is then what the
+caller's code gets: it is in its critical section, with no fencing token. Its release is the
+block's end, `__exit__`, which is `release()`. The hello reply asks for 15 s a reply, the library's 10 s wait and
+some.
+
 No exception of the library ends the adapter: an acquire whose lease could not be granted did
 nothing (`fail`); an error after that, or on a release, has an unknown outcome (`unknown`),
 with its type named. A release whose key was gone or another's deleted nothing (`fail`).
 """
 
+import argparse
 import json
 import math
 import sys
@@ -45,6 +53,9 @@ def reply(**fields):
 
 
 def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--enter", choices=["acquire", "with"], default="acquire")
+    with_block = parser.parse_args().enter == "with"
     client = None
     held = {}
     for line in sys.stdin:
@@ -53,11 +64,33 @@ def main():
         if op == "hello":
             node = request["nodes"][0]
             client = etcd3.client(host=node["host"], port=node["port"], timeout=TIMEOUT_S)
-            reply(type="ok")
+            if with_block:
+                reply(type="ok", reply_timeout_ms=15000)
+            else:
+                reply(type="ok")
             continue
         lock = None
         try:
-            if op == "acquire":
+            if op == "acquire" and with_block:
+                ttl = max(1, math.ceil(request["ttl_ms"] / 1000))
+                lock = client.lock(request["resource"], ttl=ttl)
+                lock.__enter__()  # `with client.lock(...):` as the README shows it
+                token = lock.uuid.hex()
+                held[token] = lock
+                reply(type="ok", token=token, validity_ms=ttl * 1000)
+            elif op == "release" and with_block:
+                lock = held.pop(request["token"], None)
+                if lock is None:
+                    reply(type="fail", error="not held by this client")
+                    continue
+                # `__exit__` is `release()`, whose answer the block's caller never sees; the
+                # harness is told it, so that a release that deleted nothing is not taken for
+                # one that did.
+                if lock.release():
+                    reply(type="ok")
+                else:
+                    reply(type="fail", error="the lock key was gone or another's: nothing deleted")
+            elif op == "acquire":
                 ttl = max(1, math.ceil(request["ttl_ms"] / 1000))
                 lock = client.lock(request["resource"], ttl=ttl)
                 if not lock.acquire(timeout=0):

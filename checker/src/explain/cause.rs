@@ -30,9 +30,10 @@ pub enum Cause {
     /// A holder's library stopped renewing its lease after one renewal failed and told it
     /// nothing: the holder went on past its lease.
     RenewalStopped,
-    /// The lock did not exclude: a node granted it twice with no fault anywhere and no
-    /// release between, so the library set no key, or one that did not last its lease.
-    LockNotKept,
+    /// The lock did not exclude: it was granted twice in a run with no fault anywhere and no
+    /// release between, so the library set no key, one that did not last its lease, or let
+    /// a client in without one.
+    NoExclusion,
     /// A lock key outlived every lease with no fault anywhere: it was set without the expiry
     /// its lease promised.
     NoExpiry,
@@ -53,7 +54,7 @@ impl Cause {
             Cause::Hijack => "hijack",
             Cause::CrashedClient => "crashed client",
             Cause::RenewalStopped => "renewal stopped",
-            Cause::LockNotKept => "lock not kept",
+            Cause::NoExclusion => "no exclusion",
             Cause::NoExpiry => "no expiry",
             Cause::Unexplained => "unexplained",
         }

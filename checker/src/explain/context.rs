@@ -35,12 +35,13 @@ pub struct Context<'a> {
 }
 
 impl Context<'_> {
-    /// Whether the run had no fault at all: no spell but the masters the deployment named.
+    /// Whether the run had no fault at all: no spell but the masters the deployment named,
+    /// and none of those replaced (a master that changed by itself is an event, too).
     pub(crate) fn no_fault(&self) -> bool {
-        self.timeline
-            .spells
+        let spells = &self.timeline.spells;
+        spells
             .iter()
-            .all(|s| s.state == State::Master)
+            .all(|s| s.state == State::Master && s.stop_ms.is_none())
     }
 
     pub(crate) fn worker(&self, process: Process) -> Option<String> {

@@ -17,6 +17,7 @@ pub fn double_grant(grant: &DoubleGrant, releases: &[Release], context: &Context
     let (Some(first_nodes), Some(second_nodes)) = (named(first), named(second)) else {
         return from_events(grant, context)
             .or_else(|| hijack(grant, releases, context))
+            .or_else(|| let_in(grant, context))
             .unwrap_or_else(|| {
                 unexplained(
                     grant,
@@ -56,6 +57,7 @@ fn hijack(grant: &DoubleGrant, releases: &[Release], context: &Context) -> Optio
             && r.released_ms <= second.start_ms
             && same_node(r)
             && !granted_over(r, first)
+            && !let_in_beside(r, first, context)
             && context
                 .key_lost(first.nodes.as_deref(), first.start_ms, r.released_ms)
                 .is_none()
@@ -89,6 +91,16 @@ fn hijack(grant: &DoubleGrant, releases: &[Release], context: &Context) -> Optio
     explained.ops.sort_unstable();
     explained.ops.dedup();
     Some(explained)
+}
+
+/// Whether, in a run with no fault, `first` was granted while `release`'s own lease was live:
+/// the lock let it in beside that holder, so nothing says it ever had a key to delete (a
+/// python-etcd3 `with` block entered without the lock; the real holder's release deleted
+/// only its own key).
+fn let_in_beside(release: &Release, first: &Hold, context: &Context) -> bool {
+    context.no_fault()
+        && release.granted_ms < first.start_ms
+        && first.start_ms < release.lease_end_ms
 }
 
 /// Whether `release`'s own hold was granted after `first`, on every node `first` came from
@@ -687,7 +699,7 @@ fn not_kept(grant: &DoubleGrant, node: &str, context: &Context) -> Option<Explan
             first.process,
             seconds(first.start_ms),
         );
-        Explanation::new(Cause::LockNotKept, sentence).resting_on(&[first, second], &[])
+        Explanation::new(Cause::NoExclusion, sentence).resting_on(&[first, second], &[])
     })
 }
 
@@ -741,6 +753,28 @@ fn renewal_stopped(
         )),
     );
     Some(Explanation::new(Cause::RenewalStopped, sentence).resting_on(&[], &met))
+}
+
+/// Rule 5's last word: grants that name no nodes, in a run with no fault at all: the lock
+/// service did as it was told, so the library let the second in while the first held (a
+/// python-etcd3 `with` block enters when its acquire timed out). How long the second acquire
+/// took is told: a library's own wait, run out, is the tell.
+fn let_in(grant: &DoubleGrant, context: &Context) -> Option<Explanation> {
+    let (first, second) = (&grant.first, &grant.second);
+    context.no_fault().then(|| {
+        let sentence = format!(
+            "process {} was granted at {}, its acquire having taken {:.1} s, while process {}'s \
+             lease ran until {}, in a run with no fault and no release between: the library \
+             let it in while process {} held the lock",
+            second.process,
+            seconds(second.start_ms),
+            (second.start_ms - second.asked_ms) / 1000.0,
+            first.process,
+            seconds(first.lease_end_ms),
+            first.process,
+        );
+        Explanation::new(Cause::NoExclusion, sentence).resting_on(&[first, second], &[])
+    })
 }
 
 /// Rule 6: what is known, and the faults active from the first grant to the end of the

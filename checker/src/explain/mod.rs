@@ -27,7 +27,7 @@
 //!    killed after the first acquire was asked (it may have voted before it went down) and
 //!    came back before the second grant, a [`Cause::ClockJump`] where its clock was set
 //!    forward (or strobed, or drifted) between them. A shared node with neither is rule 2's;
-//!    else, in a run with no fault at all, a [`Cause::LockNotKept`] (the server did as told:
+//!    else, in a run with no fault at all, a [`Cause::NoExclusion`] (the server did as told:
 //!    the library's lock kept no key for its lease); else the double grant is unexplained.
 //! 4. Where they share no node, the lock moved to another master: a [`Cause::SplitBrain`]
 //!    where the first holder's node was cut off when it granted (a master on the minority
@@ -42,7 +42,8 @@
 //!    deployment's own events between them come before rule 2 (most libraries release with a
 //!    token check, which cannot hijack): a failover, promotion or two masters at once where
 //!    masters are recorded, else a restart (of a master, where recorded), else a clock set
-//!    forward. Rule 2 never names a release whose own grant came after the
+//!    forward; then rule 2; then, in a run with no fault at all, a [`Cause::NoExclusion`]
+//!    (the library let the second in by itself). Rule 2 never names a release whose own grant came after the
 //!    first on the same nodes, or after a restart or clock jump that lost the first key: the
 //!    first key was gone already, and the release deleted only its own.
 //! 6. Anything else is [`Cause::Unexplained`], with the faults active named: that is the case

@@ -143,7 +143,7 @@ fn a_node_that_granted_both_in_a_run_with_no_fault_did_not_keep_the_lock() {
         .grant(0, 1_000, 1_010, 2_000, &["n1"])
         .grant(1, 1_500, 1_510, 2_000, &["n1"]);
     let explained = history.explained();
-    assert_eq!(causes(&explained), vec![Cause::LockNotKept]);
+    assert_eq!(causes(&explained), vec![Cause::NoExclusion]);
     assert_eq!(
         explained[0].sentence,
         "n1 granted process 1 the lock at 1.510s while process 0's lease ran until 3.000s, in \
@@ -155,6 +155,24 @@ fn a_node_that_granted_both_in_a_run_with_no_fault_did_not_keep_the_lock() {
         .fault("start", 10, "pause", &["n2"], Value::Null, Value::Null)
         .fault("stop", 20, "pause", &["n2"], Value::Null, Value::Null);
     assert_eq!(causes(&history.explained()), vec![Cause::Unexplained]);
+}
+
+/// python-etcd3's `with` block: the second acquire waited its library's 10 s, returned
+/// False, and the block was entered all the same.
+#[test]
+fn grants_naming_no_nodes_in_a_run_with_no_fault_are_no_exclusion() {
+    let mut history = History::default();
+    history
+        .grant(0, 250, 255, 20_000, &[])
+        .grant(1, 270, 10_281, 20_000, &[]);
+    let explained = history.explained();
+    assert_eq!(causes(&explained), vec![Cause::NoExclusion]);
+    assert_eq!(
+        explained[0].sentence,
+        "process 1 was granted at 10.281s, its acquire having taken 10.0 s, while process 0's \
+         lease ran until 20.250s, in a run with no fault and no release between: the library \
+         let it in while process 0 held the lock"
+    );
 }
 
 #[test]
@@ -733,7 +751,7 @@ fn a_late_release_that_succeeded_between_two_live_leases_is_a_hijack() {
     // A release that failed deleted nothing: in a run with no fault, the lock kept no key.
     for (outcome, cause) in [
         (OpType::Ok, Cause::Hijack),
-        (OpType::Fail, Cause::LockNotKept),
+        (OpType::Fail, Cause::NoExclusion),
     ] {
         let mut history = History::default();
         workers(&mut history);
@@ -763,16 +781,38 @@ fn a_late_release_that_succeeded_between_two_live_leases_is_a_hijack() {
 
 #[test]
 fn a_release_of_a_holder_whose_key_was_gone_or_of_the_next_holder_itself_is_a_hijack() {
-    // Process 1's key went (in a run with no fault: the lock did not keep it) and process 0
-    // took the lock; process 1's release, within its own lease, deleted process 0's key.
+    // Process 1's key went (nothing says how: a kill long before) and process 0 took the
+    // lock; process 1's release, within its own lease, deleted process 0's key. In a run with
+    // no fault at all, the lock let process 0 in beside process 1, and nothing says process 0
+    // ever had a key to delete: no exclusion, twice.
+    for faulty in [true, false] {
+        let mut history = History::default();
+        if faulty {
+            history
+                .fault("start", 10, "kill", &["n2"], Value::Null, Value::Null)
+                .fault("stop", 20, "kill", &["n2"], Value::Null, Value::Null);
+        }
+        history
+            .grant(1, 500, 501, 5_000, &["n1"])
+            .grant(0, 1_000, 1_001, 5_000, &["n1"])
+            .release(1, 2_500, OpType::Ok)
+            .grant(2, 3_000, 3_001, 5_000, &["n1"]);
+        let explained = history.explained();
+        let expected = match faulty {
+            true => vec![Cause::Unexplained, Cause::Hijack],
+            false => vec![Cause::NoExclusion, Cause::NoExclusion],
+        };
+        assert_eq!(causes(&explained), expected);
+    }
     let mut history = History::default();
     history
+        .fault("start", 10, "kill", &["n2"], Value::Null, Value::Null)
+        .fault("stop", 20, "kill", &["n2"], Value::Null, Value::Null)
         .grant(1, 500, 501, 5_000, &["n1"])
         .grant(0, 1_000, 1_001, 5_000, &["n1"])
         .release(1, 2_500, OpType::Ok)
         .grant(2, 3_000, 3_001, 5_000, &["n1"]);
     let explained = history.explained();
-    assert_eq!(causes(&explained), vec![Cause::LockNotKept, Cause::Hijack]);
     assert!(
         explained[1]
             .sentence
@@ -827,7 +867,7 @@ fn a_release_by_a_holder_granted_after_the_first_on_its_nodes_hijacks_nothing() 
     let explained = history.explained();
     assert_eq!(
         causes(&explained),
-        vec![Cause::LockNotKept, Cause::LockNotKept]
+        vec![Cause::NoExclusion, Cause::NoExclusion]
     );
 }
 
