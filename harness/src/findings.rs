@@ -117,7 +117,6 @@ fn section(page: &mut String, finding: &Scenario, adapters: &Path) -> Result<(),
 }
 
 /// The page for the repository's own folders.
-#[cfg(test)]
 fn repository_page() -> String {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     page(&root.join("scenarios"), &root.join("adapters")).expect("the findings read")

@@ -10,6 +10,7 @@ mod check;
 mod claims;
 mod cli;
 mod error;
+#[cfg(test)]
 mod findings;
 mod library;
 mod limits;

@@ -217,6 +217,7 @@ mod tests {
             renews,
             fencing,
             java: None,
+            variants: Default::default(),
         }
     }
 

@@ -369,6 +369,27 @@ mod tests {
     }
 
     #[test]
+    fn a_variant_runs_the_adapter_with_its_args_and_an_unknown_one_is_refused() {
+        let library = find(&repository_adapters(), "sherlock:expire-none").unwrap();
+        assert_eq!(library.client_name(), "lib:sherlock:expire-none");
+        assert_eq!(library.folder_name(), "sherlock-expire-none");
+        let command = library.command(Path::new("/cache")).unwrap();
+        assert!(command.ends_with("adapter.py --expire none"), "{command}");
+        let e = find(&repository_adapters(), "sherlock:expire-never")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("lib:sherlock has no variant `expire-never`")
+                && e.contains("lib:sherlock:expire-none"),
+            "{e}"
+        );
+        let e = find(&repository_adapters(), "redis-py:x")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("it has none"), "{e}");
+    }
+
+    #[test]
     fn a_manifest_with_a_field_it_does_not_know_is_refused_where_it_is() {
         let dir = tempfile::tempdir().unwrap();
         let folder = dir.path().join("odd");
