@@ -134,6 +134,11 @@ pub enum LibraryCommand {
         /// The folder of the catalog's scenario files the cards run.
         #[arg(long, default_value = SCENARIOS)]
         scenarios: PathBuf,
+        /// Run every seed of every line its full time. By default a seed of a hazard or a
+        /// finding stops at its first violation explained by a cause the line expects (`run
+        /// --stop-at-first`); controls and cures always run their full time.
+        #[arg(long)]
+        full_time: bool,
         #[command(flatten)]
         runs: SeedRuns,
     },
@@ -259,6 +264,10 @@ pub enum ScenarioCommand {
         /// Every scenario, and the claims page over them (results/claims-<time>/index.html).
         #[arg(long)]
         all: bool,
+        /// Stop each seed of a hazard at its first violation explained by a cause the
+        /// scenario expects (`run --stop-at-first`); cures run their full time.
+        #[arg(long)]
+        stop_at_first: bool,
         #[command(flatten)]
         runs: SeedRuns,
     },

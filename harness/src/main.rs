@@ -201,12 +201,22 @@ async fn dispatch(command: Command) -> Exit {
         }
         Command::Scenario(args) => match args.command {
             ScenarioCommand::List => scenario::list(&args.dir),
-            ScenarioCommand::Run { name, all, runs } => {
+            ScenarioCommand::Run {
+                name,
+                all,
+                stop_at_first,
+                runs,
+            } => {
                 progress::set_quiet(runs.quiet);
                 let interrupt = interrupt_on_signals();
+                let asked = scenario::Asked {
+                    dir: &args.dir,
+                    runs: &runs,
+                    stop_at_first,
+                };
                 match name {
-                    Some(name) if !all => scenario::run(&args.dir, &name, &runs, interrupt).await,
-                    _ => scenario::run_all(&args.dir, &runs, interrupt).await,
+                    Some(name) if !all => scenario::run(&asked, &name, interrupt).await,
+                    _ => scenario::run_all(&asked, interrupt).await,
                 }
             }
         },
@@ -233,6 +243,7 @@ async fn dispatch(command: Command) -> Exit {
                 all,
                 checks,
                 scenarios,
+                full_time,
                 runs,
             } => {
                 progress::set_quiet(runs.quiet);
@@ -243,6 +254,7 @@ async fn dispatch(command: Command) -> Exit {
                     only: &checks,
                     scenarios: &scenarios,
                     runs: &runs,
+                    stop_at_first: !full_time,
                 };
                 library::test(cards, interrupt).await
             }

@@ -5,7 +5,7 @@
 //! checked and kept.
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use splitbrain_compose::{image, Deployment};
@@ -16,10 +16,12 @@ use splitbrain_workloads::workload::lock::{Shared, WorkloadError};
 use splitbrain_workloads::{ClientConfig, ClientCrashes, ClientPauses, Recorder};
 use tokio_util::sync::CancellationToken;
 
-use crate::check::history::check_history;
+use splitbrain_checker::stream::RunFacts;
+
+use crate::check::history::{causes_so_far, check_history};
 use crate::error::{Exit, HarnessError};
 use crate::progress;
-use crate::spec::TestSpec;
+use crate::spec::{Causes, TestSpec};
 use crate::store::{RunDir, TestRecord, Versions, FORMAT};
 use crate::summary;
 
@@ -306,6 +308,17 @@ async fn exercise(
         result.map(|_| ()).map_err(anyhow::Error::from)
     };
     let history_lost = recorder.failed();
+    let stopped_at_first = std::sync::OnceLock::new();
+    let watcher = async {
+        if let Some(causes) = &spec.limits.stop_at_first {
+            let history = (dir.history(), recorder.started());
+            let found = first_of(history, causes, spec.run_facts(), &stop).await;
+            if let Some(found) = found {
+                let _ = stopped_at_first.set(found);
+                stop.cancel();
+            }
+        }
+    };
     let timer = async {
         let started = tokio::time::Instant::now();
         let deadline = started + spec.time_limit();
@@ -333,6 +346,8 @@ async fn exercise(
             progress::step("the history cannot be written: stopping clients, healing faults");
         } else if interrupt.is_cancelled() {
             progress::step("interrupted: stopping clients, healing faults, cleaning up");
+        } else if let Some(found) = stopped_at_first.get() {
+            progress::step(&format!("{found}: stopping clients, healing faults"));
         } else {
             progress::step("time limit reached: stopping clients, healing faults");
         }
@@ -344,7 +359,7 @@ async fn exercise(
             splitbrain_nemesis::roles::watch_master(deployment, &key, &recorder, watching).await;
         }
     };
-    let (clients, faults, (), ()) = tokio::join!(clients, faults, timer, roles);
+    let (clients, faults, (), (), ()) = tokio::join!(clients, faults, watcher, timer, roles);
     // The faults are healed by now: what the storage holds is what stays.
     let final_read = workload.final_read(&configs, &recorder).await;
     links.shutdown();
@@ -359,6 +374,39 @@ async fn exercise(
     faults?;
     final_read?;
     Ok(())
+}
+
+/// `--stop-at-first`: looks at the history at `path` (whose time 0 is `started`) as it is
+/// written, about once a second (less often where a look takes long), until a violation is
+/// explained as one of `causes` or `stop` is cancelled; returns the words that say what was
+/// found, and when.
+async fn first_of(
+    (path, started): (std::path::PathBuf, Instant),
+    causes: &Causes,
+    facts: RunFacts,
+    stop: &CancellationToken,
+) -> Option<String> {
+    let mut wait = Duration::from_secs(1);
+    loop {
+        tokio::select! {
+            () = stop.cancelled() => return None,
+            () = tokio::time::sleep(wait) => {}
+        }
+        let looked = Instant::now();
+        let path = path.clone();
+        let named = tokio::task::spawn_blocking(move || causes_so_far(&path, facts)).await;
+        // A look should cost the run at most a fifth of the machine.
+        wait = wait.max(looked.elapsed() * 4);
+        // A line half written or an unreadable moment: look again next time.
+        let Ok(Ok(named)) = named else { continue };
+        if let Some((cause, _)) = named.into_iter().find(|(c, _)| causes.contains(*c)) {
+            return Some(format!(
+                "the first violation explained as {} at {:.1} s",
+                cause.label(),
+                started.elapsed().as_secs_f64()
+            ));
+        }
+    }
 }
 
 /// The client groups' links to the nodes through the link proxy (none without client groups),

@@ -152,13 +152,21 @@ pub fn list(dir: &Path) -> Result<Exit, HarnessError> {
     Ok(Exit::Success)
 }
 
+/// What `scenario run` was asked for: the folder of scenarios, the seeds and how they run.
+pub struct Asked<'a> {
+    pub dir: &'a Path,
+    pub runs: &'a SeedRuns,
+    /// Stop each seed of a hazard at its first violation of an expected cause.
+    pub stop_at_first: bool,
+}
+
 /// `scenario run NAME --seeds N`: runs seeds 1..=N and says in how many the claim held.
 pub async fn run(
-    dir: &Path,
+    asked: &Asked<'_>,
     name: &str,
-    runs: &SeedRuns,
     interrupt: CancellationToken,
 ) -> Result<Exit, HarnessError> {
+    let (dir, runs) = (asked.dir, asked.runs);
     let scenarios = all(dir)?;
     let Some(path) = scenarios
         .iter()
@@ -176,7 +184,7 @@ pub async fn run(
         "scenario-{name}-{}",
         chrono::Utc::now().format("%Y%m%dT%H%M%S")
     ));
-    let outcome = run_one(name, &path, runs, &folder, &interrupt).await?;
+    let outcome = run_one(asked, name, &path, &folder, &interrupt).await?;
     if interrupt.is_cancelled() {
         return Ok(Exit::Interrupted);
     }
@@ -186,11 +194,11 @@ pub async fn run(
 /// `scenario run --all`: every scenario, one after another, and the claims page
 /// (`results/claims-<time>/index.html`, with `claims.json`) over them.
 pub async fn run_all(
-    dir: &Path,
-    runs: &SeedRuns,
+    asked: &Asked<'_>,
     interrupt: CancellationToken,
 ) -> Result<Exit, HarnessError> {
-    let scenarios = all(dir)?;
+    let runs = asked.runs;
+    let scenarios = all(asked.dir)?;
     let started = chrono::Utc::now();
     let page = runs
         .results
@@ -201,7 +209,7 @@ pub async fn run_all(
             break;
         }
         let folder = page.join(format!("scenario-{}", scenario.name));
-        outcomes.push(run_one(&scenario.name, &scenario.path, runs, &folder, &interrupt).await?);
+        outcomes.push(run_one(asked, &scenario.name, &scenario.path, &folder, &interrupt).await?);
     }
     let when = started.format("%Y-%m-%d %H:%M UTC").to_string();
     let html = claims::render(&outcomes, &when, runs.seeds as usize, runs.parallel);
@@ -238,18 +246,25 @@ fn exit_of(outcomes: &[ClaimOutcome]) -> Exit {
     }
 }
 
-/// Runs the scenario at `path` over seeds 1..=`runs.seeds` into `folder`, prints its table
+/// Runs the scenario at `path` over seeds 1..=`asked.runs.seeds` into `folder`, prints its table
 /// and whether its claim held, and returns what the claims page shows of it.
 async fn run_one(
+    asked: &Asked<'_>,
     name: &str,
     path: &Path,
-    runs: &SeedRuns,
     folder: &Path,
     interrupt: &CancellationToken,
 ) -> Result<ClaimOutcome, HarnessError> {
-    let seeds: Vec<u64> = (1..=runs.seeds).collect();
-    let (claim, cells) = matrix::load_scenario(path, &seeds)?;
-    run_claim(name, claim, cells, path, folder, runs.parallel, interrupt).await
+    let seeds: Vec<u64> = (1..=asked.runs.seeds).collect();
+    let (claim, mut cells) = matrix::load_scenario(path, &seeds)?;
+    if asked.stop_at_first {
+        cells = cells
+            .into_iter()
+            .map(matrix::Cell::stopping_at_first)
+            .collect();
+    }
+    let parallel = asked.runs.parallel;
+    run_claim(name, claim, cells, path, folder, parallel, interrupt).await
 }
 
 /// Runs a claim's `cells` (one a seed, read from `file`; `parallel` at once) into `folder`,

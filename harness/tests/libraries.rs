@@ -236,3 +236,51 @@ fn every_library_of_the_catalog_is_valid_with_no_faults() {
         }
     }
 }
+
+/// `--stop-at-first`: sherlock with `expire=None` grants everyone at once (the finding
+/// `sherlock-expire-none`), and a run asked to stop at the first violation explained as no
+/// exclusion stops there, long before its time limit, with the verdict of what it recorded.
+#[test]
+fn a_run_stops_at_the_first_violation_explained_as_a_cause_it_names() {
+    if docker_skipped() {
+        return;
+    }
+    node_image();
+    let cache = tempfile::tempdir().unwrap();
+    let (_keep, results) = results_dir();
+    let args = [
+        "run",
+        "--client",
+        "lib:sherlock:expire-none",
+        "--deployment",
+        "single",
+        "--nemesis",
+        "none",
+        "--time-limit",
+        "60s",
+        "--stop-at-first",
+        "no-exclusion",
+        "--results",
+        results.to_str().unwrap(),
+    ];
+    let out = with_catalog(cache.path(), &args);
+    let text = printed(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("the first violation explained as no exclusion at"),
+        "{text}"
+    );
+    let latest = results.join("latest");
+    let history = std::fs::read_to_string(latest.join("history.jsonl")).unwrap();
+    let last: serde_json::Value = serde_json::from_str(history.lines().last().unwrap()).unwrap();
+    let ran_s = last["time"].as_u64().unwrap() as f64 / 1e9;
+    assert!(ran_s < 30.0, "stopped at {ran_s} s of 60 s");
+    let ran = support::results_of(&latest);
+    assert!(
+        ran["verdict"].as_str().unwrap().contains("double grant"),
+        "{ran}"
+    );
+    let test: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(latest.join("test.json")).unwrap()).unwrap();
+    assert_eq!(test["stop_at_first"], serde_json::json!(["no-exclusion"]));
+}

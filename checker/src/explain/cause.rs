@@ -42,6 +42,34 @@ pub enum Cause {
 }
 
 impl Cause {
+    /// Every cause, in the order of the enum.
+    pub const ALL: [Cause; 13] = [
+        Cause::RestartHazard,
+        Cause::ClockJump,
+        Cause::Failover,
+        Cause::SplitBrain,
+        Cause::Zombie,
+        Cause::CutOffHolder,
+        Cause::SlowHolder,
+        Cause::Hijack,
+        Cause::CrashedClient,
+        Cause::RenewalStopped,
+        Cause::NoExclusion,
+        Cause::NoExpiry,
+        Cause::Unexplained,
+    ];
+
+    /// The cause as files and flags write it (`renewal-stopped`), which is its label with
+    /// hyphens for spaces and its serde name.
+    pub fn key(self) -> String {
+        self.label().replace(' ', "-")
+    }
+
+    /// The cause whose [`Cause::key`] is `key`.
+    pub fn from_key(key: &str) -> Option<Cause> {
+        Cause::ALL.into_iter().find(|cause| cause.key() == key)
+    }
+
     pub fn label(self) -> &'static str {
         match self {
             Cause::RestartHazard => "restart hazard",
@@ -89,5 +117,25 @@ impl Explanation {
     /// `[restart hazard] n3 granted both: ...`: the sentence as a summary line shows it.
     pub fn line(&self) -> String {
         format!("[{}] {}", self.cause.label(), self.sentence)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Cause;
+
+    #[test]
+    fn every_cause_is_listed_once_and_its_key_is_its_serde_name() {
+        for (i, cause) in Cause::ALL.into_iter().enumerate() {
+            assert_eq!(Cause::ALL.iter().position(|c| *c == cause), Some(i));
+            let serde_name = serde_json::to_string(&cause).unwrap();
+            assert_eq!(serde_name, format!("\"{}\"", cause.key()));
+            assert_eq!(Cause::from_key(&cause.key()), Some(cause));
+        }
+        assert_eq!(
+            Cause::from_key("renewal stopped"),
+            None,
+            "keys have hyphens"
+        );
     }
 }

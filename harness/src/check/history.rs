@@ -103,13 +103,7 @@ pub(crate) fn check_file(
         let file = std::fs::File::open(path)?;
         Ok(std::io::BufReader::with_capacity(1 << 16, file))
     };
-    let mut outline = Outline::new();
-    let mut ops = HistoryReader::for_outline(read()?);
-    let mut op = Op::new(Process::Client(0), OpType::Invoke, "");
-    while ops.next_into(&mut op)? {
-        outline.observe(&op);
-    }
-    let truncated_tail = ops.truncated_tail();
+    let (outline, truncated_tail) = outline_of(read()?)?;
     // The second pass reads no further than the first did: a history still being written
     // may have grown in between, and its outline would not cover the new ops.
     let outlined = outline.client_ops + outline.nemesis.len();
@@ -123,20 +117,10 @@ pub(crate) fn check_file(
         let verdicts = stream::replay(&ops, EveryChecker::new(&outline, facts));
         (verdicts, self::searched(&ops, &outline, model, lin.limits))
     } else {
-        let mut checkers = EveryChecker::new(&outline, facts);
-        let mut pairing = Pairing::default();
-        let mut ops = HistoryReader::new(read()?);
-        for _ in 0..outlined {
-            if !ops.next_into(&mut op)? {
-                break;
-            }
-            counts.add(&op);
-            pairing.feed_read(&mut op, &mut checkers);
-        }
-        pairing.finish(&mut checkers);
+        let verdicts = streamed(read()?, &outline, facts, &mut counts)?;
         let skipped = model
             .map(|(model, in_verdict)| (search_skipped(model, outline.client_ops), in_verdict));
-        (checkers.finish(), (skipped, None))
+        (verdicts, (skipped, None))
     };
     Ok(Checked {
         outline,
@@ -146,6 +130,54 @@ pub(crate) fn check_file(
         search_error,
         truncated_tail,
     })
+}
+
+/// The first pass over a history: its outline, and whether its last line was cut short.
+fn outline_of(history: impl std::io::BufRead) -> Result<(Outline, bool), HistoryError> {
+    let mut outline = Outline::new();
+    let mut ops = HistoryReader::for_outline(history);
+    let mut op = Op::new(Process::Client(0), OpType::Invoke, "");
+    while ops.next_into(&mut op)? {
+        outline.observe(&op);
+    }
+    Ok((outline, ops.truncated_tail()))
+}
+
+/// Every checker but the linearizability search over the ops of `history` that `outline`
+/// covers, as a stream, counting them into `counts`.
+fn streamed(
+    history: impl std::io::BufRead,
+    outline: &Outline,
+    facts: RunFacts,
+    counts: &mut OpCounts,
+) -> Result<Sections, HistoryError> {
+    let mut checkers = EveryChecker::new(outline, facts);
+    let mut pairing = Pairing::default();
+    let mut ops = HistoryReader::new(history);
+    let mut op = Op::new(Process::Client(0), OpType::Invoke, "");
+    for _ in 0..outline.client_ops + outline.nemesis.len() {
+        if !ops.next_into(&mut op)? {
+            break;
+        }
+        counts.add(&op);
+        pairing.feed_read(&mut op, &mut checkers);
+    }
+    pairing.finish(&mut checkers);
+    Ok(checkers.finish())
+}
+
+/// The causes the checkers' explanations give the violations of a history still being
+/// written, so far (each with how many it explains): what `--stop-at-first` watches. No
+/// linearizability search: it explains nothing, and would cost the most.
+pub(crate) fn causes_so_far(
+    path: &Path,
+    facts: RunFacts,
+) -> Result<Vec<(splitbrain_checker::explain::Cause, usize)>, HistoryError> {
+    let read =
+        || -> Result<_, HistoryError> { Ok(std::io::BufReader::new(std::fs::File::open(path)?)) };
+    let (outline, _) = outline_of(read()?)?;
+    let sections = streamed(read()?, &outline, facts, &mut OpCounts::default())?;
+    Ok(crate::matrix::causes_in(&sections))
 }
 
 /// The linearizability search where a model applies, and whether it counts; a history it

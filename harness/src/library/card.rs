@@ -32,6 +32,8 @@ pub struct Cards<'a> {
     pub scenarios: &'a Path,
     /// The seeds, how many at once, and where their runs go.
     pub runs: &'a SeedRuns,
+    /// Stop a hazard's or a finding's seed at its first violation of an expected cause.
+    pub stop_at_first: bool,
 }
 
 /// `library test NAME` (or `--all`): runs the cards over seeds 1..=`seeds` into
@@ -85,7 +87,13 @@ pub async fn test(asked: Cards<'_>, interrupt: CancellationToken) -> Result<Exit
             if interrupt.is_cancelled() {
                 break;
             }
-            let (claim, cells, file) = cells_of(&library, &line, &seed_list, scenarios)?;
+            let (claim, mut cells, file) = cells_of(&library, &line, &seed_list, scenarios)?;
+            if asked.stop_at_first {
+                cells = cells
+                    .into_iter()
+                    .map(matrix::Cell::stopping_at_first)
+                    .collect();
+            }
             let runs = folder.join(format!("{}-{}", library.name, line.name()));
             let outcome = scenario::run_claim(
                 line.name(),

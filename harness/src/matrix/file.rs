@@ -189,6 +189,20 @@ impl Cell {
     pub fn expected(&self) -> String {
         self.expect.judged_label(self.judge)
     }
+
+    /// The cell stopped at the first violation explained by a cause it expects
+    /// (`--stop-at-first`), where it expects a hazard with named causes and does not say
+    /// otherwise already; any other cell (a control, a cure, a hazard of any cause) runs its
+    /// full time, as it must to show that nothing happened.
+    pub fn stopping_at_first(mut self) -> Cell {
+        let asked = self.args.iter().any(|a| a == "--stop-at-first");
+        if self.expect == Expect::Invalid && !self.expect_causes.is_empty() && !asked {
+            let causes: Vec<String> = self.expect_causes.iter().map(|c| c.key()).collect();
+            self.args
+                .extend(["--stop-at-first".to_string(), causes.join(",")]);
+        }
+        self
+    }
 }
 
 /// Reads `path` and expands it into cells, each one checked as `splitbrain run` checks its
@@ -601,6 +615,58 @@ options = { ttl = "1s", time-limit = "7s" }
             args.contains("--time-limit 7s") && !args.contains("5s"),
             "{args}"
         );
+    }
+
+    #[test]
+    fn only_a_hazard_with_named_causes_stops_at_its_first_violation() {
+        let cells = load_text(
+            r#"
+[[group]]
+deployments = ["single"]
+clients = ["set-nx-px"]
+faults = ["client-pause"]
+expect = "invalid"
+expect-causes = ["zombie", "slow-holder"]
+
+[[group]]
+deployments = ["single"]
+clients = ["set-nx-px"]
+faults = ["kill"]
+expect = "invalid"
+
+[[group]]
+deployments = ["single"]
+clients = ["fenced"]
+faults = ["client-pause"]
+expect = "valid"
+
+[[group]]
+deployments = ["single"]
+clients = ["set-nx-px"]
+faults = ["pause"]
+expect = "invalid"
+expect-causes = ["zombie"]
+options = { stop-at-first = "hijack" }
+"#,
+        )
+        .unwrap();
+        let args: Vec<String> = cells
+            .into_iter()
+            .map(|cell| cell.stopping_at_first().args.join(" "))
+            .collect();
+        assert!(
+            args[0].ends_with("--stop-at-first zombie,slow-holder"),
+            "{}",
+            args[0]
+        );
+        for unnamed_or_cure in &args[1..3] {
+            assert!(
+                !unnamed_or_cure.contains("--stop-at-first"),
+                "{unnamed_or_cure}"
+            );
+        }
+        assert_eq!(args[3].matches("--stop-at-first").count(), 1, "{}", args[3]);
+        assert!(args[3].contains("--stop-at-first hijack"), "its own wins");
     }
 
     #[test]

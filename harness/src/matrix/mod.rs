@@ -23,6 +23,7 @@ use futures_util::stream::{FuturesUnordered, StreamExt};
 use serde::{Deserialize, Serialize};
 use splitbrain_checker::acquisition_stats::AcquisitionStats;
 use splitbrain_checker::coverage::Coverage;
+use splitbrain_checker::every::Sections;
 use splitbrain_checker::explain::Cause;
 use splitbrain_checker::lock_safety::LockSafety;
 use splitbrain_checker::starvation::Starvation;
@@ -413,9 +414,16 @@ async fn run_cell(
 /// too, stuck periods, keys with lost writes, fencing violations), each with how many it
 /// explains, in order of first appearance.
 pub(crate) fn causes_named(results: Option<&Results>) -> Vec<(Cause, usize)> {
+    results.map(|r| causes_in(&r.checkers)).unwrap_or_default()
+}
+
+/// The causes the checkers' results give their violations, as [`causes_named`].
+pub(crate) fn causes_in(checkers: &Sections) -> Vec<(Cause, usize)> {
     let mut named: Vec<(Cause, usize)> = Vec::new();
-    let checkers = results.into_iter().flat_map(|r| r.checkers.iter());
-    for explanation in checkers.flat_map(|(_, checker)| checker.explanations()) {
+    for explanation in checkers
+        .iter()
+        .flat_map(|(_, checker)| checker.explanations())
+    {
         match named.iter_mut().find(|(c, _)| *c == explanation.cause) {
             Some((_, n)) => *n += 1,
             None => named.push((explanation.cause, 1)),

@@ -1,8 +1,11 @@
-//! The limits part of a run: how long, and how many clients at once.
+//! The limits part of a run: how long, how many clients at once, and what ends it early.
 
 use std::time::Duration;
 
-use super::part::part;
+use serde::{Deserialize, Serialize};
+use splitbrain_checker::explain::Cause;
+
+use super::part::{part, Flag};
 use super::{names, parse};
 
 part! {
@@ -17,6 +20,37 @@ part! {
         /// Client processes running at once.
         #[arg(long, default_value_t = 5, allow_hyphen_values = true, value_parser = parse::count)]
         pub concurrency: usize,
+        /// Stop at the first violation explained as one of these causes (comma-separated, as
+        /// results.json writes them: renewal-stopped,zombie) instead of at --time-limit: for a
+        /// hazard whose mechanism is known, once it has shown. The history is checked as it
+        /// is written, about once a second; the verdict is the whole history's, as ever.
+        #[arg(long, value_name = "CAUSE,...", value_parser = parse::causes)]
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub stop_at_first: Option<Causes>,
+    }
+}
+
+/// The causes a run stops at the first of (`--stop-at-first`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Causes(pub Vec<Cause>);
+
+impl Causes {
+    pub fn contains(&self, cause: Cause) -> bool {
+        self.0.contains(&cause)
+    }
+}
+
+impl std::fmt::Display for Causes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let keys: Vec<String> = self.0.iter().map(|c| c.key()).collect();
+        f.write_str(&keys.join(","))
+    }
+}
+
+impl Flag for Causes {
+    fn arg(&self) -> Option<String> {
+        Some(self.to_string())
     }
 }
 

@@ -34,7 +34,7 @@ use splitbrain_workloads::{ClientConfig, ClientOptions, Fences};
 
 pub use catalog::catalog;
 pub use client::ClientPart;
-pub use limits::LimitsPart;
+pub use limits::{Causes, LimitsPart};
 pub use names::{ChosenClient, Faults};
 pub use nemesis::NemesisPart;
 pub use part::Printed;

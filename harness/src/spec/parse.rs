@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use splitbrain_checker::explain::Cause;
 use splitbrain_compose::topology::Persistence;
 use splitbrain_compose::{System, Topology};
 use splitbrain_libraries::install::cache_dir;
@@ -13,8 +14,24 @@ use splitbrain_systems::{find_client, find_server, find_topology};
 use splitbrain_workloads::workload::{find_workload, WorkloadKind, WORKLOADS};
 use splitbrain_workloads::{EXEC, EXEC_PREFIX};
 
+use super::limits::Causes;
 use super::names::{Acquire, ChosenClient, Faults};
 use crate::script::Script;
+
+/// Parses `renewal-stopped,zombie`: causes as results.json names them.
+pub fn causes(text: &str) -> Result<Causes, String> {
+    let mut causes = Vec::new();
+    for key in text.split(',').map(str::trim) {
+        let cause = Cause::from_key(key).ok_or_else(|| {
+            let known: Vec<String> = Cause::ALL.into_iter().map(Cause::key).collect();
+            format!("unknown cause `{key}`; choose from: {}", known.join(", "))
+        })?;
+        if !causes.contains(&cause) {
+            causes.push(cause);
+        }
+    }
+    Ok(Causes(causes))
+}
 
 /// Parses `500ms`, `2s`, `1m`, `1h30m`.
 pub fn duration(text: &str) -> Result<Duration, String> {

@@ -3,6 +3,7 @@
 use super::*;
 use crate::cli::{Cli, Command};
 use clap::Parser;
+use splitbrain_checker::explain::Cause;
 
 /// The spec `splitbrain run` makes of these options, or the sentence it refuses them with
 /// (clap's, for a bad name or number).
@@ -298,6 +299,37 @@ fn the_catalog_names_everything_registered() {
 fn zero_durations_are_refused() {
     assert!(message(&["--ttl", "0s"]).contains("--ttl"));
     assert!(message(&["--ttl", "10ms"]).contains("too short"));
+}
+
+#[test]
+fn stop_at_first_takes_causes_as_results_json_names_them() {
+    let s = spec(&["--stop-at-first", "renewal-stopped,zombie,zombie"]).unwrap();
+    let causes = s.limits.stop_at_first.clone().unwrap();
+    assert_eq!(
+        causes.0,
+        [Cause::RenewalStopped, Cause::Zombie],
+        "once each"
+    );
+    assert!(s
+        .command_line()
+        .contains("--stop-at-first renewal-stopped,zombie"));
+    let json = serde_json::to_value(&s).unwrap();
+    assert_eq!(
+        json["stop_at_first"],
+        serde_json::json!(["renewal-stopped", "zombie"])
+    );
+    let wrong = message(&["--stop-at-first", "renewal stopped"]);
+    assert!(
+        wrong.contains("unknown cause `renewal stopped`")
+            && wrong.contains("renewal-stopped, no-exclusion, no-expiry"),
+        "{wrong}"
+    );
+    let unasked = spec(&[]).unwrap();
+    assert!(unasked.limits.stop_at_first.is_none());
+    assert!(!serde_json::to_value(&unasked)
+        .unwrap()
+        .to_string()
+        .contains("stop_at_first"));
 }
 
 #[test]
