@@ -10,9 +10,10 @@ is `unknown`.
 
 Locks are taken with `auto_renewal=True`: the library's own daemon thread extends the lease
 every 2/3 of `expire`. The adapter says `"renewal":"reported"` in its hello reply and reports
-each of those extensions as a line
-`{"event":"renew","resource":R,"token":T,"type":"ok"|"fail"|"unknown","ttl_ms":N[,"error":E]}`,
-written from the library's thread by a subclass that wraps `Lock.extend`; the renewal loop
+each of those extensions as two lines, `{"event":"renewing","resource":R,"token":T,"ttl_ms":N}`
+before it and
+`{"event":"renew","resource":R,"token":T,"type":"ok"|"fail"|"unknown","ttl_ms":N[,"error":E]}`
+after it, written from the library's thread by a subclass that wraps `Lock.extend`; the renewal loop
 itself is the library's. What the library does with a failed extension is kept: the
 exception leaves its thread, which ends, and the lease then runs out.
 
@@ -84,6 +85,9 @@ class ReportingLock(redis_lock.Lock):
         report = {"event": "renew", "resource": self.resource, "token": self.id}
         # The key's TTL after a successful extend, counted from now (EXPIRE runs after this).
         report["ttl_ms"] = int(expire or self._expire) * 1000
+        # Said before the call, so the harness dates the renewal when it began: one held up by
+        # a stalled server may come back long after the lease it was to extend ran out.
+        self._report(dict(report, event="renewing"))
         try:
             super().extend(expire)
         except (redis_lock.NotAcquired, redis_lock.NotExpirable) as e:

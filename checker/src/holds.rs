@@ -316,6 +316,18 @@ impl HoldTracker {
                         });
                     }
                 }
+                // A renewal refused (`fail`: the lock was no longer its own) says the lease was
+                // over by the time it came back, whatever the renewals before it promised: the
+                // server had let the key go. A grant after it is to a holder that outlived its
+                // lease, not two live leases.
+                if invoke.f == "renew" && op.kind == OpType::Fail {
+                    if let Some(hold) = self.open.get_mut(&(op.process, key.to_string())) {
+                        hold.lease_end = hold.lease_end.min(op.time).max(hold.start);
+                        if hold.ended_by == "validity" {
+                            hold.end = hold.lease_end;
+                        }
+                    }
+                }
                 if invoke.f == "renew" && op.kind == OpType::Ok {
                     let open_hold = self
                         .open

@@ -6,8 +6,11 @@
 //!    (or, if it never does, until its lease ends). Its **lease**, the exclusivity the lock
 //!    promised, ends at the acquire's invoke time plus `validity_ms` (or plus the requested
 //!    `ttl_ms` where no validity was given). A lease watchdog's `renew` that returns `ok`
-//!    extends the lease to the renewal's invoke plus its `ttl_ms`; one that fails or times out
-//!    extends nothing. A grant marked `renewal: reported` comes from a library that renews in
+//!    extends the lease to the renewal's invoke plus its `ttl_ms`; one that times out extends
+//!    nothing, and one refused (`fail`: the lock was no longer its own) ends the lease when it
+//!    comes back, if it had not ended already: the server had let the key go, whatever the
+//!    renewals before promised (a reported renewal is dated when its report arrives, a little
+//!    after the server renewed). A grant marked `renewal: reported` comes from a library that renews in
 //!    the background and records each renewal as such a `renew`. One marked `renewal: silent`
 //!    renews without telling anybody, so its lease is what it promised at the grant (invoke
 //!    plus validity) and no more: an overlap past it is a `stale` double grant, never a `lease`
@@ -957,6 +960,45 @@ mod tests {
             r.double_grants[0].kind, "stale",
             "the lease ended at 1000 ms"
         );
+    }
+
+    /// From a busy run of `python-redis-lock-renewal-dies`: process 40's renewal reported at
+    /// 25.4219 s promised the lease to 28.4219 s, but the server, paused, let the key run out
+    /// (its renewal was processed a little before the report): the next renewal came back
+    /// refused at 28.4198 s, and process 13 was granted at 28.4205 s. Not two live leases, a
+    /// holder past its lease.
+    #[test]
+    fn rule_1_a_refused_renewal_ends_the_lease_when_it_comes_back() {
+        let renewal = |s: &mut Script, at: u64, outcome| {
+            let mut renew = Op::new(Process::Client(1), OpType::Invoke, "renew").key("lock");
+            renew.ttl_ms = Some(3_000);
+            s.push(at, renew)
+                .push(at, Op::new(Process::Client(1), outcome, "renew").key("lock"));
+        };
+        let mut s = Script::default();
+        s.invoke(0, 1, "acquire")
+            .complete(1, 1, OpType::Ok, "acquire");
+        renewal(&mut s, 2_000, OpType::Ok);
+        renewal(&mut s, 4_990, OpType::Fail);
+        s.hold(4_992, 6_000, 2);
+        s.invoke(8_000, 1, "release")
+            .complete(8_001, 1, OpType::Fail, "release");
+        let r = s.check();
+
+        assert_eq!(r.double_grants[0].kind, "stale");
+        assert_eq!(r.double_grants[0].first.lease_end_ms, 4_990.0);
+
+        // A renewal whose outcome is unknown says nothing of the lease: still live at 4993.
+        let mut s = Script::default();
+        s.invoke(0, 1, "acquire")
+            .complete(1, 1, OpType::Ok, "acquire");
+        renewal(&mut s, 2_000, OpType::Ok);
+        renewal(&mut s, 4_990, OpType::Info);
+        s.hold(4_992, 6_000, 2);
+        s.invoke(8_000, 1, "release")
+            .complete(8_001, 1, OpType::Fail, "release");
+        let r = s.check();
+        assert_eq!(r.double_grants[0].kind, "lease");
     }
 
     #[test]

@@ -703,11 +703,12 @@ fn not_kept(grant: &DoubleGrant, node: &str, context: &Context) -> Option<Explan
     })
 }
 
-/// Rule 1's renewal story: a holder whose client renews its lease, whose last renewal before
-/// the other's grant did not succeed and was followed by no other: its library gave up
+/// Rule 1's renewal story: a holder whose client renews its lease, whose last renewal asked
+/// before the other's grant did not succeed and was followed by no other: its library gave up
 /// renewing and went on without telling it (python-redis-lock's renewal thread ends on its
-/// first exception). The faults that renewal met (a server stalled past the client's socket
-/// timeout) are named.
+/// first exception). The renewal may come back after the other's grant: held up by a stalled
+/// server, it was still in flight when the lease ran out. The faults that renewal met (a
+/// server stalled past the client's socket timeout) are named.
 fn renewal_stopped(
     zombie: &Hold,
     other: &Hold,
@@ -715,7 +716,7 @@ fn renewal_stopped(
     granted: &str,
 ) -> Option<Explanation> {
     let failed = zombie.renewal_failed.as_ref()?;
-    if !zombie.renews || failed.at_ms > other.start_ms {
+    if !zombie.renews || failed.asked_ms > other.start_ms {
         return None;
     }
     let met: Vec<&Spell> = near

@@ -13,8 +13,8 @@
 //!    its hold before the second grant); a [`Cause::RestartHazard`] where it
 //!    renews its lease and its node was killed during its hold (it came back without the key,
 //!    so the renewals failed); a [`Cause::RenewalStopped`] where it renews and its last
-//!    renewal before the other's grant failed or timed out with none tried after (its library
-//!    gave up renewing without telling it); otherwise, where no fault touched its client or its nodes
+//!    renewal asked before the other's grant failed or timed out (coming back before or after
+//!    that grant) with none tried after (its library gave up renewing without telling it); otherwise, where no fault touched its client or its nodes
 //!    during its hold, a [`Cause::SlowHolder`] (the work outlasted the lease); otherwise
 //!    [`Cause::Unexplained`].
 //! 2. A `lease` double grant (both leases live) that rule 3 finds no node story for is a

@@ -213,6 +213,14 @@ fn patience(default: Duration, asked_ms: Option<u64>) -> Duration {
 #[derive(Debug, Deserialize)]
 #[serde(tag = "event", rename_all = "lowercase", deny_unknown_fields)]
 enum Event {
+    /// `{"event":"renewing","resource":…,"token":…,"ttl_ms":…}`: the library is about to
+    /// renew a held lease; the `renew` event that follows says how it went.
+    Renewing {
+        resource: String,
+        token: String,
+        #[serde(default)]
+        ttl_ms: Option<u64>,
+    },
     /// `{"event":"renew","resource":…,"token":…,"type":…,"ttl_ms":…}`: the library renewed
     /// a held lease (`ok`: for `ttl_ms` from when the renewal began).
     Renew {
@@ -452,25 +460,37 @@ async fn read_stdout(
             }
         };
         if line.trim_start().starts_with('{') && line.contains("\"event\"") {
-            if let Ok(Event::Renew {
-                resource,
-                token,
-                kind,
-                ttl_ms,
-                error,
-            }) = serde_json::from_str::<Event>(&line)
-            {
-                let outcome = match kind {
-                    ReplyKind::Ok => Outcome::Ok(()),
-                    ReplyKind::Fail => Outcome::Fail(error.unwrap_or_default()),
-                    ReplyKind::Unknown => Outcome::Info(error.unwrap_or_default()),
-                };
-                let _ = renewals.send(RenewalReport {
+            let report = match serde_json::from_str::<Event>(&line) {
+                Ok(Event::Renewing {
+                    resource,
+                    token,
+                    ttl_ms,
+                }) => Some(RenewalReport {
                     resource,
                     token,
                     ttl: ttl_ms.map(Duration::from_millis),
-                    outcome,
-                });
+                    outcome: None,
+                }),
+                Ok(Event::Renew {
+                    resource,
+                    token,
+                    kind,
+                    ttl_ms,
+                    error,
+                }) => Some(RenewalReport {
+                    resource,
+                    token,
+                    ttl: ttl_ms.map(Duration::from_millis),
+                    outcome: Some(match kind {
+                        ReplyKind::Ok => Outcome::Ok(()),
+                        ReplyKind::Fail => Outcome::Fail(error.unwrap_or_default()),
+                        ReplyKind::Unknown => Outcome::Info(error.unwrap_or_default()),
+                    }),
+                }),
+                Err(_) => None,
+            };
+            if let Some(report) = report {
+                let _ = renewals.send(report);
                 continue;
             }
         }

@@ -102,7 +102,9 @@ pub struct RenewalReport {
     pub token: String,
     /// The lease it renewed for, from when the renewal began; `None`: the lease asked for.
     pub ttl: Option<Duration>,
-    pub outcome: Outcome<()>,
+    /// How it ended; `None` when the library reports that a renewal has begun, before it asks
+    /// the servers (its end follows in another report), so that it is dated when it began.
+    pub outcome: Option<Outcome<()>>,
 }
 
 /// What every client is built from.

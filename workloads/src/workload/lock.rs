@@ -318,7 +318,9 @@ impl Worker {
     }
 
     /// Holds a lock for `hold` while the client renews it by itself, recording each renewal
-    /// it reports for this grant as a `renew` op (dated when the report arrives).
+    /// it reports for this grant as a `renew` op: invoked when the library says it begins
+    /// (or, where it says only how a renewal ended, when that report arrives), completed when
+    /// the report of its end arrives.
     async fn hold_recording_renewals(
         &self,
         hold: Duration,
@@ -327,6 +329,8 @@ impl Worker {
         grant: &Grant,
     ) {
         let until = tokio::time::Instant::now() + hold;
+        // A renewal the library said it began, whose end is still to come.
+        let mut begun = false;
         loop {
             let report = tokio::select! {
                 () = tokio::time::sleep_until(until) => return,
@@ -347,10 +351,17 @@ impl Worker {
                     .key(&report.resource)
                     .token(&grant.token)
             };
-            let mut invoke = op(OpType::Invoke);
-            invoke.ttl_ms = Some(report.ttl.unwrap_or(self.workload.ttl).as_millis() as u64);
-            self.shared.recorder.record(invoke);
-            let (kind, error) = completion(report.outcome);
+            if !begun {
+                let mut invoke = op(OpType::Invoke);
+                invoke.ttl_ms = Some(report.ttl.unwrap_or(self.workload.ttl).as_millis() as u64);
+                self.shared.recorder.record(invoke);
+            }
+            let Some(outcome) = report.outcome else {
+                begun = true;
+                continue;
+            };
+            begun = false;
+            let (kind, error) = completion(outcome);
             let mut done = op(kind);
             done.error = error;
             self.shared.recorder.record(done);

@@ -655,6 +655,55 @@ fn a_holder_whose_library_stopped_renewing_after_a_failed_renewal_is_renewal_sto
     }
 }
 
+/// From a busy run of `python-redis-lock-renewal-dies` (seed 7): process 0's renewal was
+/// asked while n1 was paused, the lease ran out in the pause, the second grant came at the
+/// resume, and the renewal came back failed 7 ms after it. A renewal asked after the second
+/// grant is no story of this kind.
+#[test]
+fn a_renewal_in_flight_when_the_lease_ran_out_that_then_failed_is_renewal_stopped() {
+    for asked_after_the_grant in [false, true] {
+        let mut history = History::default();
+        workers(&mut history);
+        history.grant(0, 1_000, 1_001, 3_000, &["n1"]);
+        let renew = |kind, error: Option<&str>| {
+            let mut op = Op::new(Process::Client(0), kind, "renew").key("lock");
+            op.ttl_ms = Some(3_000);
+            op.error = error.map(str::to_string);
+            op
+        };
+        history.fault("start", 1_700, "pause", &["n1"], Value::Null, Value::Null);
+        if !asked_after_the_grant {
+            history.push(renew(OpType::Invoke, None), 3_000);
+        }
+        history.grant(1, 4_000, 4_012, 3_000, &["n1"]).fault(
+            "stop",
+            4_014,
+            "pause",
+            &["n1"],
+            Value::Null,
+            Value::Null,
+        );
+        if asked_after_the_grant {
+            history.push(renew(OpType::Invoke, None), 4_016);
+        }
+        history
+            .push(
+                renew(
+                    OpType::Info,
+                    Some("TimeoutError: Timeout reading from socket"),
+                ),
+                4_019,
+            )
+            .release(0, 9_000, OpType::Ok);
+        let explained = history.explained();
+        if asked_after_the_grant {
+            assert_ne!(causes(&explained), vec![Cause::RenewalStopped]);
+        } else {
+            assert_eq!(causes(&explained), vec![Cause::RenewalStopped]);
+        }
+    }
+}
+
 #[test]
 fn a_pause_of_another_worker_does_not_make_a_zombie() {
     let mut history = History::default();
