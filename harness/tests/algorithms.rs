@@ -478,10 +478,10 @@ fn a_library_renewing_by_itself_holds_for_many_ttls_with_no_faults() {
     for end in ends {
         let invoke = invokes
             .iter()
-            .filter(|op| {
+            .rev()
+            .find(|op| {
                 op["process"] == end["process"] && op["index"].as_u64() < end["index"].as_u64()
             })
-            .last()
             .unwrap();
         let took_ns = end["time"].as_u64().unwrap() - invoke["time"].as_u64().unwrap();
         assert!(
