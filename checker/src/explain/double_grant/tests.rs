@@ -602,6 +602,14 @@ fn a_renewing_holder_whose_node_came_back_empty_is_the_restart_hazard() {
     }
 }
 
+/// A `renew` op of process 0 on `lock`, for 3 s, with its error.
+fn renew(kind: OpType, error: Option<&str>) -> Op {
+    let mut op = Op::new(Process::Client(0), kind, "renew").key("lock");
+    op.ttl_ms = Some(3_000);
+    op.error = error.map(str::to_string);
+    op
+}
+
 /// python-redis-lock with its server stalled past the client's socket timeout: the renewal
 /// in flight times out, its renewal thread ends, and the holder goes on past its lease. A
 /// renewal tried again after the failure (a watchdog that keeps at it) is no such story.
@@ -611,12 +619,6 @@ fn a_holder_whose_library_stopped_renewing_after_a_failed_renewal_is_renewal_sto
         let mut history = History::default();
         workers(&mut history);
         history.grant(0, 1_000, 1_001, 2_000, &["n1"]);
-        let renew = |kind, error: Option<&str>| {
-            let mut op = Op::new(Process::Client(0), kind, "renew").key("lock");
-            op.ttl_ms = Some(3_000);
-            op.error = error.map(str::to_string);
-            op
-        };
         history
             .push(renew(OpType::Invoke, None), 1_660)
             .push(renew(OpType::Ok, None), 1_662)
@@ -665,12 +667,6 @@ fn a_renewal_in_flight_when_the_lease_ran_out_that_then_failed_is_renewal_stoppe
         let mut history = History::default();
         workers(&mut history);
         history.grant(0, 1_000, 1_001, 3_000, &["n1"]);
-        let renew = |kind, error: Option<&str>| {
-            let mut op = Op::new(Process::Client(0), kind, "renew").key("lock");
-            op.ttl_ms = Some(3_000);
-            op.error = error.map(str::to_string);
-            op
-        };
         history.fault("start", 1_700, "pause", &["n1"], Value::Null, Value::Null);
         if !asked_after_the_grant {
             history.push(renew(OpType::Invoke, None), 3_000);
