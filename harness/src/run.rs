@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
+use splitbrain_checker::stream::RunFacts;
 use splitbrain_compose::{image, Deployment};
 use splitbrain_nemesis::links::{toxiproxy, LinkState, Links, Toxics};
 use splitbrain_nemesis::{Nemesis, Target};
@@ -15,8 +16,6 @@ use splitbrain_systems::Reach;
 use splitbrain_workloads::workload::lock::{Shared, WorkloadError};
 use splitbrain_workloads::{ClientConfig, ClientCrashes, ClientPauses, Recorder};
 use tokio_util::sync::CancellationToken;
-
-use splitbrain_checker::stream::RunFacts;
 
 use crate::check::history::{causes_so_far, check_history};
 use crate::error::{Exit, HarnessError};
