@@ -169,17 +169,29 @@ fn shrinking_a_failing_run_leaves_a_few_faults_as_a_scenario() {
     ]);
     original.assert_exit(1);
     let (_keep, results) = results_dir();
-    let out = run_splitbrain(&[
-        "shrink",
-        original.dir.to_str().unwrap(),
-        "--replays",
-        "1",
-        "--final-replays",
-        "1",
-        "--quiet",
-        "--results",
-        results.to_str().unwrap(),
-    ]);
+    let shrink = || {
+        run_splitbrain(&[
+            "shrink",
+            original.dir.to_str().unwrap(),
+            "--replays",
+            "1",
+            "--final-replays",
+            "1",
+            "--quiet",
+            "--results",
+            results.to_str().unwrap(),
+        ])
+    };
+    // One replay of the whole schedule may miss the hazard (the clients' timing is not
+    // replayed; a busy CI machine missed it once in 2026-12): shrink says so and stops, which
+    // is right, and a second try then shrinks.
+    let mut out = shrink();
+    for _ in 0..2 {
+        if !String::from_utf8_lossy(&out.stdout).contains("did not fail in most replays") {
+            break;
+        }
+        out = shrink();
+    }
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{}", printed(&out));
     assert!(stdout.contains("trial 1:"), "{stdout}");
