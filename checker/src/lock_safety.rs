@@ -969,35 +969,28 @@ mod tests {
     /// holder past its lease.
     #[test]
     fn rule_1_a_refused_renewal_ends_the_lease_when_it_comes_back() {
-        let renewal = |s: &mut Script, at: u64, outcome| {
-            let mut renew = Op::new(Process::Client(1), OpType::Invoke, "renew").key("lock");
-            renew.ttl_ms = Some(3_000);
-            s.push(at, renew)
-                .push(at, Op::new(Process::Client(1), outcome, "renew").key("lock"));
+        // Renewed at 2000 for 3000 ms; the next renewal comes back at 4990 with `last`; process
+        // 2 is granted at 4993 while process 1 still holds.
+        let ending_with = |last| {
+            let mut s = Script::default();
+            s.invoke(0, 1, "acquire")
+                .complete(1, 1, OpType::Ok, "acquire");
+            for (at, outcome) in [(2_000, OpType::Ok), (4_990, last)] {
+                let mut renew = Op::new(Process::Client(1), OpType::Invoke, "renew").key("lock");
+                renew.ttl_ms = Some(3_000);
+                s.push(at, renew)
+                    .push(at, Op::new(Process::Client(1), outcome, "renew").key("lock"));
+            }
+            s.hold(4_992, 6_000, 2);
+            s.invoke(8_000, 1, "release")
+                .complete(8_001, 1, OpType::Fail, "release");
+            s.check()
         };
-        let mut s = Script::default();
-        s.invoke(0, 1, "acquire")
-            .complete(1, 1, OpType::Ok, "acquire");
-        renewal(&mut s, 2_000, OpType::Ok);
-        renewal(&mut s, 4_990, OpType::Fail);
-        s.hold(4_992, 6_000, 2);
-        s.invoke(8_000, 1, "release")
-            .complete(8_001, 1, OpType::Fail, "release");
-        let r = s.check();
-
+        let r = ending_with(OpType::Fail);
         assert_eq!(r.double_grants[0].kind, "stale");
         assert_eq!(r.double_grants[0].first.lease_end_ms, 4_990.0);
-
         // A renewal whose outcome is unknown says nothing of the lease: still live at 4993.
-        let mut s = Script::default();
-        s.invoke(0, 1, "acquire")
-            .complete(1, 1, OpType::Ok, "acquire");
-        renewal(&mut s, 2_000, OpType::Ok);
-        renewal(&mut s, 4_990, OpType::Info);
-        s.hold(4_992, 6_000, 2);
-        s.invoke(8_000, 1, "release")
-            .complete(8_001, 1, OpType::Fail, "release");
-        let r = s.check();
+        let r = ending_with(OpType::Info);
         assert_eq!(r.double_grants[0].kind, "lease");
     }
 

@@ -256,13 +256,8 @@ async fn run_one(
     interrupt: &CancellationToken,
 ) -> Result<ClaimOutcome, HarnessError> {
     let seeds: Vec<u64> = (1..=asked.runs.seeds).collect();
-    let (claim, mut cells) = matrix::load_scenario(path, &seeds)?;
-    if asked.stop_at_first {
-        cells = cells
-            .into_iter()
-            .map(matrix::Cell::stopping_at_first)
-            .collect();
-    }
+    let (claim, cells) = matrix::load_scenario(path, &seeds)?;
+    let cells = matrix::stopping_at_first(cells, asked.stop_at_first);
     let parallel = asked.runs.parallel;
     run_claim(name, claim, cells, path, folder, parallel, interrupt).await
 }

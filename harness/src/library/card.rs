@@ -87,13 +87,8 @@ pub async fn test(asked: Cards<'_>, interrupt: CancellationToken) -> Result<Exit
             if interrupt.is_cancelled() {
                 break;
             }
-            let (claim, mut cells, file) = cells_of(&library, &line, &seed_list, scenarios)?;
-            if asked.stop_at_first {
-                cells = cells
-                    .into_iter()
-                    .map(matrix::Cell::stopping_at_first)
-                    .collect();
-            }
+            let (claim, cells, file) = cells_of(&library, &line, &seed_list, scenarios)?;
+            let cells = matrix::stopping_at_first(cells, asked.stop_at_first);
             let runs = folder.join(format!("{}-{}", library.name, line.name()));
             let outcome = scenario::run_claim(
                 line.name(),

@@ -205,6 +205,14 @@ impl Cell {
     }
 }
 
+/// `cells`, each [`Cell::stopping_at_first`] where `stop` asks for it.
+pub fn stopping_at_first(cells: Vec<Cell>, stop: bool) -> Vec<Cell> {
+    match stop {
+        true => cells.into_iter().map(Cell::stopping_at_first).collect(),
+        false => cells,
+    }
+}
+
 /// Reads `path` and expands it into cells, each one checked as `splitbrain run` checks its
 /// arguments; nothing runs.
 pub fn load(path: &Path) -> Result<Vec<Cell>, HarnessError> {

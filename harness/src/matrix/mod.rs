@@ -30,6 +30,7 @@ use splitbrain_checker::starvation::Starvation;
 use splitbrain_checker::{Checked, Valid};
 use tokio_util::sync::CancellationToken;
 
+pub use file::stopping_at_first;
 pub use file::{control, load_scenario, load_scenario_as, Cell, Claim, Expect, Judge};
 
 use crate::cli::Shard;
