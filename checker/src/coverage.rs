@@ -32,7 +32,7 @@ use crate::holds::{Candidate, HoldTracker};
 use crate::operation::ms;
 use crate::stream::{replay, Checker, Event, Outline, RunFacts};
 use crate::verdict::Checked;
-use crate::windows::Window;
+use crate::windows::{Reach, Window};
 use crate::{Op, OpType, Process, Valid};
 
 /// What a run exercised. Counts are exact; `restart_ms` is `None` without a stopped kill.
@@ -209,40 +209,6 @@ fn plural(n: usize) -> &'static str {
         ""
     } else {
         "s"
-    }
-}
-
-/// What a fault acts on, by its name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Reach {
-    Node,
-    Client,
-    Link,
-    Unknown,
-}
-
-impl Reach {
-    fn of(fault: &str) -> Reach {
-        const NODE: [&str; 8] = [
-            "kill",
-            "kill-holder",
-            "pause",
-            "partition",
-            "kill-primary",
-            "pause-primary",
-            "partition-primary",
-            "failover",
-        ];
-        const NODE_FAMILIES: [&str; 3] = ["partition-", "clock-", "packet-"];
-        if NODE.contains(&fault) || NODE_FAMILIES.iter().any(|p| fault.starts_with(p)) {
-            Reach::Node
-        } else if fault == "client-pause" || fault == "client-crash" {
-            Reach::Client
-        } else if fault.starts_with("link-") {
-            Reach::Link
-        } else {
-            Reach::Unknown
-        }
     }
 }
 

@@ -28,13 +28,13 @@
 //!    - An op never completed may take effect at any time: until the history ends.
 //!    - Where a consensus group keeps the leases (etcd), leader elections lengthen them: no
 //!      lease expires while there is no leader, and a new leader extends every lease to its TTL
-//!      plus an election timeout. A fault brings elections while it lasts and one more after
-//!      it stops (a member cut off with a higher term forces one when it rejoins; etcd 3.4 runs
-//!      without pre-vote). So a lease running while a fault was active, or within an election
-//!      after it stopped, may live until the fault's stop plus two elections (the one it
-//!      forces, and the extension) plus the TTL; measured: an etcd lock key whose release
-//!      found no leader outlived its TTL by 7 s across such elections, queueing every later
-//!      `Lock`.
+//!      plus an election timeout. A fault on the servers (not one on clients or their links
+//!      alone) brings elections while it lasts and one more after it stops (a member cut off
+//!      with a higher term forces one when it rejoins; etcd 3.4 runs without pre-vote). So a
+//!      lease running while a fault was active, or within an election after it stopped, may
+//!      live until the fault's stop plus two elections (the one it forces, and the
+//!      extension) plus the TTL; measured: an etcd lock key whose release found no leader
+//!      outlived its TTL by 7 s across such elections, queueing every later `Lock`.
 //!    - An `acquire` that failed for want of nodes (neither held nor a split vote: Redlock's
 //!      "no quorum" after timeouts) counts as an `info` op here: the nodes that never answered
 //!      may carry out its request when they wake (measured: every node paused for 1.8 s, each
@@ -49,6 +49,11 @@
 //!    on the key returns `ok` (recovered) or the history ends (not recovered). It is reported
 //!    from `free_from`, the `held_until` of its first refusal: for `stuck_ms` the key kept out
 //!    everyone though nobody should have held it. Its later stuck refusals are counted in it.
+//!
+//! A stuck period is explained (`explanation`, below) as a key set without its expiry in a run
+//! with no fault, a client crashed while it held or was taking the lock, or an attempt that
+//! failed under a link fault before the key's last lease ran out and left its place in the
+//! lock's queue behind.
 //!
 //! Each key is one sweep over its events in time order: O(n log n) for n ops. The events wait
 //! in a queue until nothing still pending can come before them, so memory is bounded by the
@@ -71,7 +76,7 @@ use crate::stream::{replay, Checker, Outline, Smallest, FORGET_EVERY};
 use crate::timeline::{Spell, State, Timeline};
 use crate::verdict::{Checked, REPORTED_VIOLATIONS};
 use crate::words::{and_more, count, seconds};
-use crate::windows::Window;
+use crate::windows::{Reach, Window};
 use crate::{Op, OpType, Process, Renewal, Valid};
 
 /// The result of the stuck-lock check.
@@ -108,9 +113,30 @@ pub struct StuckPeriod {
     pub stuck_ms: f64,
     pub refused_attempts: usize,
     pub recovered: bool,
+    /// The acquires since the grant before it that failed while faults were on their
+    /// clients' links, before its key's last lease ran out: what its explanation may blame.
+    #[serde(skip)]
+    pub faulted_attempts: Option<FaultedAttempts>,
     /// Its mechanism.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub explanation: Option<Explanation>,
+}
+
+/// Acquires refused, or left unknown, while faults were on their clients' links.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FaultedAttempts {
+    pub first: FaultedAttempt,
+    pub last: FaultedAttempt,
+    pub count: usize,
+}
+
+/// An acquire refused, or left unknown, while a fault was on its client's links.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FaultedAttempt {
+    /// Its invoke and its completion.
+    pub asked_ms: f64,
+    pub at_ms: f64,
+    pub process: u64,
 }
 
 /// Its line in the list of every checker.
@@ -118,11 +144,10 @@ pub const CHECKER: Registration = Registration {
     name: "stuck-lock",
     role: Role::Verdict,
     start: |outline, facts| {
-        Box::new(StuckLockChecker::new(
-            outline,
-            bound(outline),
-            facts.elections(),
-        ))
+        Box::new(
+            StuckLockChecker::new(outline, bound(outline), facts.elections())
+                .in_client_groups(facts.client_groups),
+        )
     },
     read: read_as::<StuckLock>,
 };
@@ -172,6 +197,9 @@ pub struct StuckLockChecker {
     /// What the faults did to each node and client, for the explanations.
     timeline: Timeline,
     workers: usize,
+    /// How many client groups reach the nodes through links of their own (worker `w` in
+    /// group `w % groups`); `None` where unknown: then a link fault may be any client's.
+    client_groups: Option<u64>,
 }
 
 /// A grant whose key may live until a TTL after its holder's release.
@@ -184,10 +212,13 @@ struct KeptLease {
 /// One key's sweep: the events not yet swept, and where the sweep stands.
 #[derive(Default)]
 struct KeyState {
-    queued: BinaryHeap<Reverse<(u64, u8, u64)>>,
+    /// `(at, kind, value, process)`: kind orders events at one instant (module doc).
+    queued: BinaryHeap<Reverse<(u64, u8, u64, u64)>>,
     held_until: u64,
     /// When the op whose lease ends at `held_until` was invoked.
     held_since: u64,
+    /// The attempts since the last grant that failed while their clients' links were faulted.
+    faulted_attempts: Option<FaultedAttempts>,
     open: Option<Open>,
 }
 
@@ -204,6 +235,7 @@ impl StuckLockChecker {
             sweeps_early: outline.in_time_order,
             timeline: Timeline::of(&outline.nemesis),
             workers: outline.workers(),
+            client_groups: None,
             now: 0,
             keys: HashMap::default(),
             pending: HashMap::default(),
@@ -218,11 +250,30 @@ impl StuckLockChecker {
         }
     }
 
+    /// The run's client groups, where known (the explanations then blame a link fault only
+    /// on the groups it reached).
+    pub fn in_client_groups(mut self, groups: Option<usize>) -> Self {
+        self.client_groups = groups.filter(|&g| g > 0).map(|g| g as u64);
+        self
+    }
+
+    /// Whether a link fault reached `process`'s client group between `from` and `to` (ns).
+    fn links_faulted(&self, process: Process, from: u64, to: u64) -> bool {
+        let Process::Client(process) = process else {
+            return false;
+        };
+        let groups = self.client_groups;
+        links_of(&self.timeline, self.workers, groups, process, ms(from), ms(to))
+            .next()
+            .is_some()
+    }
+
     fn queue(&mut self, key: &str, event: Event) {
         let queued = match event {
-            Event::Lease { at, ends } => (at, 0, ends),
-            Event::Grant { at } => (at, 1, 0),
-            Event::Refusal { at, invoked } => (at, 2, invoked),
+            Event::Lease { at, ends } => (at, 0, ends, 0),
+            Event::Grant { at } => (at, 1, 0, 0),
+            Event::FaultedAttempt { at, asked, process } => (at, 2, asked, process),
+            Event::Refusal { at, invoked } => (at, 3, invoked, 0),
         };
         let state = match self.keys.get_mut(key) {
             Some(state) => state,
@@ -235,7 +286,7 @@ impl StuckLockChecker {
     fn sweep(&mut self, until: u64) {
         self.since_sweeping = 0;
         for (key, state) in self.keys.iter_mut() {
-            while let Some(&Reverse((at, kind, value))) = state.queued.peek() {
+            while let Some(&Reverse((at, kind, value, process))) = state.queued.peek() {
                 if at >= until {
                     break;
                 }
@@ -243,6 +294,11 @@ impl StuckLockChecker {
                 let event = match kind {
                     0 => Event::Lease { at, ends: value },
                     1 => Event::Grant { at },
+                    2 => Event::FaultedAttempt {
+                        at,
+                        asked: value,
+                        process,
+                    },
                     _ => Event::Refusal { at, invoked: value },
                 };
                 if let Some((period, recovered)) = state.step(event, self.bound) {
@@ -341,6 +397,17 @@ impl Checker for StuckLockChecker {
             );
         }
         if let Some(completion) = completion.filter(|_| is_acquire) {
+            let failed = match completion.kind {
+                OpType::Fail => Cause::of(completion.error.as_deref()) == Cause::Held,
+                OpType::Info => true,
+                OpType::Ok | OpType::Invoke => false,
+            };
+            if failed && self.links_faulted(invoke.process, invoke.time, completion.time) {
+                if let Process::Client(process) = invoke.process {
+                    let (at, asked) = (completion.time, invoke.time);
+                    self.queue(key, Event::FaultedAttempt { at, asked, process });
+                }
+            }
             match completion.kind {
                 OpType::Ok => self.queue(
                     key,
@@ -413,7 +480,8 @@ impl Checker for StuckLockChecker {
                         timeline: &self.timeline,
                         workers: self.workers,
                     };
-                    period.explanation = Some(explanation(&period, &context));
+                    period.explanation =
+                        Some(explanation(&period, &context, self.client_groups));
                     period
                 })
                 .collect(),
@@ -434,7 +502,9 @@ impl KeyLifetimes {
     /// A lease that would end at `end`, lengthened by the leader elections of the faults
     /// active while it ran (or an election after one stopped): each may keep it until two
     /// elections and the TTL after the fault stops, and a lengthened lease may meet the next
-    /// fault.
+    /// fault. A fault on clients or their links alone brings no election: the servers go on
+    /// expiring sessions and leases as before (a client whose link is reset every second
+    /// would otherwise keep every lease alive to the end of the run, hiding a stuck lock).
     fn through_elections(&self, from: u64, end: u64, ttl_ns: u64) -> u64 {
         let Some(election) = self.elections_ns else {
             return end;
@@ -444,6 +514,7 @@ impl KeyLifetimes {
             let longer = self
                 .faults
                 .iter()
+                .filter(|w| !Reach::of(&w.fault).spares_servers())
                 .filter(|w| w.start < end && w.stop.saturating_add(election) > from)
                 .map(|w| {
                     w.stop
@@ -530,6 +601,9 @@ enum Event {
     Lease { at: u64, ends: u64 },
     /// An acquire returned `ok`.
     Grant { at: u64 },
+    /// An acquire by client `process` was refused, or its outcome left unknown, while a
+    /// fault was on its client's links.
+    FaultedAttempt { at: u64, asked: u64, process: u64 },
     /// An acquire invoked at `invoked` was refused because the lock was held.
     Refusal { at: u64, invoked: u64 },
 }
@@ -538,6 +612,7 @@ enum Event {
 struct Open {
     free_from: u64,
     last_lease_from: u64,
+    faulted_attempts: Option<FaultedAttempts>,
     first_refused: u64,
     refused_attempts: usize,
 }
@@ -553,6 +628,7 @@ impl Open {
             stuck_ms: ms(until - self.free_from),
             refused_attempts: self.refused_attempts,
             recovered,
+            faulted_attempts: self.faulted_attempts,
             explanation: None,
         }
     }
@@ -569,13 +645,35 @@ impl KeyState {
                     (self.held_until, self.held_since) = (ends, at);
                 }
             }
-            Event::Grant { .. } => return self.open.take().map(|period| (period, true)),
+            Event::Grant { .. } => {
+                self.faulted_attempts = None;
+                return self.open.take().map(|period| (period, true));
+            }
+            // Only an attempt refused while a lease still explained the key can have left a
+            // place in line before the key's last holder: one refused later is one of the
+            // stuck period's own refusals.
+            Event::FaultedAttempt { at, asked, process } if at <= self.held_until => {
+                let attempt = FaultedAttempt {
+                    asked_ms: ms(asked),
+                    at_ms: ms(at),
+                    process,
+                };
+                let seen = self.faulted_attempts.get_or_insert(FaultedAttempts {
+                    first: attempt,
+                    last: attempt,
+                    count: 0,
+                });
+                seen.last = attempt;
+                seen.count += 1;
+            }
+            Event::FaultedAttempt { .. } => {}
             Event::Refusal { at, invoked } => {
                 let held_until = self.held_until;
                 if invoked > held_until && at > held_until.saturating_add(bound) {
                     let period = self.open.get_or_insert(Open {
                         free_from: held_until,
                         last_lease_from: self.held_since,
+                        faulted_attempts: self.faulted_attempts,
                         first_refused: at,
                         refused_attempts: 0,
                     });
@@ -640,7 +738,7 @@ impl Checked for StuckLock {
 /// fault at all, the key was set without its expiry by the library itself:
 /// [`Mechanism::NoExpiry`] (sherlock's script runs `EXPIRE` with a fraction, which Redis
 /// refuses after its `SETNX` has set the key).
-fn explanation(period: &StuckPeriod, context: &Context) -> Explanation {
+fn explanation(period: &StuckPeriod, context: &Context, groups: Option<u64>) -> Explanation {
     let (since, until) = (period.last_lease_from_ms, period.free_from_ms);
     let crash = context
         .timeline
@@ -664,6 +762,9 @@ fn explanation(period: &StuckPeriod, context: &Context) -> Explanation {
             seconds(period.last_lease_from_ms)
         );
         return Explanation::new(Mechanism::NoExpiry, sentence);
+    }
+    if let (None, Some(attempts)) = (crash, period.faulted_attempts) {
+        return orphaned(attempts, context, groups, &refused);
     }
     let Some(crash) = crash else {
         let active: Vec<&Spell> = context
@@ -693,6 +794,66 @@ fn explanation(period: &StuckPeriod, context: &Context) -> Explanation {
         }
     );
     Explanation::new(Mechanism::CrashedClient, sentence).resting_on(&[], &[crash])
+}
+
+/// A stuck period after an acquire that failed while its client's links were faulted (rule 7):
+/// a lock whose attempts join a queue (a ZooKeeper contender node) needs a failed attempt to
+/// take its place back out, and a library that does so as it leaves, swallowing the error a
+/// fault gives it, leaves the place behind in a session that lives on: first in line once the
+/// holder before it releases, and held by nobody. A [`Mechanism::OrphanedAttempt`].
+fn orphaned(
+    attempts: FaultedAttempts,
+    context: &Context,
+    groups: Option<u64>,
+    refused: &str,
+) -> Explanation {
+    let (workers, first) = (context.workers, attempts.first);
+    let process = first.process;
+    let worker = format!("client-{}", process % workers.max(1) as u64);
+    let (from, to) = (first.asked_ms, first.at_ms);
+    let links: Vec<&Spell> =
+        links_of(context.timeline, workers, groups, process, from, to).collect();
+    let phrases: Vec<String> = links.iter().map(|s| s.phrase()).collect();
+    let others = match attempts.count {
+        1 => String::new(),
+        n => format!(
+            " ({} more until {})",
+            count(n - 1, "attempt"),
+            seconds(attempts.last.at_ms)
+        ),
+    };
+    let sentence = format!(
+        "process {process}'s acquire failed at {} while {}{others}, before the key's last lease \
+         ran out: an attempt that joins the lock's queue takes its place back out as it \
+         leaves, and a cleanup the fault cut off leaves the place behind, first in line once \
+         the holder before it releases, held by nobody; {refused}",
+        seconds(first.at_ms),
+        phrases.join("; ")
+    );
+    let mut explained =
+        Explanation::new(Mechanism::OrphanedAttempt, sentence).resting_on(&[], &links);
+    explained.nodes.push(worker);
+    explained
+}
+
+/// The link faults on client `process`'s group between `from_ms` and `to_ms`; any group's
+/// where the groups are not known.
+fn links_of(
+    timeline: &Timeline,
+    workers: usize,
+    groups: Option<u64>,
+    process: u64,
+    from_ms: f64,
+    to_ms: f64,
+) -> impl Iterator<Item = &Spell> {
+    let group = groups.map(|groups| format!("g{}", process % workers.max(1) as u64 % groups));
+    timeline.spells.iter().filter(move |spell| {
+        spell.state == State::Links
+            && spell.touches(from_ms, to_ms)
+            && group
+                .as_ref()
+                .is_none_or(|group| spell.peers.contains(group))
+    })
 }
 
 #[cfg(test)]
@@ -828,6 +989,51 @@ mod tests {
         }
     }
 
+    /// kazoo under `link-reset` (seed 2 of its finding, cut down): an attempt refused while its
+    /// group's links were reset left its node in the queue; once the holder's lease was over,
+    /// everyone was refused.
+    #[test]
+    fn a_stuck_key_after_an_attempt_refused_under_a_link_fault_is_an_orphaned_attempt() {
+        let reset = |f: &str, link: &str| {
+            let mut op = Op::new(Process::NEMESIS, OpType::Info, f).nodes(vec![link.into()]);
+            op.fault = Some("link-reset".into());
+            op
+        };
+        // Processes 0 to 3 on four workers in two groups: process 3 is in g1.
+        for (link, cause) in [
+            ("g1->n2", Mechanism::OrphanedAttempt),
+            ("g0->n2", Mechanism::Unexplained),
+        ] {
+            let mut s = Script::default();
+            s.acquire(0, 100, 0, OpType::Ok)
+                .push(200, reset("start", link))
+                .refused(250, 300, 3)
+                .push(400, reset("stop", link))
+                .refused(1_300, 1_301, 1)
+                .refused(1_500, 1_501, 2);
+            s.check();
+            let outline = Outline::of(&s.0);
+            assert_eq!(outline.workers(), 4);
+            let checker = StuckLockChecker::new(&outline, BOUND, None).in_client_groups(Some(2));
+            let r = replay(&s.0, checker);
+            let explained = r.stuck_periods[0].explanation.as_ref().unwrap();
+            assert_eq!(explained.cause, cause, "a reset on {link}");
+            if cause == Mechanism::OrphanedAttempt {
+                assert_eq!(
+                    explained.sentence,
+                    "process 3's acquire failed at 0.300s while the links to n2 from client \
+                     group g1 were reset at 0.200s, restored at 0.400s, before the key's last \
+                     lease ran out: an attempt that joins the lock's queue takes its place back \
+                     out as it leaves, and a cleanup the fault cut off leaves the place behind, \
+                     first in line once the holder before it releases, held by nobody; no lease \
+                     explains the key after 1.100s, yet 2 acquires were refused until the end at \
+                     1.501s"
+                );
+                assert_eq!(explained.nodes, ["n2", "client-3"]);
+            }
+        }
+    }
+
     #[test]
     fn rule_1_an_acquire_never_completed_may_set_the_key_until_the_history_ends() {
         let r = Script::default()
@@ -872,6 +1078,27 @@ mod tests {
         let late = check(&s.0, BOUND, Some(Duration::from_millis(400)));
         assert_eq!(late.stuck_period_count, 1);
         assert_eq!(late.stuck_periods[0].free_from_ms, 4_800.0);
+    }
+
+    #[test]
+    fn rule_1_a_fault_on_client_links_alone_brings_no_election() {
+        // Granted at 100 ms for 1000 ms on ZooKeeper, while one client group's links are reset
+        // from 500 to 3000 ms: the ensemble is untouched and expires the session on time.
+        let nemesis = |f: &str| {
+            let mut op =
+                Op::new(Process::NEMESIS, OpType::Info, f).nodes(vec!["g1->n1".into()]);
+            op.fault = Some("link-reset".into());
+            op
+        };
+        let mut s = Script::default();
+        s.acquire(0, 100, 1, OpType::Ok)
+            .push(500, nemesis("start"))
+            .push(3_000, nemesis("stop"))
+            .refused(2_300, 2_301, 2);
+        s.0.sort_by_key(|op| op.time);
+        let r = check(&s.0, BOUND, Some(Duration::from_millis(400)));
+        assert_eq!(r.stuck_period_count, 1);
+        assert_eq!(r.stuck_periods[0].free_from_ms, 1_100.0);
     }
 
     #[test]

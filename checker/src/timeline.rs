@@ -164,9 +164,10 @@ impl Spell {
                 until("reset at")
             ),
             State::Links => format!(
-                "the links to {} from client group {} were cut at {from}{}",
+                "the links to {} from client group {} were {} at {from}{}",
                 self.node,
                 self.peers.join(","),
+                link_change(&self.fault),
                 until("restored at")
             ),
             State::Packets => format!("{} lost packets from {from}{}", self.node, until("until")),
@@ -384,6 +385,19 @@ fn started(op: &Op, fault: &str) -> Vec<Spell> {
             .map(|master| vec![spell(master)])
             .unwrap_or_default(),
         _ => targets.iter().map(|node| spell(node)).collect(),
+    }
+}
+
+/// What a link fault did to the links, by its name: a reset is not a cut, and an explanation
+/// that says which one lets its reader tell a lost request from a slow one.
+fn link_change(fault: &str) -> &'static str {
+    match fault {
+        "link-reset" => "reset",
+        "link-latency" => "slowed",
+        "link-blackhole" => "made silent",
+        "link-bandwidth" => "throttled",
+        "link-slow-close" => "made slow to close",
+        _ => "cut",
     }
 }
 

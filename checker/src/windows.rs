@@ -45,6 +45,46 @@ impl Window {
     }
 }
 
+/// What a fault acts on, by its name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Reach {
+    Node,
+    Client,
+    Link,
+    Unknown,
+}
+
+impl Reach {
+    pub(crate) fn of(fault: &str) -> Reach {
+        const NODE: [&str; 8] = [
+            "kill",
+            "kill-holder",
+            "pause",
+            "partition",
+            "kill-primary",
+            "pause-primary",
+            "partition-primary",
+            "failover",
+        ];
+        const NODE_FAMILIES: [&str; 3] = ["partition-", "clock-", "packet-"];
+        if NODE.contains(&fault) || NODE_FAMILIES.iter().any(|p| fault.starts_with(p)) {
+            Reach::Node
+        } else if fault == "client-pause" || fault == "client-crash" {
+            Reach::Client
+        } else if fault.starts_with("link-") {
+            Reach::Link
+        } else {
+            Reach::Unknown
+        }
+    }
+
+    /// Whether the fault acts on clients or their links alone, leaving the servers as they
+    /// were: it brings no leader election, whatever it does to a holder.
+    pub(crate) fn spares_servers(self) -> bool {
+        matches!(self, Reach::Client | Reach::Link)
+    }
+}
+
 /// Pairs each nemesis `start` with the next `stop` of the same fault.
 pub(crate) fn fault_windows(history: &[Op]) -> Vec<Window> {
     let mut windows: Vec<Window> = Vec::new();

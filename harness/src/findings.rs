@@ -7,7 +7,7 @@
 use std::fmt::Write;
 use std::path::Path;
 
-use splitbrain_libraries::{find, LIB_PREFIX};
+use splitbrain_libraries::{catalog, find, LIB_PREFIX};
 
 use crate::error::HarnessError;
 use crate::matrix;
@@ -46,7 +46,41 @@ pub fn page(scenarios: &Path, adapters: &Path) -> Result<String, HarnessError> {
     for finding in &findings {
         section(&mut page, finding, adapters)?;
     }
+    not_shown(&mut page, adapters)?;
     Ok(page)
+}
+
+/// What the libraries' users report that no finding shows, from each manifest's
+/// `[[not-shown]]`: the command tried, what it showed, and why that is not a finding.
+fn not_shown(page: &mut String, adapters: &Path) -> Result<(), HarnessError> {
+    let mut libraries = catalog(adapters).map_err(|e| HarnessError::BadInput(e.to_string()))?;
+    libraries.sort_by(|a, b| a.name.cmp(&b.name));
+    let _ = writeln!(
+        page,
+        "\n<a id=\"not-shown\"></a>\n\n## Not shown, and why\n\n\
+         What the libraries' own users report that no finding above shows: each was tried here, \
+         and the run is named with what it showed. Each is kept in its library's manifest \
+         (`[[not-shown]]` in `adapters/<library>/library.toml`)."
+    );
+    for library in &libraries {
+        let manifest = &library.manifest;
+        for row in &manifest.not_shown {
+            let tried = match row.tried.is_empty() {
+                true => " nothing".to_string(),
+                false => format!("\n\n  ```sh\n  {}\n  ```\n", row.tried.join("\n  ")),
+            };
+            let _ = writeln!(
+                page,
+                "\n### {} {}: {}\n\n\
+                 - **Upstream**: {}.\n\
+                 - **Tried**:{tried}\n\
+                 - **It showed**: {}\n\
+                 - **Why it is not a finding**: {}",
+                manifest.package, manifest.version, row.behaviour, row.source, row.showed, row.why
+            );
+        }
+    }
+    Ok(())
 }
 
 /// What a finding expects, held to what: `invalid (no expiry)`.

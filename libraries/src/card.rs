@@ -218,6 +218,7 @@ mod tests {
             fencing,
             java: None,
             variants: Default::default(),
+            not_shown: Vec::new(),
         }
     }
 

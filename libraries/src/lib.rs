@@ -46,6 +46,28 @@ pub struct Manifest {
     /// documented option of the library that a finding or a card line needs.
     #[serde(default)]
     pub variants: BTreeMap<String, Variant>,
+    /// What the library's own users report that its card does not show, and why:
+    /// `[[not-shown]]`, on the findings page beside the findings.
+    #[serde(default)]
+    pub not_shown: Vec<NotShown>,
+}
+
+/// A behaviour of the library, written down upstream, that no finding shows: what was tried
+/// here, what it showed, and why that is not a finding.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct NotShown {
+    /// The behaviour, as its users meet it.
+    pub behaviour: String,
+    /// Where upstream it is written down (an issue, a pull request, the pinned code).
+    pub source: String,
+    /// The commands tried here, as a user would type them (none where no run reaches it:
+    /// `showed` says why).
+    pub tried: Vec<String>,
+    /// What that run showed.
+    pub showed: String,
+    /// Why that does not make a finding.
+    pub why: String,
 }
 
 /// One way of using a library other than the adapter's plain one: `[variants.NAME]` in the

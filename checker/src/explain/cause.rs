@@ -37,13 +37,18 @@ pub enum Cause {
     /// A lock key outlived every lease with no fault anywhere: it was set without the expiry
     /// its lease promised.
     NoExpiry,
+    /// A lock refused everyone after an attempt that failed while its client's links were
+    /// faulted: the attempt had joined the lock's queue (a ZooKeeper contender node, in a
+    /// session that lives on) and its library's cleanup met the fault and gave up unseen,
+    /// leaving it first in line once the holder before it released.
+    OrphanedAttempt,
     /// No mechanism splitbrain knows explains it.
     Unexplained,
 }
 
 impl Cause {
     /// Every cause, in the order of the enum.
-    pub const ALL: [Cause; 13] = [
+    pub const ALL: [Cause; 14] = [
         Cause::RestartHazard,
         Cause::ClockJump,
         Cause::Failover,
@@ -56,6 +61,7 @@ impl Cause {
         Cause::RenewalStopped,
         Cause::NoExclusion,
         Cause::NoExpiry,
+        Cause::OrphanedAttempt,
         Cause::Unexplained,
     ];
 
@@ -84,6 +90,7 @@ impl Cause {
             Cause::RenewalStopped => "renewal stopped",
             Cause::NoExclusion => "no exclusion",
             Cause::NoExpiry => "no expiry",
+            Cause::OrphanedAttempt => "orphaned attempt",
             Cause::Unexplained => "unexplained",
         }
     }
