@@ -284,3 +284,55 @@ fn a_run_stops_at_the_first_violation_explained_as_a_cause_it_names() {
         serde_json::from_str(&std::fs::read_to_string(latest.join("test.json")).unwrap()).unwrap();
     assert_eq!(test["stop_at_first"], serde_json::json!(["no-exclusion"]));
 }
+
+/// The finding `kazoo-orphaned-attempt`: kazoo's non-blocking acquire, refused while its
+/// connection is reset, leaves its node in the lock's queue (kazoo #732). Once the holder
+/// releases, nobody holds the lock and everyone is refused: a stuck lock, explained as an
+/// orphaned attempt, with no double grant. The run stops at that first violation.
+#[test]
+fn kazoo_under_link_resets_leaves_a_refused_attempt_queued_and_the_lock_stuck() {
+    if docker_skipped() {
+        return;
+    }
+    node_image();
+    let cache = tempfile::tempdir().unwrap();
+    let (_keep, results) = results_dir();
+    let args = [
+        "run",
+        "--client",
+        "lib:kazoo",
+        "--deployment",
+        "zookeeper",
+        "--nemesis",
+        "link-reset",
+        "--nemesis-interval",
+        "1s",
+        "--concurrency",
+        "20",
+        "--ttl",
+        "6s",
+        "--time-limit",
+        "60s",
+        "--seed",
+        "1",
+        "--stop-at-first",
+        "orphaned-attempt",
+        "--results",
+        results.to_str().unwrap(),
+    ];
+    let out = with_catalog(cache.path(), &args);
+    let text = printed(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("the first violation explained as orphaned attempt at"),
+        "{text}"
+    );
+    let ran = support::results_of(&results.join("latest"));
+    assert_eq!(ran["lock-safety"]["valid"], true, "{ran}");
+    let period = &ran["stuck-lock"]["stuck_periods"][0];
+    assert_eq!(period["explanation"]["cause"], "orphaned-attempt", "{ran}");
+    assert!(
+        period["refused_attempts"].as_u64().unwrap() >= 100,
+        "refused by nobody's lock: {period}"
+    );
+}
