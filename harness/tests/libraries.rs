@@ -245,11 +245,8 @@ fn a_run_stops_at_the_first_violation_explained_as_a_cause_it_names() {
     if docker_skipped() {
         return;
     }
-    node_image();
-    let cache = tempfile::tempdir().unwrap();
     let (_keep, results) = results_dir();
     let args = [
-        "run",
         "--client",
         "lib:sherlock:expire-none",
         "--deployment",
@@ -258,18 +255,8 @@ fn a_run_stops_at_the_first_violation_explained_as_a_cause_it_names() {
         "none",
         "--time-limit",
         "60s",
-        "--stop-at-first",
-        "no-exclusion",
-        "--results",
-        results.to_str().unwrap(),
     ];
-    let out = with_catalog(cache.path(), &args);
-    let text = printed(&out);
-    assert_eq!(out.status.code(), Some(1), "{text}");
-    assert!(
-        text.contains("the first violation explained as no exclusion at"),
-        "{text}"
-    );
+    stopped_at_first(&args, "no-exclusion", &results);
     let latest = results.join("latest");
     let history = std::fs::read_to_string(latest.join("history.jsonl")).unwrap();
     let last: serde_json::Value = serde_json::from_str(history.lines().last().unwrap()).unwrap();
@@ -294,11 +281,8 @@ fn kazoo_under_link_resets_leaves_a_refused_attempt_queued_and_the_lock_stuck() 
     if docker_skipped() {
         return;
     }
-    node_image();
-    let cache = tempfile::tempdir().unwrap();
     let (_keep, results) = results_dir();
     let args = [
-        "run",
         "--client",
         "lib:kazoo",
         "--deployment",
@@ -315,18 +299,8 @@ fn kazoo_under_link_resets_leaves_a_refused_attempt_queued_and_the_lock_stuck() 
         "60s",
         "--seed",
         "1",
-        "--stop-at-first",
-        "orphaned-attempt",
-        "--results",
-        results.to_str().unwrap(),
     ];
-    let out = with_catalog(cache.path(), &args);
-    let text = printed(&out);
-    assert_eq!(out.status.code(), Some(1), "{text}");
-    assert!(
-        text.contains("the first violation explained as orphaned attempt at"),
-        "{text}"
-    );
+    stopped_at_first(&args, "orphaned-attempt", &results);
     let ran = support::results_of(&results.join("latest"));
     assert_eq!(ran["lock-safety"]["valid"], true, "{ran}");
     let period = &ran["stuck-lock"]["stuck_periods"][0];
@@ -335,4 +309,22 @@ fn kazoo_under_link_resets_leaves_a_refused_attempt_queued_and_the_lock_stuck() 
         period["refused_attempts"].as_u64().unwrap() >= 100,
         "refused by nobody's lock: {period}"
     );
+}
+
+/// Runs `splitbrain run ARGS --stop-at-first CAUSE` into `results`, from an empty library
+/// cache, and asserts it stopped there, invalid.
+fn stopped_at_first(args: &[&str], cause: &str, results: &std::path::Path) {
+    node_image();
+    let cache = tempfile::tempdir().unwrap();
+    let mut all = vec!["run", "--stop-at-first", cause, "--results"];
+    all.push(results.to_str().unwrap());
+    all.extend(args);
+    let out = with_catalog(cache.path(), &all);
+    let text = printed(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    let stopped = format!(
+        "the first violation explained as {} at",
+        cause.replace('-', " ")
+    );
+    assert!(text.contains(&stopped), "{text}");
 }
