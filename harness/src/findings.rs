@@ -58,9 +58,10 @@ fn not_shown(page: &mut String, adapters: &Path) -> Result<(), HarnessError> {
     let _ = writeln!(
         page,
         "\n<a id=\"not-shown\"></a>\n\n## Not shown, and why\n\n\
-         What the libraries' own users report that no finding above shows: each was tried here, \
-         and the run is named with what it showed. Each is kept in its library's manifest \
-         (`[[not-shown]]` in `adapters/<library>/library.toml`)."
+         What the libraries' own users report that no finding above shows: each with the runs \
+         tried here (none where no run reaches it), what they showed, and why that is not a \
+         finding. Each is kept in its library's manifest (`[[not-shown]]` in \
+         `adapters/<library>/library.toml`)."
     );
     for library in &libraries {
         let manifest = &library.manifest;
