@@ -11,13 +11,21 @@ Each grant's fencing token is its node's sequence number, which kazoo's `Lock.no
 ZooKeeper numbers the children of the lock's path in the order they were made, and a holder's
 node was made after every node that held the lock before it. No exception of the library ends
 the adapter: `unknown` where the outcome is not certain.
+
+With `--ask-held` the holder asks, before each step of its work, whether it still holds the
+lock. `--ask-held is-acquired` (the variant `lib:kazoo:checks-is-acquired`) answers with
+`lock.is_acquired`, the attribute a kazoo user reads for that. `--ask-held listener` (the
+variant `lib:kazoo:listens-for-loss`) answers as kazoo's docs advise: a state listener marks
+every lock held as lost once the connection is SUSPENDED or the session LOST.
 """
 
+import argparse
 import json
 import sys
 import uuid
 
 from kazoo.client import KazooClient
+from kazoo.protocol.states import KazooState
 
 LOCKS = "/splitbrain-kazoo"
 
@@ -28,17 +36,32 @@ def reply(**fields):
 
 
 def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--ask-held", choices=["is-acquired", "listener"])
+    ask_held = parser.parse_args().ask_held
     client = None
     held = {}
+    # The tokens of the locks held when the connection was suspended or the session lost.
+    lost = set()
+
+    def on_state(state):
+        if state != KazooState.CONNECTED:
+            lost.update(list(held))
+
     for line in sys.stdin:
         request = json.loads(line)
         op = request["op"]
         if op == "hello":
             client = KazooClient(hosts=request["connect"], timeout=request["ttl_ms"] / 1000)
             client.start(timeout=30)
+            if ask_held == "listener":
+                client.add_listener(on_state)
             # The session's heartbeats keep the lock while the holder lives: a renewal the
             # adapter does not see.
-            reply(type="ok", renewal="silent")
+            if ask_held:
+                reply(type="ok", renewal="silent", ask_held=True)
+            else:
+                reply(type="ok", renewal="silent")
             continue
         try:
             if op == "acquire":
@@ -50,6 +73,12 @@ def main():
                     reply(type="ok", token=token, fence=fence, validity_ms=request["ttl_ms"])
                 else:
                     reply(type="fail", error="held: a node before ours holds it")
+            elif op == "held":
+                lock = held.get(request["token"])
+                if ask_held == "listener":
+                    reply(type="ok", held=lock is not None and request["token"] not in lost)
+                else:
+                    reply(type="ok", held=lock is not None and lock.is_acquired)
             elif op == "release":
                 lock = held.pop(request["token"], None)
                 if lock is None:

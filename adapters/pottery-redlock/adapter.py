@@ -72,7 +72,10 @@ def main():
                     validity_ms = int(ttl_ms - (ttl_ms * 0.01 + 2) - elapsed_ms)
                     token = lock._uuid
                     held[token] = lock
-                    reply(type="ok", token=token, validity_ms=max(validity_ms, 1))
+                    # Timed from before the call, this is at most what pottery checked was
+                    # above 0; where the call's own return took the rest, no validity is left,
+                    # which the protocol writes as 0 (it has no negative durations).
+                    reply(type="ok", token=token, validity_ms=max(validity_ms, 0))
                 else:
                     reply(type="fail", error="held: no majority of masters granted it")
             elif op == "release":

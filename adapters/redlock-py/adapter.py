@@ -71,7 +71,7 @@ def main():
             if op == "acquire":
                 lock = manager.lock(request["resource"], request["ttl_ms"])
                 if lock:
-                    reply(type="ok", token=lock.key.decode(), validity_ms=max(lock.validity, 1))
+                    reply(type="ok", token=lock.key.decode(), validity_ms=lock.validity)
                 else:
                     reply(type="fail", error="held: no majority of masters granted it")
             elif op == "release":

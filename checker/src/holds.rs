@@ -42,6 +42,19 @@ pub struct Hold {
     /// when that renewal came back, and its error.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub renewal_failed: Option<FailedRenewal>,
+    /// The last time the holder asked its library whether it still held the lock (a `held`
+    /// op) and was told yes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub told_held: Option<ToldHeld>,
+}
+
+/// A holder's question to its library, whether it still held the lock, answered yes: asked
+/// at `asked_ms`, answered at `at_ms`; `times` yes answers in the hold in all.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToldHeld {
+    pub asked_ms: f64,
+    pub at_ms: f64,
+    pub times: u64,
 }
 
 /// A holder's last renewal, which did not succeed: asked at `asked_ms`, back at `at_ms`.
@@ -163,6 +176,8 @@ pub(crate) struct Candidate {
     pub(crate) renews: bool,
     /// Its last renewal, where that did not succeed.
     pub(crate) renewal_failed: Option<FailedRenewal>,
+    /// Its library's last yes to whether it still held the lock.
+    pub(crate) told_held: Option<ToldHeld>,
     /// Granted with `ends_with_write`: the holder's write releases it (rule 2).
     pub(crate) ends_with_write: bool,
     /// The order the holds were derived in, which breaks ties in time.
@@ -185,6 +200,7 @@ impl Candidate {
             renews: self.renews,
             renews_silently: self.renews_silently,
             renewal_failed: self.renewal_failed.clone(),
+            told_held: self.told_held.clone(),
         }
     }
 }
@@ -252,6 +268,7 @@ impl HoldTracker {
             renews_silently: false,
             renews: false,
             renewal_failed: None,
+            told_held: None,
             ends_with_write: false,
             seq: self.next_seq(),
         }
@@ -306,6 +323,17 @@ impl HoldTracker {
                 completion: op,
             } => {
                 let key = invoke.key.as_deref().unwrap_or_default();
+                let told_yes = op.kind == OpType::Ok && op.value == Some(true.into());
+                if invoke.f == "held" && told_yes {
+                    if let Some(hold) = self.open.get_mut(&(op.process, key.to_string())) {
+                        let times = hold.told_held.as_ref().map_or(0, |told| told.times);
+                        hold.told_held = Some(ToldHeld {
+                            asked_ms: ms(invoke.time),
+                            at_ms: ms(op.time),
+                            times: times + 1,
+                        });
+                    }
+                }
                 if invoke.f == "renew" {
                     if let Some(hold) = self.open.get_mut(&(op.process, key.to_string())) {
                         hold.renews = true;
@@ -367,6 +395,7 @@ impl HoldTracker {
                             renews_silently: op.renewal == Some(Renewal::Silent),
                             renews: op.renewal == Some(Renewal::Reported),
                             renewal_failed: None,
+                            told_held: None,
                             ends_with_write: op.ends_with_write,
                             seq: self.next_seq(),
                         };

@@ -7,7 +7,7 @@
 use std::fmt::Write;
 use std::path::Path;
 
-use splitbrain_libraries::{catalog, find, LIB_PREFIX};
+use splitbrain_libraries::{catalog, find, Library, LIB_PREFIX};
 
 use crate::error::HarnessError;
 use crate::matrix;
@@ -18,10 +18,12 @@ const GENERATED: &str = "<!-- Generated from scenarios/findings/ by harness/src/
 
 /// The page, from the findings in `scenarios` and the manifests in `adapters`.
 pub fn page(scenarios: &Path, adapters: &Path) -> Result<String, HarnessError> {
-    let findings: Vec<Scenario> = scenario::all(scenarios)?
+    // A file of the folder that cures another (the library used as its docs advise) is told
+    // under the finding it cures.
+    let (cures, findings): (Vec<Scenario>, Vec<Scenario>) = scenario::all(scenarios)?
         .into_iter()
         .filter(|s| s.finding)
-        .collect();
+        .partition(|s| s.claim.cures.is_some());
     let mut page = format!(
         "# Findings: what real lock libraries do that their users do not expect\n\n{GENERATED}\n\n\
          Each finding is a scenario in `scenarios/findings/`, run with the library as its users \
@@ -45,6 +47,10 @@ pub fn page(scenarios: &Path, adapters: &Path) -> Result<String, HarnessError> {
     }
     for finding in &findings {
         section(&mut page, finding, adapters)?;
+        let cured = |cure: &&Scenario| cure.claim.cures.as_ref() == Some(&finding.name);
+        for cure in cures.iter().filter(cured) {
+            cure_section(&mut page, cure, adapters)?;
+        }
     }
     not_shown(&mut page, adapters)?;
     Ok(page)
@@ -100,16 +106,45 @@ fn cell_of(finding: &Scenario) -> Result<matrix::Cell, HarnessError> {
     Ok(cells.remove(0))
 }
 
-fn section(page: &mut String, finding: &Scenario, adapters: &Path) -> Result<(), HarnessError> {
-    let named = finding.client.trim_start_matches(LIB_PREFIX);
+/// `lib:NAME:VARIANT` and, for a variant, what it changes: `: the summary`.
+fn as_used(scenario: &Scenario, adapters: &Path) -> Result<(Library, String), HarnessError> {
+    let named = scenario.client.trim_start_matches(LIB_PREFIX);
     let library = find(adapters, named)
-        .map_err(|e| HarnessError::BadInput(format!("{}: {e}", finding.path.display())))?;
+        .map_err(|e| HarnessError::BadInput(format!("{}: {e}", scenario.path.display())))?;
+    let variant = match library
+        .variant
+        .as_ref()
+        .and_then(|v| library.manifest.variants.get(v))
+    {
+        Some(variant) => format!(": {}", variant.summary),
+        None => String::new(),
+    };
+    Ok((library, variant))
+}
+
+/// A finding's cure, under it: the claim, the library as used, and the command.
+fn cure_section(page: &mut String, cure: &Scenario, adapters: &Path) -> Result<(), HarnessError> {
+    let (_, variant) = as_used(cure, adapters)?;
+    let _ = writeln!(
+        page,
+        "\n<a id=\"{name}\"></a>\n\n**The cure**, `{name}`: {} As `{}`{variant}; the same \
+         faults; expect {} in every seed.\n\n```sh\nsplitbrain scenario run {name} --seeds 10\n```",
+        cure.claim.claim,
+        cure.client,
+        cure.expect.judged_label(cure.judge),
+        name = cure.name,
+    );
+    Ok(())
+}
+
+fn section(page: &mut String, finding: &Scenario, adapters: &Path) -> Result<(), HarnessError> {
+    let (library, variant) = as_used(finding, adapters)?;
     let manifest = &library.manifest;
     let cell = cell_of(finding)?;
     let _ = writeln!(
         page,
         "\n<a id=\"{name}\"></a>\n\n## {name}\n\n{}\n\n\
-         - **Library**: {} {} ({}), as `{}`{}.\n\
+         - **Library**: {} {} ({}), as `{}`{variant}.\n\
          - **Upstream**: {}.\n\
          - **Expect**: {} in nine seeds of ten.\n\
          - **Faults**: {}.",
@@ -118,14 +153,6 @@ fn section(page: &mut String, finding: &Scenario, adapters: &Path) -> Result<(),
         manifest.version,
         manifest.language.name(),
         finding.client,
-        match library
-            .variant
-            .as_ref()
-            .and_then(|v| manifest.variants.get(v))
-        {
-            Some(variant) => format!(": {}", variant.summary),
-            None => String::new(),
-        },
         finding.claim.source,
         expected(finding, &cell),
         match cell.faults.as_str() {

@@ -200,6 +200,11 @@ async fn an_exec_client_that_breaks_the_protocol_stops_the_run_cleanly() {
             r#"read x; echo '{"type":"ok"}'; read y; echo 'OK!'"#,
             "`OK!`",
         ),
+        // A holder asked whether it still holds, answered without the answer.
+        (
+            r#"read x; echo '{"type":"ok","ask_held":true}'; read a; echo '{"type":"ok","token":"t"}'; read h; echo '{"type":"ok"}'; sleep 5"#,
+            "replied ok to held without saying",
+        ),
     ] {
         let (_keep, results) = results_dir();
         let client = format!("exec:{program}");

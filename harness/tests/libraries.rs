@@ -311,6 +311,93 @@ fn kazoo_under_link_resets_leaves_a_refused_attempt_queued_and_the_lock_stuck() 
     );
 }
 
+/// The finding `kazoo-is-acquired-after-loss`: a holder that checks kazoo's `is_acquired`
+/// before each step of its work is told yes after its session was lost and its connection
+/// came back, while another client holds the lock (kazoo #282): a double grant explained as
+/// stale ownership. The run stops at that first violation.
+#[test]
+fn kazoo_still_says_is_acquired_after_its_session_is_lost() {
+    if docker_skipped() {
+        return;
+    }
+    let (_keep, results) = results_dir();
+    let args = [
+        "--client",
+        "lib:kazoo:checks-is-acquired",
+        "--deployment",
+        "zookeeper",
+        "--nemesis",
+        "link-drop-holder",
+        "--nemesis-interval",
+        "3s",
+        "--client-groups",
+        "5",
+        "--ttl",
+        "2s",
+        "--hold",
+        "12s",
+        "--time-limit",
+        "60s",
+        "--seed",
+        "1",
+    ];
+    stopped_at_first(&args, "stale-ownership", &results);
+    let latest = results.join("latest");
+    let ran = support::results_of(&latest);
+    let grant = &ran["lock-safety"]["double_grants"][0];
+    assert_eq!(grant["explanation"]["cause"], "stale-ownership", "{ran}");
+    let history = std::fs::read_to_string(latest.join("history.jsonl")).unwrap();
+    assert!(
+        history.contains(r#""type":"ok","f":"held","key":"lock","#),
+        "no held op recorded"
+    );
+}
+
+/// A holder that asks its library whether it still holds the lock, through either kazoo
+/// variant, is valid with no faults: every answer yes, and every hold ends in its release.
+#[test]
+fn kazoo_holders_that_ask_whether_they_hold_are_valid_with_no_faults() {
+    if docker_skipped() {
+        return;
+    }
+    node_image();
+    let cache = tempfile::tempdir().unwrap();
+    for client in ["lib:kazoo:checks-is-acquired", "lib:kazoo:listens-for-loss"] {
+        let (_keep, results) = results_dir();
+        let args = [
+            "run",
+            "--client",
+            client,
+            "--deployment",
+            "zookeeper",
+            "--nemesis",
+            "none",
+            "--time-limit",
+            "12s",
+            "--results",
+            results.to_str().unwrap(),
+        ];
+        let out = with_catalog(cache.path(), &args);
+        assert_eq!(out.status.code(), Some(0), "{client}: {}", printed(&out));
+        let latest = results.join("latest");
+        let history = std::fs::read_to_string(latest.join("history.jsonl")).unwrap();
+        let answers: Vec<serde_json::Value> = history
+            .lines()
+            .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap())
+            .filter(|op| op["f"] == "held" && op["type"] != "invoke")
+            .collect();
+        assert!(
+            answers.len() >= 5,
+            "{client} was asked {} times",
+            answers.len()
+        );
+        assert!(
+            answers.iter().all(|op| op["value"] == true),
+            "{client} said no with no fault: {answers:?}"
+        );
+    }
+}
+
 /// Runs `splitbrain run ARGS --stop-at-first CAUSE` into `results`, from an empty library
 /// cache, and asserts it stopped there, invalid.
 fn stopped_at_first(args: &[&str], cause: &str, results: &std::path::Path) {

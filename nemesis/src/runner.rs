@@ -221,7 +221,6 @@ async fn run_step(
         source,
     };
     let starting = Instant::now();
-    let began = starting.duration_since(recorder.started());
     let started = match fault.start(target, action).await {
         Ok(started) => started,
         Err(source) => {
@@ -236,6 +235,10 @@ async fn run_step(
     });
     let action = hit.as_ref().unwrap_or(action);
     let mut op = nemesis_op("start", fault.name(), action);
+    let began = started
+        .acting_from
+        .unwrap_or(starting)
+        .duration_since(recorder.started());
     op.measured = Some(with_began(started.measured, began));
     recorder.record(op);
     let start = starting.elapsed();

@@ -42,13 +42,18 @@ pub enum Cause {
     /// session that lives on) and its library's cleanup met the fault and gave up unseen,
     /// leaving it first in line once the holder before it released.
     OrphanedAttempt,
+    /// A holder past its lease asked its library whether it still held the lock, after
+    /// another client had been granted it and with nothing cutting it off at that moment, and
+    /// was told yes: the library answers from a flag of its own that losing the lock did not
+    /// reset (kazoo's `Lock.is_acquired` after its session was lost).
+    StaleOwnership,
     /// No mechanism splitbrain knows explains it.
     Unexplained,
 }
 
 impl Cause {
     /// Every cause, in the order of the enum.
-    pub const ALL: [Cause; 14] = [
+    pub const ALL: [Cause; 15] = [
         Cause::RestartHazard,
         Cause::ClockJump,
         Cause::Failover,
@@ -62,6 +67,7 @@ impl Cause {
         Cause::NoExclusion,
         Cause::NoExpiry,
         Cause::OrphanedAttempt,
+        Cause::StaleOwnership,
         Cause::Unexplained,
     ];
 
@@ -91,6 +97,7 @@ impl Cause {
             Cause::NoExclusion => "no exclusion",
             Cause::NoExpiry => "no expiry",
             Cause::OrphanedAttempt => "orphaned attempt",
+            Cause::StaleOwnership => "stale ownership",
             Cause::Unexplained => "unexplained",
         }
     }

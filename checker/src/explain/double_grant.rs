@@ -589,6 +589,9 @@ fn zombie(grant: &DoubleGrant, context: &Context) -> Explanation {
         }
     );
     let near = context.spells_near(zombie, zombie.start_ms, zombie.end_ms);
+    if let Some(told) = stale_ownership(zombie, other, &near, &granted) {
+        return told.resting_on(&[first, second], &[]);
+    }
     let client = context.worker(zombie.process);
     let frozen = near
         .iter()
@@ -754,6 +757,64 @@ fn renewal_stopped(
         )),
     );
     Some(Explanation::new(Cause::RenewalStopped, sentence).resting_on(&[], &met))
+}
+
+/// Rule 1's answer from the library: a holder that asked its library whether it still held
+/// the lock, after the other's grant and with nothing cutting it off or freezing it at that
+/// moment, and was told yes. A library that asks its servers, or that forgets the lock when
+/// it learns that its session is gone, says no there; kazoo's `Lock.is_acquired` stays True
+/// after the session is lost. The faults on the holder before the question are named: they
+/// are how the lease ended under it.
+fn stale_ownership(
+    zombie: &Hold,
+    other: &Hold,
+    near: &[&Spell],
+    granted: &str,
+) -> Option<Explanation> {
+    let told = zombie
+        .told_held
+        .as_ref()
+        .filter(|told| told.asked_ms > other.start_ms)?;
+    let cut_off_then = near.iter().any(|s| {
+        s.touches(told.asked_ms, told.at_ms)
+            && matches!(s.state, State::Links | State::CutOff | State::ClientPaused)
+    });
+    if cut_off_then {
+        return None;
+    }
+    // The faults on the holder before the question: how its lease ended under it; the last
+    // to end is named.
+    let over: Vec<&Spell> = near
+        .iter()
+        .copied()
+        .filter(|s| s.stop_ms.is_some_and(|stop| stop <= told.asked_ms))
+        .collect();
+    let last_over = over.iter().max_by(|a, b| {
+        a.stop_ms
+            .unwrap_or(0.0)
+            .total_cmp(&b.stop_ms.unwrap_or(0.0))
+    });
+    let sentence = format!(
+        "process {} asked its library at {} whether it still held the lock and was told yes, \
+         {:.1} s after process {} was granted it{}; it was told yes {} times in its hold; \
+         {granted}",
+        zombie.process,
+        seconds(told.asked_ms),
+        (told.asked_ms - other.start_ms) / 1000.0,
+        other.process,
+        last_over.map_or(String::new(), |spell| {
+            let stop = spell.stop_ms.unwrap_or(told.asked_ms);
+            format!(
+                " and {:.1} s after the last fault on it was over ({}, {}-{})",
+                (told.asked_ms - stop) / 1000.0,
+                spell.fault,
+                seconds(spell.start_ms),
+                seconds(stop)
+            )
+        }),
+        told.times,
+    );
+    Some(Explanation::new(Cause::StaleOwnership, sentence).resting_on(&[], &over))
 }
 
 /// Rule 5's last word: grants that name no nodes, in a run with no fault at all: the lock

@@ -136,10 +136,12 @@ pub async fn test(asked: Cards<'_>, interrupt: CancellationToken) -> Result<Exit
 #[derive(Debug, Clone)]
 enum Line {
     Kind(Check),
+    /// A file of `scenarios/findings/` naming the library: a finding, or the cure of one.
     Finding {
         name: String,
         claim: String,
         path: PathBuf,
+        cure: bool,
     },
 }
 
@@ -170,6 +172,7 @@ fn lines_of(library: &Library, scenarios: &[scenario::Scenario]) -> Vec<Line> {
         name: s.name.clone(),
         claim: s.claim.claim.clone(),
         path: s.path.clone(),
+        cure: s.claim.cures.is_some(),
     });
     checks(&library.manifest)
         .into_iter()
@@ -287,7 +290,8 @@ fn print_lines(library: &Library, lines: &[Line]) {
         let what = match line {
             Line::Kind(Check::Control) => "control",
             Line::Kind(_) => "its kind of lock",
-            Line::Finding { .. } => "finding",
+            Line::Finding { cure: false, .. } => "finding",
+            Line::Finding { cure: true, .. } => "cure of a finding",
         };
         stdoutln!("  {} ({what}): {}", line.name(), line.expected());
     }

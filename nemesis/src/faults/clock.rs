@@ -162,6 +162,7 @@ impl Fault for Clock {
             measured,
             background,
             targets: None,
+            acting_from: None,
         })
     }
 

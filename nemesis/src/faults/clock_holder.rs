@@ -77,6 +77,7 @@ impl Fault for ClockHolder {
         Ok(Started {
             measured: Some(measured),
             targets: Some(aimed.victims),
+            acting_from: Some(aimed.seen),
             ..Started::default()
         })
     }

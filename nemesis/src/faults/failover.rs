@@ -78,6 +78,7 @@ impl Fault for Failover {
                 measured: Some(serde_json::json!({ "refused": "no node is up" })),
                 background: None,
                 targets: None,
+                acting_from: None,
             });
         };
         let port = SENTINEL_PORT.to_string();
@@ -102,6 +103,7 @@ impl Fault for Failover {
             })),
             background: None,
             targets: None,
+            acting_from: None,
         })
     }
 
@@ -152,6 +154,7 @@ async fn cluster_failover(
             measured: Some(serde_json::json!({ "refused": "no replica is up" })),
             background: None,
             targets: None,
+            acting_from: None,
         });
     }
     let asked = &replicas[pick % replicas.len()];
@@ -162,5 +165,6 @@ async fn cluster_failover(
         measured: Some(serde_json::json!({ "asked": asked, "reply": reply.output.trim() })),
         background: None,
         targets: None,
+        acting_from: None,
     })
 }

@@ -1,7 +1,7 @@
 //! What the faults aimed at the lock's holder share: waiting for a fresh grant, and choosing
 //! which of its nodes to betray.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rand::rngs::StdRng;
 use rand::seq::IndexedRandom;
@@ -39,8 +39,10 @@ pub(super) async fn aim(target: &Target, action: &Action) -> Result<Aimed, Start
             ..Started::default()
         });
     };
+    let seen = Instant::now();
     let (victims, granted) = victims(target, &grant, &action.params);
     Ok(Aimed {
+        seen,
         measured: serde_json::json!({ "holder": grant.process, "granted_by": granted }),
         holder: grant.process,
         victims,
@@ -49,6 +51,8 @@ pub(super) async fn aim(target: &Target, action: &Action) -> Result<Aimed, Start
 
 /// The nodes a step aimed at the holder hits, and what it records of the grant.
 pub(super) struct Aimed {
+    /// When the grant was seen: the fault acts from then, not from when it began to wait.
+    pub seen: Instant,
     pub victims: Vec<String>,
     pub measured: serde_json::Value,
     /// The holder's process.

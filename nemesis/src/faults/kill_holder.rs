@@ -58,6 +58,7 @@ impl Fault for KillHolder {
         Ok(Started {
             measured: Some(aimed.measured),
             targets: Some(aimed.victims),
+            acting_from: Some(aimed.seen),
             ..Started::default()
         })
     }

@@ -77,6 +77,7 @@ impl Fault for LinkDropHolder {
         Ok(Started {
             measured: Some(aimed.measured),
             targets: Some(links),
+            acting_from: Some(aimed.seen),
             ..Started::default()
         })
     }

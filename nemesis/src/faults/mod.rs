@@ -96,6 +96,9 @@ pub struct Started {
     /// The nodes the fault hit, where it chose them only when it started (the current master,
     /// the holder's nodes): recorded as its ops' `node` instead of the planned targets.
     pub targets: Option<Vec<String>>,
+    /// When the fault began to act, where its start first waited for something else (a fault
+    /// aimed at the next grant): the start's `began_ms`, rather than when the wait began.
+    pub acting_from: Option<std::time::Instant>,
 }
 
 /// A fault that can be started on some nodes and stopped (healed) again.

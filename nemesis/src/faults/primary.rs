@@ -65,6 +65,7 @@ impl Fault for PrimaryPartition {
                 measured: Some(serde_json::json!({ "refused": "no node is master" })),
                 background: None,
                 targets: None,
+                acting_from: None,
             });
         };
         let mut others = deployment.node_names();
@@ -84,6 +85,7 @@ impl Fault for PrimaryPartition {
             ),
             background: None,
             targets: Some(vec![primary]),
+            acting_from: None,
         })
     }
 

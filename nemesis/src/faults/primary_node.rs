@@ -85,6 +85,7 @@ impl Fault for PrimaryNode {
                 measured: Some(serde_json::json!({ "refused": "no node is master" })),
                 background: None,
                 targets: None,
+                acting_from: None,
             });
         };
         self.node_fault()
@@ -94,6 +95,7 @@ impl Fault for PrimaryNode {
             measured: Some(serde_json::json!({ "master": master })),
             background: None,
             targets: Some(vec![master]),
+            acting_from: None,
         })
     }
 

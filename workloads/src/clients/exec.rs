@@ -82,6 +82,7 @@ fn build(config: &ClientConfig) -> Result<Box<dyn LockClient>, String> {
         program: None,
         broken: None,
         renewal: None,
+        asks_held: false,
     }))
 }
 
@@ -134,6 +135,8 @@ struct Exec {
     broken: Option<ExecError>,
     /// What the program said of its own lease renewal in its `hello` reply.
     renewal: Option<Renewal>,
+    /// The program asked, in its `hello` reply, to be asked whether it still holds a lock.
+    asks_held: bool,
 }
 
 /// One running instance of the client program, in a process group of its own so that a pause
@@ -195,6 +198,13 @@ struct Reply {
     /// the harness waits by default (a Redlock library that tries each master in turn).
     #[serde(default)]
     reply_timeout_ms: Option<u64>,
+    /// In the `hello` reply: the holder asks the library (`held`) before each step of its
+    /// critical section whether it still holds the lock, and stops where it is told no.
+    #[serde(default)]
+    ask_held: Option<bool>,
+    /// In a `held` reply: whether the library says it still holds the lock.
+    #[serde(default)]
+    held: Option<bool>,
 }
 
 /// The longest a program may ask the harness to wait for a reply: beyond it, a hung library
@@ -309,7 +319,19 @@ impl Exec {
             .await
         {
             Ok(reply) if reply.kind == ReplyKind::Ok => {
+                let asks_held = reply.ask_held == Some(true);
+                if asks_held && reply.renewal == Some(Renewal::Reported) {
+                    // A holder waits on the renewal reports while it holds; it cannot also
+                    // put questions to the program in between.
+                    return Err(self.failure(
+                        "answered hello with both \"ask_held\":true and \"renewal\":\"reported\", \
+                         which splitbrain cannot do at once: drop one of them"
+                            .into(),
+                        Some(&program.stderr),
+                    ));
+                }
                 self.renewal = reply.renewal;
+                self.asks_held = asks_held;
                 self.reply_timeout = patience(self.reply_timeout, reply.reply_timeout_ms);
                 let took = asked.elapsed();
                 if took > self.start_timeout / 2 {
@@ -610,6 +632,33 @@ impl LockClient for Exec {
             program.signal_group(if frozen { libc::SIGSTOP } else { libc::SIGCONT });
         }
     }
+
+    fn asks_held(&self) -> bool {
+        self.asks_held
+    }
+
+    async fn held(&mut self, resource: &str, grant: &Grant) -> Outcome<bool> {
+        let reply = match self
+            .request(json!({"op": "held", "resource": resource, "token": grant.token}))
+            .await
+        {
+            Ok(reply) => reply,
+            Err(e) => return Outcome::Info(e),
+        };
+        match (reply.kind, reply.held) {
+            (ReplyKind::Ok, Some(held)) => Outcome::Ok(held),
+            (ReplyKind::Ok, None) => {
+                let broken = self.failure(
+                    "replied ok to held without saying `\"held\":true` or `false`".into(),
+                    None,
+                );
+                self.broken = Some(broken.clone());
+                Outcome::Info(broken.to_string())
+            }
+            (ReplyKind::Fail, _) => Outcome::Fail(reply.error.unwrap_or_default()),
+            (ReplyKind::Unknown, _) => Outcome::Info(reply.error.unwrap_or_default()),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -675,7 +724,25 @@ mod tests {
             program: None,
             broken: None,
             renewal: None,
+            asks_held: false,
         }
+    }
+
+    /// A holder asked whether it holds waits on nothing else: a program that also reports its
+    /// renewals, which the holder waits on, is refused at its hello, with what to drop.
+    #[tokio::test]
+    async fn a_hello_that_asks_to_be_asked_and_reports_renewals_is_refused() {
+        let mut both = exec(1);
+        both.command =
+            r#"read x; echo '{"type":"ok","ask_held":true,"renewal":"reported"}'; sleep 5"#.into();
+        let refused = both.prepare().await.unwrap_err();
+        assert!(refused.contains("drop one of them"), "{refused}");
+        assert!(both.broken().is_some());
+
+        let mut asked = exec(1);
+        asked.command = r#"read x; echo '{"type":"ok","ask_held":true}'; sleep 5"#.into();
+        asked.prepare().await.unwrap();
+        assert!(asked.asks_held());
     }
 
     #[test]

@@ -93,6 +93,17 @@ pub trait LockClient: Send {
     /// Freezes (or thaws) whatever runs the client outside the harness (an external program
     /// and everything it started), for a client pause.
     fn suspend(&mut self, _frozen: bool) {}
+    /// Whether the holder asks this client, before each step of its critical section, if it
+    /// still holds the lock ([`LockClient::held`]), as a user who checks a library's
+    /// `is_acquired` does, and stops where it is told no.
+    fn asks_held(&self) -> bool {
+        false
+    }
+    /// Whether the client says it still holds `grant`'s lock (what the library answers: a
+    /// flag it keeps, or a question to the servers).
+    async fn held(&mut self, _resource: &str, _grant: &Grant) -> Outcome<bool> {
+        Outcome::Fail("this client cannot say whether it holds a lock".into())
+    }
 }
 
 /// A lease renewal that a client made by itself, as it reported it.

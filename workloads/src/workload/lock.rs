@@ -28,6 +28,11 @@ use super::Workload;
 /// The process that makes the final read, well clear of the workers' ids.
 const FINAL_READER: u64 = 1_000_000_000;
 
+/// How often a holder that asks its client whether it still holds ([`LockClient::asks_held`])
+/// asks: this many times a TTL, and no more often than every [`MIN_ASK_STEP`].
+const ASKS_PER_TTL: u32 = 10;
+const MIN_ASK_STEP: Duration = Duration::from_millis(50);
+
 /// How the `lock` workload runs.
 #[derive(Clone)]
 pub struct LockWorkload {
@@ -266,12 +271,20 @@ impl Worker {
             // A client-pause fault freezes the client here; afterwards it holds for the time
             // it planned, as if no time had passed.
             self.pause_point(client.as_mut()).await;
-            match renew_every {
+            let still_held = match renew_every {
                 None if client.renewal() == Some(Renewal::Reported) => {
                     self.hold_recording_renewals(hold, client.as_mut(), process, &grant)
+                        .await;
+                    true
+                }
+                None if client.asks_held() => {
+                    self.hold_asking(hold, client.as_mut(), process, &resource, &grant)
                         .await
                 }
-                None => sleep_unless_stopped(hold, stop).await,
+                None => {
+                    sleep_unless_stopped(hold, stop).await;
+                    true
+                }
                 Some(every) => {
                     let watchdog = Watchdog {
                         worker,
@@ -284,9 +297,11 @@ impl Worker {
                     watchdog
                         .hold(hold, client.as_mut(), &grant, recorder, pauses, stop)
                         .await;
+                    true
                 }
-            }
-            if let (Some(storage), Some(doc)) = (storage, read) {
+            };
+            // A holder its library told that the lock is no longer its own writes nothing.
+            if let (Some(storage), Some(doc), true) = (storage, read, still_held) {
                 self.append(storage, process, &grant, doc).await;
             }
 
@@ -365,6 +380,50 @@ impl Worker {
             let mut done = op(kind);
             done.error = error;
             self.shared.recorder.record(done);
+        }
+    }
+
+    /// Holds a lock for `hold` in steps, asking the client before each whether it still holds
+    /// the lock (a `held` op, its answer the completion's `value`), as a holder that checks
+    /// its library's `is_acquired` between steps of its work; the last question comes at the
+    /// end of the hold, just before the write. Returns whether the last answer was yes: an
+    /// answer of no, or none, ends the hold there.
+    async fn hold_asking(
+        &self,
+        hold: Duration,
+        client: &mut dyn LockClient,
+        process: u64,
+        resource: &str,
+        grant: &Grant,
+    ) -> bool {
+        let step = (self.workload.ttl / ASKS_PER_TTL).max(MIN_ASK_STEP);
+        let until = Instant::now() + hold;
+        loop {
+            let left = until.saturating_duration_since(Instant::now());
+            sleep_unless_stopped(step.min(left), &self.stop).await;
+            let op = |kind| {
+                Op::new(Process::Client(process), kind, "held")
+                    .key(resource)
+                    .token(&grant.token)
+            };
+            self.shared.recorder.record(op(OpType::Invoke));
+            let held = match client.held(resource, grant).await {
+                Outcome::Ok(held) => {
+                    self.shared.recorder.record(op(OpType::Ok).value(held));
+                    held
+                }
+                Outcome::Fail(e) => {
+                    self.shared.recorder.record(op(OpType::Fail).error(e));
+                    false
+                }
+                Outcome::Info(e) => {
+                    self.shared.recorder.record(op(OpType::Info).error(e));
+                    false
+                }
+            };
+            if !held || Instant::now() >= until || self.stop.is_cancelled() {
+                return held;
+            }
         }
     }
 

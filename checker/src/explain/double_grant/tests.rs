@@ -751,6 +751,69 @@ fn a_holder_whose_links_were_cut_just_after_its_grant_is_cut_off() {
     ), "{}", explained[0].sentence);
 }
 
+/// The holder asks its library whether it still holds the lock (`held`), at `at_ms`.
+fn told(history: &mut History, process: u64, at_ms: u64, held: bool) {
+    let op = |kind| Op::new(Process::Client(process), kind, "held").key("lock");
+    history
+        .push(op(OpType::Invoke), at_ms)
+        .push(op(OpType::Ok).value(held), at_ms + 1);
+}
+
+#[test]
+fn a_holder_told_it_still_held_after_the_next_grant_and_its_cut_is_stale_ownership() {
+    // kazoo's `is_acquired` after the session was lost (#282): the holder, cut off, lost its
+    // session; after the cut it asked and was told yes. Told yes only while it was still cut
+    // off, or told no, it is the cut-off holder it was.
+    for (asks, cause) in [
+        (
+            &[(3_000, true), (4_500, true), (4_800, true)][..],
+            Cause::StaleOwnership,
+        ),
+        (&[(3_000, true)][..], Cause::CutOffHolder),
+        (&[(3_000, true), (4_500, false)][..], Cause::CutOffHolder),
+    ] {
+        let mut history = History::default();
+        workers(&mut history);
+        history
+            .grant(0, 1_000, 1_001, 1_000, &["n1"])
+            .renewed_silently();
+        history
+            .fault(
+                "start",
+                1_050,
+                "link-drop-holder",
+                &["g0->n1"],
+                Value::Null,
+                json!({"holder": 0, "granted_by": ["n1"]}),
+            )
+            .grant(1, 2_500, 2_501, 5_000, &["n1"])
+            .fault(
+                "stop",
+                4_000,
+                "link-drop-holder",
+                &["g0->n1"],
+                Value::Null,
+                Value::Null,
+            );
+        for &(at, held) in asks {
+            told(&mut history, 0, at, held);
+        }
+        history.release(0, 5_100, OpType::Ok);
+        let explained = history.explained();
+        assert_eq!(causes(&explained), vec![cause], "asked {asks:?}");
+        if cause == Cause::StaleOwnership {
+            assert_eq!(
+                explained[0].sentence,
+                "process 0 asked its library at 4.800s whether it still held the lock and was \
+                 told yes, 2.3 s after process 1 was granted it and 0.8 s after the last fault \
+                 on it was over (link-drop-holder, 1.050s-4.000s); it was told yes 3 times in \
+                 its hold; its lease ended at 2.000s; process 1 was granted at 2.501s; process \
+                 0 went on as holder until 5.100s"
+            );
+        }
+    }
+}
+
 #[test]
 fn a_silently_renewed_holder_cut_off_after_its_promised_lease_is_cut_off_all_the_same() {
     // Curator under load (zookeeper-cut-off-holder, busy): the acquire took 1.8 of its 2 s,
