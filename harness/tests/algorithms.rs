@@ -470,7 +470,9 @@ fn a_library_renewing_by_itself_holds_for_many_ttls_with_no_faults() {
         "{holds} holds, {renewals} renewals reported: {quiet}"
     );
     // Each renewal is dated when the library began it (its `renewing` report), not when it
-    // came back: its invoke comes a Redis round trip or more before its completion.
+    // came back: its invoke comes a Redis round trip before its completion. A round trip on
+    // the Docker network can take under 100 µs (82 µs seen in CI); two ops recorded from one
+    // report come a few µs apart.
     let history = quiet["history"].as_array().unwrap();
     let renews = history.iter().filter(|op| op["f"] == "renew");
     let (invokes, ends): (Vec<_>, Vec<_>) = renews.partition(|op| op["type"] == "invoke");
@@ -485,7 +487,7 @@ fn a_library_renewing_by_itself_holds_for_many_ttls_with_no_faults() {
             .unwrap();
         let took_ns = end["time"].as_u64().unwrap() - invoke["time"].as_u64().unwrap();
         assert!(
-            took_ns >= 100_000,
+            took_ns >= 20_000,
             "a renewal dated when it ended: {invoke} {end}"
         );
     }
