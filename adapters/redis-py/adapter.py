@@ -1,11 +1,19 @@
 #!/usr/bin/env python3
 """splitbrain exec adapter for redis-py's Lock (https://pypi.org/project/redis/).
 
-Run as `splitbrain run --client 'exec:python3 adapters/redis-py/adapter.py'` with the pinned
-library installed (`pip install -r adapters/redis-py/requirements.txt`). splitbrain starts one
-copy per client process and speaks JSON lines on stdin/stdout (docs/exec-protocol.md). The
-adapter takes the deployment's first node, as a redis-py user with one Redis server would, and
-says so in every grant (`"nodes"`), so that a double grant is explained from that node's events.
+Run as `splitbrain run --client lib:redis-py` (docs/libraries.md). It is written as redis-py's
+documentation shows its lock: `lock = Redis(...).lock(name, timeout=...)`, then
+`lock.acquire(blocking=False)` and, on the same `Lock`, `lock.release()`. The adapter takes the
+deployment's first node, as a redis-py user with one Redis server would, and says so in every
+grant (`"nodes"`), so that a double grant is explained from that node's events.
+
+`timeout` is the run's TTL. `--timeout none` is the variant `lib:redis-py:timeout-none`:
+`Redis.lock(name)` with redis-py's default `timeout=None`, a key with no expiry, which the
+adapter tells splitbrain in its `hello` reply (`"renewal":"unexpiring"`).
+
+A release that raises an error of the connection (after redis-py's own retries gave up) is
+asked once more, as a careful caller does: the first may never have reached Redis, and a key
+with no expiry stays until a release arrives. What the second answers is the reply.
 
 No exception of the library ends the adapter: an error whose outcome is certain (a refused
 connection before an acquire, a release of a key that was no longer ours) is `fail`, and every
@@ -14,15 +22,20 @@ other one is `unknown`, with its type named. A release after a restart meets
 have run: `unknown`.
 """
 
+import argparse
 import json
 import sys
-import uuid
 
 import redis
-from redis.exceptions import ConnectionError, LockError
+from redis.exceptions import ConnectionError, LockError, RedisError
 
-# A command that takes longer than this has an unknown outcome.
+# A command that takes longer than this has an unknown outcome. (redis-py's default is 5 s.)
 SOCKET_TIMEOUT_S = 1.0
+
+# How long one call may take by design: redis-py retries a command that timed out or lost its
+# connection ten times by default, each try up to a socket timeout and each wait up to 1 s, so a
+# call to an unreachable server raises after about 21 s; a release asked twice, 42 s.
+REPLY_TIMEOUT_MS = 45_000
 
 
 def reply(**fields):
@@ -30,18 +43,47 @@ def reply(**fields):
     sys.stdout.flush()
 
 
+def described(error):
+    return f"{type(error).__name__}: {error}"
+
+
 def error_reply(op, error):
     """`fail` where the error says nothing was done, `unknown` otherwise."""
-    described = f"{type(error).__name__}: {error}"
     refused = isinstance(error, ConnectionError) and "connecting" in str(error)
     if op == "acquire" and refused:
-        return reply(type="fail", error=described)
-    return reply(type="unknown", error=described)
+        return reply(type="fail", error=described(error))
+    return reply(type="unknown", error=described(error))
+
+
+def release(lock):
+    """Releases `lock` as a careful caller does, and says what to reply: a release that met a
+    connection error is asked once more, and the second answer is the one that counts."""
+    try:
+        lock.release()
+        return {"type": "ok"}
+    except LockError as e:
+        # The release script found another token (or none) and deleted nothing.
+        return {"type": "fail", "error": described(e)}
+    except RedisError as e:
+        first = described(e)
+    try:
+        lock.release()
+        return {"type": "ok"}
+    except LockError as e:
+        # `Cannot release a lock that's not owned or is already unlocked`: the `Lock` has no
+        # token left to release with, whatever became of the key.
+        return {"type": "fail", "error": f"{first}; asked again: {described(e)}"}
+    except Exception as e:  # noqa: BLE001 - an adapter must not die of its library
+        return {"type": "unknown", "error": f"{first}; asked again: {described(e)}"}
 
 
 def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--timeout", choices=["ttl", "none"], default="ttl")
+    no_timeout = parser.parse_args().timeout == "none"
     server = None
     node_name = None
+    held = {}
     for line in sys.stdin:
         request = json.loads(line)
         op = request["op"]
@@ -54,31 +96,31 @@ def main():
                 socket_timeout=SOCKET_TIMEOUT_S,
                 socket_connect_timeout=SOCKET_TIMEOUT_S,
             )
-            reply(type="ok")
+            if no_timeout:
+                reply(type="ok", reply_timeout_ms=REPLY_TIMEOUT_MS, renewal="unexpiring")
+            else:
+                reply(type="ok", reply_timeout_ms=REPLY_TIMEOUT_MS)
             continue
-        lock = server.lock(
-            request["resource"],
-            timeout=request.get("ttl_ms", 0) / 1000 or None,
-            blocking=False,
-            thread_local=False,
-        )
         try:
             if op == "acquire":
-                token = uuid.uuid4().hex
-                if lock.acquire(token=token):
+                timeout = None if no_timeout else request["ttl_ms"] / 1000
+                lock = server.lock(request["resource"], timeout=timeout)
+                if lock.acquire(blocking=False):
+                    token = lock.local.token.decode()
+                    held[token] = lock
+                    # With no timeout the key never runs out: the holder counts on it for as
+                    # long as it holds, which the run's TTL stands for.
                     reply(type="ok", token=token, validity_ms=request["ttl_ms"], nodes=[node_name])
                 else:
                     reply(type="fail", error="held: by another client")
             elif op == "release":
-                lock.local.token = request["token"].encode()
-                lock.release()
-                reply(type="ok")
+                lock = held.pop(request["token"], None)
+                if lock is None:
+                    reply(type="fail", error="not held by this client")
+                    continue
+                reply(**release(lock))
             else:
                 reply(type="fail", error=f"unsupported op {op}")
-        except LockError as e:
-            # LockNotOwnedError: the release script found another token (or none) and deleted
-            # nothing.
-            reply(type="fail", error=f"{type(e).__name__}: {e}")
         except Exception as e:  # noqa: BLE001 - an adapter must not die of its library
             error_reply(op, e)
 

@@ -20,6 +20,16 @@
 //!    split votes any of its clients had in it: how many times in a row every contender
 //!    collided. Redlock's retry jitter exists so that a collision is not repeated; a streak
 //!    of many rounds is the split-vote livelock. None without a split vote.
+//! 6. The **longest outage**: a time in which the lock was free, as far as anyone knows, and
+//!    clients asked for it and nobody was granted it. It begins with the first acquire's
+//!    invoke, or when the last holder's release came back (any outcome: its holder no longer
+//!    took itself for the holder), and ends with the next grant or the last client op. A
+//!    holder that never released (crashed, or cut off to the end) begins none: nobody can
+//!    tell when its lock was free. It counts the attempts that came back in it, and is as
+//!    long as its TTLs: the longest `ttl_ms` its attempts asked for, 1 s where none did. Only
+//!    an outage with an attempt in it counts. A lock that tolerates the loss of a minority of
+//!    its nodes (Redlock's majority) should have none longer than a few TTLs while only a
+//!    minority is down.
 
 use std::collections::BTreeMap;
 
@@ -31,6 +41,11 @@ use crate::operation::ms;
 use crate::stream::{replay, Checker, Event};
 use crate::verdict::Checked;
 use crate::{Op, OpType, Process, Valid};
+
+/// How many TTLs a lock may be free and asked for, and granted to nobody, before it counts as
+/// an outage (rule 6): a lock that only lost a minority of its nodes grants within a TTL or
+/// two (its retries, and a key an unknown attempt may have left, which runs out with its TTL).
+pub const OUTAGE_TTLS: f64 = 5.0;
 
 /// Acquisition statistics of a history.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -48,6 +63,56 @@ pub struct AcquisitionStats {
     /// Absent from results written before it was measured.
     #[serde(default)]
     pub longest_split_vote_streak: Option<SplitVoteStreak>,
+    /// Absent from results written before it was measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub longest_outage: Option<Outage>,
+}
+
+/// A time the lock was free and asked for, and nobody was granted it (rule 6).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Outage {
+    pub from_ms: f64,
+    /// The next grant, or the last client op where none came.
+    pub to_ms: f64,
+    /// Whether a grant ended it.
+    pub ended_by_grant: bool,
+    /// How many TTLs it lasted: its length over the longest TTL its attempts asked for.
+    pub ttls: f64,
+    /// The attempts that came back in it, and how.
+    pub attempts: usize,
+    pub refused_held: usize,
+    pub refused_other: usize,
+    pub unknown: usize,
+    /// The error of its first attempt whose outcome was unknown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_unknown_error: Option<String>,
+}
+
+impl std::fmt::Display for Outage {
+    /// In words, as the summary and an outage judgement print it.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "nobody was granted the lock from {:.1} s to {:.1} s ({:.1} TTLs, {}), while {} \
+             attempts came back: {} refused as held, {} refused otherwise, {} unknown",
+            self.from_ms / 1000.0,
+            self.to_ms / 1000.0,
+            self.ttls,
+            if self.ended_by_grant {
+                "until the next grant"
+            } else {
+                "to the end"
+            },
+            self.attempts,
+            self.refused_held,
+            self.refused_other,
+            self.unknown
+        )?;
+        match &self.first_unknown_error {
+            Some(error) => write!(f, " (the first: {error})"),
+            None => Ok(()),
+        }
+    }
 }
 
 /// Split votes in a row with nothing else between them (rule 5).
@@ -181,6 +246,10 @@ impl Checked for AcquisitionStats {
         if let Some(streak) = streak.filter(|s| s.rounds > 1) {
             lines.push(("split", streak.to_string()));
         }
+        let outage = self.longest_outage.as_ref();
+        if let Some(outage) = outage.filter(|o| o.ttls >= OUTAGE_TTLS) {
+            lines.push(("outage", outage.to_string()));
+        }
         lines
     }
 }
@@ -207,6 +276,51 @@ pub struct AcquisitionChecker {
     last_client_op: Option<u64>,
     streak: Streak,
     longest_streak: Option<SplitVoteStreak>,
+    /// Rule 6: the process that holds the lock, as far as anyone knows.
+    holder: Option<Process>,
+    /// The outage going on, from when the lock was last known free.
+    outage: Option<OpenOutage>,
+    longest_outage: Option<Outage>,
+}
+
+/// Rule 6's outage, still going on, in nanoseconds.
+struct OpenOutage {
+    from: u64,
+    ttl_ms: u64,
+    attempts: usize,
+    refused_held: usize,
+    refused_other: usize,
+    unknown: usize,
+    first_unknown_error: Option<String>,
+}
+
+impl OpenOutage {
+    fn starting(from: u64) -> OpenOutage {
+        OpenOutage {
+            from,
+            ttl_ms: 0,
+            attempts: 0,
+            refused_held: 0,
+            refused_other: 0,
+            unknown: 0,
+            first_unknown_error: None,
+        }
+    }
+
+    fn to_outage(&self, to: u64, ended_by_grant: bool) -> Option<Outage> {
+        let ttl_ns = self.ttl_ms.max(1_000) as f64 * 1e6;
+        (self.attempts > 0).then(|| Outage {
+            from_ms: ms(self.from),
+            to_ms: ms(to),
+            ended_by_grant,
+            ttls: to.saturating_sub(self.from) as f64 / ttl_ns,
+            attempts: self.attempts,
+            refused_held: self.refused_held,
+            refused_other: self.refused_other,
+            unknown: self.unknown,
+            first_unknown_error: self.first_unknown_error.clone(),
+        })
+    }
 }
 
 /// Rule 5's run of split votes, by completion order, that nothing has interrupted yet.
@@ -275,6 +389,59 @@ impl AcquisitionChecker {
     fn client_op(&mut self, op: &Op) {
         self.last_client_op = self.last_client_op.max(Some(op.time));
     }
+
+    /// Rule 6: an attempt that came back in an outage counts in it, and a grant ends it.
+    fn in_outage(&mut self, invoke: &Op, completion: Option<&Op>) {
+        let kind = completion.map_or(OpType::Info, |c| c.kind);
+        if kind == OpType::Ok {
+            let at = completion.map_or(invoke.time, |c| c.time);
+            if let Some(outage) = self.outage.take() {
+                self.end_outage(outage.to_outage(at, true));
+            }
+            self.holder = Some(invoke.process);
+            return;
+        }
+        if self.holder.is_none() && self.outage.is_none() {
+            self.outage = Some(OpenOutage::starting(invoke.time));
+        }
+        let Some(outage) = self.outage.as_mut() else {
+            return;
+        };
+        outage.attempts += 1;
+        outage.ttl_ms = outage.ttl_ms.max(invoke.ttl_ms.unwrap_or(0));
+        match (kind, completion) {
+            (OpType::Fail, Some(c)) if Cause::of(c.error.as_deref()) == Cause::Held => {
+                outage.refused_held += 1;
+            }
+            (OpType::Fail, _) => outage.refused_other += 1,
+            _ => {
+                outage.unknown += 1;
+                if outage.first_unknown_error.is_none() {
+                    outage.first_unknown_error = completion.and_then(|c| c.error.clone());
+                }
+            }
+        }
+    }
+
+    /// Rule 6: the holder's release, whatever came of it, leaves the lock free as far as
+    /// anyone knows.
+    fn released(&mut self, invoke: &Op, completion: Option<&Op>) {
+        if self.holder == Some(invoke.process) {
+            self.holder = None;
+            let at = completion.map_or(invoke.time, |c| c.time);
+            self.outage = Some(OpenOutage::starting(at));
+        }
+    }
+
+    fn end_outage(&mut self, ended: Option<Outage>) {
+        let longer = |outage: &Outage, than: &Option<Outage>| {
+            than.as_ref()
+                .is_none_or(|best| outage.to_ms - outage.from_ms >= best.to_ms - best.from_ms)
+        };
+        if let Some(outage) = ended.filter(|o| longer(o, &self.longest_outage)) {
+            self.longest_outage = Some(outage);
+        }
+    }
 }
 
 impl Checker for AcquisitionChecker {
@@ -288,13 +455,21 @@ impl Checker for AcquisitionChecker {
                 if invoke.f == "acquire" {
                     self.attempted(invoke);
                     self.unknown += 1;
+                    self.in_outage(invoke, None);
+                }
+                if invoke.f == "release" {
+                    self.released(invoke, None);
                 }
             }
             Event::Complete { invoke, completion } => {
                 self.client_op(completion);
+                if invoke.f == "release" {
+                    self.released(invoke, Some(completion));
+                }
                 if invoke.f != "acquire" {
                     return;
                 }
+                self.in_outage(invoke, Some(completion));
                 self.attempted(invoke);
                 let latency = completion.time.saturating_sub(invoke.time);
                 self.attempt_latencies.push(latency);
@@ -314,6 +489,9 @@ impl Checker for AcquisitionChecker {
 
     fn finish(mut self) -> AcquisitionStats {
         self.end_streak();
+        if let (Some(outage), Some(last)) = (self.outage.take(), self.last_client_op) {
+            self.end_outage(outage.to_outage(last.max(outage.from), false));
+        }
         let span_seconds = match (self.first_attempt, self.last_client_op) {
             (Some(first), Some(last)) => last.saturating_sub(first) as f64 / 1e9,
             _ => 0.0,
@@ -331,6 +509,7 @@ impl Checker for AcquisitionChecker {
             split_vote_share: ratio(self.refused_split_vote as f64, self.attempts as f64),
             grants_per_second: ratio(grants as f64, span_seconds),
             longest_split_vote_streak: self.longest_streak,
+            longest_outage: self.longest_outage,
         }
     }
 }
@@ -476,6 +655,50 @@ mod tests {
             )
             .push(9_000, Op::new(Process::NEMESIS, OpType::Info, "stop"));
         assert_eq!(s.check().grants_per_second, 1.0);
+    }
+
+    #[test]
+    fn rule_6_the_longest_outage_runs_from_a_release_to_the_next_grant() {
+        let release = |s: &mut Script, at: u64, p: u64| {
+            let op = |kind| Op::new(Process::Client(p), kind, "release").key("lock");
+            s.push(at, op(OpType::Invoke)).push(at + 1, op(OpType::Ok));
+        };
+        let mut s = Script::default();
+        // Held by 1 from 0 to 1001: refusals then are no outage.
+        s.granted(0, 1, 1);
+        s.acquire(100, 101, 2, Some((OpType::Fail, "held: by another client")));
+        release(&mut s, 1_000, 1);
+        // Free from 1001 ms: asked, refused and unknown, granted at 6001 ms.
+        s.acquire(1_100, 1_101, 2, Some((OpType::Fail, "held: by another client")));
+        s.acquire(2_000, 3_000, 3, Some((OpType::Info, "MultipleRedlockException")));
+        s.acquire(3_100, 3_101, 2, Some((OpType::Fail, "no quorum: 2 of 5")));
+        s.granted(6_000, 6_001, 2);
+        release(&mut s, 6_500, 2);
+        // A shorter one to the end: 6501 to 7001.
+        s.acquire(7_000, 7_001, 3, Some((OpType::Fail, "held: by another client")));
+        let outage = s.check().longest_outage.unwrap();
+        assert_eq!(
+            (outage.from_ms, outage.to_ms, outage.ended_by_grant),
+            (1_001.0, 6_001.0, true)
+        );
+        assert_eq!((outage.attempts, outage.refused_held), (3, 1));
+        assert_eq!((outage.refused_other, outage.unknown), (1, 1));
+        assert_eq!(outage.ttls, 5.0, "1 s where no attempt asked for a TTL");
+        assert_eq!(
+            outage.to_string(),
+            "nobody was granted the lock from 1.0 s to 6.0 s (5.0 TTLs, until the next grant), \
+             while 3 attempts came back: 1 refused as held, 1 refused otherwise, 1 unknown (the \
+             first: MultipleRedlockException)"
+        );
+        // A holder that never released begins none; nor does a time nobody asked in.
+        let mut held = Script::default();
+        held.granted(0, 1, 1);
+        held.acquire(5_000, 5_001, 2, Some((OpType::Fail, "held: by another client")));
+        assert_eq!(held.check().longest_outage, None);
+        let mut quiet = Script::default();
+        quiet.granted(0, 1, 1);
+        release(&mut quiet, 100, 1);
+        assert_eq!(quiet.check().longest_outage, None);
     }
 
     #[test]

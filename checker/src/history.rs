@@ -119,6 +119,11 @@ pub enum Renewal {
     /// too. The holder's recorded `renew`s extend its lease as a watchdog's do, and the key
     /// may be kept until the holder releases it.
     Connection,
+    /// The key has no expiry at all (redis-py's `Lock` with its default `timeout=None`): it
+    /// needs no renewal and stays until a release takes it away. The lease the grant promised
+    /// stands for the holder's hold; the key may live until a release of it comes back `ok`
+    /// or `fail`, and for good where none does.
+    Unexpiring,
 }
 
 impl Op {

@@ -199,6 +199,7 @@ impl<'a> Cursor<'a> {
                     "reported" => Some(Renewal::Reported),
                     "silent" => Some(Renewal::Silent),
                     "connection" => Some(Renewal::Connection),
+                    "unexpiring" => Some(Renewal::Unexpiring),
                     _ => None,
                 })?
             }
@@ -493,7 +494,8 @@ mod tests {
         let renewal = prop_oneof![
             Just(Renewal::Reported),
             Just(Renewal::Silent),
-            Just(Renewal::Connection)
+            Just(Renewal::Connection),
+            Just(Renewal::Unexpiring)
         ];
         (
             (any::<u64>(), any::<u64>(), process, kind, text()),

@@ -19,6 +19,10 @@
 //!      invoke on the key (the last renewal may have come just before it), or, with no
 //!      release, until the history ends. So may one marked `renewal: connection`, a lock the
 //!      server keeps while the holder's connection lives (a frozen holder's kernel keeps it).
+//!    - A grant marked `renewal: unexpiring` set a key with no expiry at all: it may live until
+//!      a release of it by its holder comes back `ok` (taken away) or `fail` (its library
+//!      says it was not the holder's), and for good where none does (a release lost on the
+//!      way leaves it, and no history tells whether it arrived).
 //!    - An `info` op may be carried out by the server after the client gave up on it (a paused
 //!      node answers when it wakes, a partitioned one when the partition heals): the key may
 //!      live until the TTL after its `info`, or after the stop of every fault active at its
@@ -50,10 +54,11 @@
 //!    from `free_from`, the `held_until` of its first refusal: for `stuck_ms` the key kept out
 //!    everyone though nobody should have held it. Its later stuck refusals are counted in it.
 //!
-//! A stuck period is explained (`explanation`, below) as a key set without its expiry in a run
-//! with no fault, a client crashed while it held or was taking the lock, or an attempt that
-//! failed under a link fault before the key's last lease ran out and left its place in the
-//! lock's queue behind.
+//! A stuck period is explained (`explanation`, below) as a release of a key with no expiry
+//! that the holder's own library refused (it had forgotten the lock), a key set without its
+//! expiry in a run with no fault, a client crashed while it held or was taking the lock, or an
+//! attempt that failed under a link fault before the key's last lease ran out and left its
+//! place in the lock's queue behind.
 //!
 //! Each key is one sweep over its events in time order: O(n log n) for n ops. The events wait
 //! in a queue until nothing still pending can come before them, so memory is bounded by the
@@ -117,6 +122,10 @@ pub struct StuckPeriod {
     /// clients' links, before its key's last lease ran out: what its explanation may blame.
     #[serde(skip)]
     pub faulted_attempts: Option<FaultedAttempts>,
+    /// The last release since the grant before it that was refused while the key it would
+    /// have taken away had no expiry: what its explanation may blame.
+    #[serde(skip)]
+    pub refused_release: Option<RefusedRelease>,
     /// Its mechanism.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub explanation: Option<Explanation>,
@@ -133,6 +142,16 @@ pub struct FaultedAttempts {
 /// An acquire refused, or left unknown, while a fault was on its client's links.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct FaultedAttempt {
+    /// Its invoke and its completion.
+    pub asked_ms: f64,
+    pub at_ms: f64,
+    pub process: u64,
+}
+
+/// A holder's release of a key with no expiry ([`Renewal::Unexpiring`]) that came back
+/// `fail`: its library said the lock was not the holder's.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RefusedRelease {
     /// Its invoke and its completion.
     pub asked_ms: f64,
     pub at_ms: f64,
@@ -202,11 +221,13 @@ pub struct StuckLockChecker {
     client_groups: Option<u64>,
 }
 
-/// A grant whose key may live until a TTL after its holder's release.
+/// A grant whose key may live until a TTL after its holder's release, or, for a key with no
+/// expiry, until a release comes back `ok` or `fail`.
 struct KeptLease {
     invoked: u64,
     granted: u64,
     ttl_ms: Option<u64>,
+    unexpiring: bool,
 }
 
 /// One key's sweep: the events not yet swept, and where the sweep stands.
@@ -219,6 +240,8 @@ struct KeyState {
     held_since: u64,
     /// The attempts since the last grant that failed while their clients' links were faulted.
     faulted_attempts: Option<FaultedAttempts>,
+    /// The last release of a key with no expiry refused since the last grant.
+    refused_release: Option<RefusedRelease>,
     open: Option<Open>,
 }
 
@@ -274,6 +297,7 @@ impl StuckLockChecker {
             Event::Grant { at } => (at, 1, 0, 0),
             Event::FaultedAttempt { at, asked, process } => (at, 2, asked, process),
             Event::Refusal { at, invoked } => (at, 3, invoked, 0),
+            Event::ReleaseRefused { at, asked, process } => (at, 4, asked, process),
         };
         let state = match self.keys.get_mut(key) {
             Some(state) => state,
@@ -299,7 +323,12 @@ impl StuckLockChecker {
                         asked: value,
                         process,
                     },
-                    _ => Event::Refusal { at, invoked: value },
+                    3 => Event::Refusal { at, invoked: value },
+                    _ => Event::ReleaseRefused {
+                        at,
+                        asked: value,
+                        process,
+                    },
                 };
                 if let Some((period, recovered)) = state.step(event, self.bound) {
                     let until = if recovered { at } else { self.end_of_history };
@@ -311,6 +340,37 @@ impl StuckLockChecker {
                     );
                 }
             }
+        }
+    }
+
+    /// A release that came back ends the grants of a key with no expiry that it came after:
+    /// `ok`, the key is gone; `fail`, the library says it was not the holder's. One that did
+    /// not come back may have left the key for good: those wait for another release or the
+    /// end of the history.
+    fn released(&mut self, invoke: &Op, completion: &Op) {
+        if !matches!(completion.kind, OpType::Ok | OpType::Fail) {
+            return;
+        }
+        let holder = (invoke.process, invoke.key.clone().unwrap_or_default());
+        let Some(kept) = self.until_release.remove(&holder) else {
+            return;
+        };
+        let (ended, waiting): (Vec<_>, Vec<_>) = kept
+            .into_iter()
+            .partition(|lease| lease.unexpiring && lease.granted <= invoke.time);
+        if !waiting.is_empty() {
+            self.until_release.insert(holder.clone(), waiting);
+        }
+        if ended.is_empty() {
+            return;
+        }
+        for lease in ended {
+            let ends = completion.time;
+            self.queue(&holder.1, Event::Lease { at: lease.invoked, ends });
+        }
+        if let (OpType::Fail, Process::Client(process)) = (completion.kind, invoke.process) {
+            let (at, asked) = (completion.time, invoke.time);
+            self.queue(&holder.1, Event::ReleaseRefused { at, asked, process });
         }
     }
 
@@ -338,10 +398,12 @@ impl Checker for StuckLockChecker {
                     "release" if !self.until_release.is_empty() => {
                         let holder = (op.process, op.key.clone().unwrap_or_default());
                         // The release ends the grants it came after; one it came before
-                        // (a history out of time order) waits for a later release.
+                        // (a history out of time order) waits for a later release, and one
+                        // whose key never expires waits for this release to come back.
                         let kept = self.until_release.remove(&holder).unwrap_or_default();
-                        let (ended, waiting): (Vec<_>, Vec<_>) =
-                            kept.into_iter().partition(|lease| lease.granted <= op.time);
+                        let (ended, waiting): (Vec<_>, Vec<_>) = kept
+                            .into_iter()
+                            .partition(|lease| lease.granted <= op.time && !lease.unexpiring);
                         for lease in ended {
                             let ends = self.lifetimes.after(lease.invoked, lease.ttl_ms, op.time);
                             self.queue(
@@ -366,6 +428,12 @@ impl Checker for StuckLockChecker {
             }
             Seen::Abandoned(invoke) => (invoke, None),
         };
+        if invoke.f == "release" {
+            if let Some(completion) = completion {
+                self.released(invoke, completion);
+            }
+            return;
+        }
         let is_acquire = match invoke.f.as_str() {
             "acquire" => true,
             "renew" => false,
@@ -386,6 +454,7 @@ impl Checker for StuckLockChecker {
                     invoked: invoke.time,
                     granted: granted.time,
                     ttl_ms: lease_ttl(invoke, completion),
+                    unexpiring: granted.renewal == Some(Renewal::Unexpiring),
                 });
         } else if let Some(ends) = self.lifetimes.latest_end(invoke, completion) {
             self.queue(
@@ -584,13 +653,13 @@ fn lease_ttl(invoke: &Op, completion: Option<&Op>) -> Option<u64> {
     invoke.ttl_ms.max(completion.and_then(|c| c.validity_ms))
 }
 
-/// A grant whose key may be kept until its holder releases it: renewed silently, or kept by
-/// the holder's connection.
+/// A grant whose key may be kept until its holder releases it: renewed silently, kept by
+/// the holder's connection, or set with no expiry.
 fn kept_until_release(invoke: &Op, completion: &Op) -> bool {
     invoke.f == "acquire"
         && matches!(
             completion.renewal,
-            Some(Renewal::Silent | Renewal::Connection)
+            Some(Renewal::Silent | Renewal::Connection | Renewal::Unexpiring)
         )
 }
 
@@ -606,6 +675,9 @@ enum Event {
     FaultedAttempt { at: u64, asked: u64, process: u64 },
     /// An acquire invoked at `invoked` was refused because the lock was held.
     Refusal { at: u64, invoked: u64 },
+    /// Client `process`'s release of a key with no expiry, invoked at `asked`, came back
+    /// `fail`.
+    ReleaseRefused { at: u64, asked: u64, process: u64 },
 }
 
 /// A stuck period still open, in nanoseconds.
@@ -613,6 +685,7 @@ struct Open {
     free_from: u64,
     last_lease_from: u64,
     faulted_attempts: Option<FaultedAttempts>,
+    refused_release: Option<RefusedRelease>,
     first_refused: u64,
     refused_attempts: usize,
 }
@@ -629,6 +702,7 @@ impl Open {
             refused_attempts: self.refused_attempts,
             recovered,
             faulted_attempts: self.faulted_attempts,
+            refused_release: self.refused_release,
             explanation: None,
         }
     }
@@ -647,6 +721,7 @@ impl KeyState {
             }
             Event::Grant { .. } => {
                 self.faulted_attempts = None;
+                self.refused_release = None;
                 return self.open.take().map(|period| (period, true));
             }
             // Only an attempt refused while a lease still explained the key can have left a
@@ -667,6 +742,13 @@ impl KeyState {
                 seen.count += 1;
             }
             Event::FaultedAttempt { .. } => {}
+            Event::ReleaseRefused { at, asked, process } => {
+                self.refused_release = Some(RefusedRelease {
+                    asked_ms: ms(asked),
+                    at_ms: ms(at),
+                    process,
+                });
+            }
             Event::Refusal { at, invoked } => {
                 let held_until = self.held_until;
                 if invoked > held_until && at > held_until.saturating_add(bound) {
@@ -674,6 +756,7 @@ impl KeyState {
                         free_from: held_until,
                         last_lease_from: self.held_since,
                         faulted_attempts: self.faulted_attempts,
+                        refused_release: self.refused_release,
                         first_refused: at,
                         refused_attempts: 0,
                     });
@@ -755,6 +838,9 @@ fn explanation(period: &StuckPeriod, context: &Context, groups: Option<u64>) -> 
             format!("the end at {}", seconds(period.until_ms))
         }
     );
+    if let Some(release) = period.refused_release {
+        return release_lost(release, context, groups, &refused);
+    }
     if context.no_fault() {
         let sentence = format!(
             "the run had no fault: the key set by the acquire asked at {} was left without the \
@@ -794,6 +880,42 @@ fn explanation(period: &StuckPeriod, context: &Context, groups: Option<u64>) -> 
         }
     );
     Explanation::new(Mechanism::CrashedClient, sentence).resting_on(&[], &[crash])
+}
+
+/// A stuck period after a release of a key with no expiry that its holder's library refused
+/// (rule 7): the key was the holder's, for no other lease explains it, so the library had
+/// forgotten its own lock, as redis-py's `Lock` does when a release meets a fault (it drops its
+/// token before it asks Redis, and refuses to try again). A [`Mechanism::ReleaseLost`].
+fn release_lost(
+    release: RefusedRelease,
+    context: &Context,
+    groups: Option<u64>,
+    refused: &str,
+) -> Explanation {
+    let (workers, process) = (context.workers, release.process);
+    let (from, to) = (release.asked_ms, release.at_ms);
+    let links: Vec<&Spell> =
+        links_of(context.timeline, workers, groups, process, from, to).collect();
+    let phrases: Vec<String> = links.iter().map(|s| s.phrase()).collect();
+    let sentence = format!(
+        "process {process}'s release, asked at {}{}, was refused at {} by its library, which \
+         said the lock was not its own, yet the key, which has no expiry, stayed: no other \
+         lease explains it, so the library had forgotten a lock it held, and nothing will \
+         take the key away; {refused}",
+        seconds(from),
+        if phrases.is_empty() {
+            String::new()
+        } else {
+            format!(" while {}", phrases.join("; "))
+        },
+        seconds(to),
+    );
+    let mut explained =
+        Explanation::new(Mechanism::ReleaseLost, sentence).resting_on(&[], &links);
+    explained
+        .nodes
+        .push(format!("client-{}", process % workers.max(1) as u64));
+    explained
 }
 
 /// A stuck period after an acquire that failed while its client's links were faulted (rule 7):
@@ -1246,6 +1368,73 @@ mod tests {
             Valid::False,
             "a plain lease ran out at 1001 ms"
         );
+    }
+
+    /// redis-py's `Lock` with `timeout=None`: a key with no expiry, held by process 1 from
+    /// 1 ms, whose release is asked at 5000 ms and comes back at 20000 ms as `release`
+    /// says; process 2 is refused from 4000 ms to 30000 ms.
+    fn unexpiring(release: Option<(OpType, &str)>) -> StuckLock {
+        let mut s = Script::default();
+        s.op("acquire", (0, 1), 1, None);
+        let mut ok = Op::new(Process::Client(1), OpType::Ok, "acquire").key("lock");
+        ok.renewal = Some(Renewal::Unexpiring);
+        s.push(1, ok).op("release", (5_000, 20_000), 1, release);
+        for at in (4_000..30_000).step_by(1_000) {
+            s.refused(at, at + 1, 2);
+        }
+        s.check()
+    }
+
+    #[test]
+    fn rule_1_a_key_with_no_expiry_may_live_until_a_release_comes_back() {
+        // Taken away at 20000 ms: every refusal before is the holder's key, every one after
+        // is stuck.
+        let taken = unexpiring(Some((OpType::Ok, "")));
+        assert_eq!(taken.stuck_period_count, 1);
+        assert_eq!(taken.stuck_periods[0].free_from_ms, 20_000.0);
+        assert_eq!(taken.stuck_periods[0].first_refused_ms, 21_001.0);
+        // A release that never came back, or whose outcome is unknown, may have left the key
+        // for good: nothing is stuck.
+        for release in [None, Some((OpType::Info, "TimeoutError"))] {
+            let r = unexpiring(release);
+            assert_eq!(r.valid, Valid::True, "{release:?}");
+            assert_eq!(r.held_refusals, 26);
+        }
+    }
+
+    /// redis-py 8.1.0: `release()` dropped its token before a release that met a fault, so
+    /// asked again it answers `LockError` without asking Redis, and the key stays.
+    #[test]
+    fn a_key_with_no_expiry_whose_release_its_library_refused_is_a_release_lost() {
+        let r = unexpiring(Some((OpType::Fail, "LockError: Cannot release an unlocked lock")));
+        assert_eq!(r.stuck_period_count, 1);
+        let period = &r.stuck_periods[0];
+        assert_eq!((period.free_from_ms, period.recovered), (20_000.0, false));
+        let explained = period.explanation.as_ref().unwrap();
+        assert_eq!(explained.cause, Mechanism::ReleaseLost);
+        assert_eq!(
+            explained.sentence,
+            "process 1's release, asked at 5.000s, was refused at 20.000s by its library, which \
+             said the lock was not its own, yet the key, which has no expiry, stayed: no other \
+             lease explains it, so the library had forgotten a lock it held, and nothing will \
+             take the key away; no lease explains the key after 20.000s, yet 9 acquires were \
+             refused until the end at 29.001s"
+        );
+        // A grant after the refused release is a new holder's: a period after it is not
+        // blamed on the release.
+        let mut s = Script::default();
+        s.op("acquire", (0, 1), 1, None);
+        let mut ok = Op::new(Process::Client(1), OpType::Ok, "acquire").key("lock");
+        ok.renewal = Some(Renewal::Unexpiring);
+        s.push(1, ok)
+            .op("release", (500, 600), 1, Some((OpType::Fail, "LockError")))
+            .acquire(700, 701, 3, OpType::Ok)
+            .refused(2_000, 2_001, 2)
+            .refused(3_000, 3_001, 2);
+        let later = s.check();
+        assert_eq!(later.stuck_period_count, 1);
+        let cause = later.stuck_periods[0].explanation.as_ref().unwrap().cause;
+        assert_ne!(cause, Mechanism::ReleaseLost);
     }
 
     #[test]

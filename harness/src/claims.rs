@@ -178,6 +178,26 @@ pub fn figure(runs: &[Results], expect: Expect, judge: Judge) -> String {
             ));
         }
     }
+    if judge == Judge::Outage {
+        let outages: Vec<f64> = runs
+            .iter()
+            .filter_map(|r| {
+                r.checkers
+                    .get::<AcquisitionStats>()?
+                    .longest_outage
+                    .as_ref()
+            })
+            .map(|o| o.ttls)
+            .collect();
+        let shortest = outages.iter().copied().reduce(f64::min);
+        let longest = outages.iter().copied().reduce(f64::max);
+        if let (Some(shortest), Some(longest)) = (shortest, longest) {
+            parts.push(format!(
+                "the lock free and granted to nobody for {shortest:.1} to {longest:.1} TTLs at \
+                 the longest"
+            ));
+        }
+    }
     let stuck: Vec<f64> = runs
         .iter()
         .filter_map(|r| r.checkers.get::<StuckLock>())

@@ -46,7 +46,7 @@ pub fn page(scenarios: &Path, adapters: &Path) -> Result<String, HarnessError> {
         );
     }
     for finding in &findings {
-        section(&mut page, finding, adapters)?;
+        section(&mut page, finding, scenarios, adapters)?;
         let cured = |cure: &&Scenario| cure.claim.cures.as_ref() == Some(&finding.name);
         for cure in cures.iter().filter(cured) {
             cure_section(&mut page, cure, adapters)?;
@@ -137,7 +137,12 @@ fn cure_section(page: &mut String, cure: &Scenario, adapters: &Path) -> Result<(
     Ok(())
 }
 
-fn section(page: &mut String, finding: &Scenario, adapters: &Path) -> Result<(), HarnessError> {
+fn section(
+    page: &mut String,
+    finding: &Scenario,
+    scenarios: &Path,
+    adapters: &Path,
+) -> Result<(), HarnessError> {
     let (library, variant) = as_used(finding, adapters)?;
     let manifest = &library.manifest;
     let cell = cell_of(finding)?;
@@ -173,9 +178,21 @@ fn section(page: &mut String, finding: &Scenario, adapters: &Path) -> Result<(),
         "\nTo reproduce it, over ten seeds, then once:\n\n```sh\nsplitbrain scenario run {} \
          --seeds 10\nsplitbrain run {}\n```",
         finding.name,
-        cell.args.join(" ")
+        as_typed(&cell.args, scenarios).join(" ")
     );
     Ok(())
+}
+
+/// A run's arguments as a user types them in the repository: a file of the scenarios folder
+/// (a finding's own schedule, `--script`) by its path from the repository's root, not from
+/// wherever the page was made.
+fn as_typed(args: &[String], scenarios: &Path) -> Vec<String> {
+    args.iter()
+        .map(|arg| match Path::new(arg).strip_prefix(scenarios) {
+            Ok(inside) => Path::new("scenarios").join(inside).display().to_string(),
+            Err(_) => arg.clone(),
+        })
+        .collect()
 }
 
 /// The page for the repository's own folders.
@@ -201,6 +218,10 @@ mod tests {
         assert!(
             page.contains("RedisLock(name, expire=None)"),
             "the variant's summary"
+        );
+        assert!(
+            page.contains("--script scenarios/findings/redis-py-release-lost.toml "),
+            "a finding's own schedule, by its path in the repository"
         );
         crate::reference::tests::matches_committed(&page, "findings.md");
     }

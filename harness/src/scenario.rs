@@ -464,10 +464,13 @@ mod tests {
         assert_eq!(judged("leases").unwrap().1[0].judge, Judge::Leases);
         assert_eq!(judged("livelock").unwrap().1[0].judge, Judge::Livelock);
         assert_eq!(judged("starvation").unwrap().1[0].judge, Judge::Starvation);
+        assert_eq!(judged("outage").unwrap().1[0].judge, Judge::Outage);
         let error = judged("zombies").err().unwrap().to_string();
         assert!(
             error.contains("judged.toml:10")
-                && error.contains("expected one of `verdict`, `leases`, `livelock`, `starvation`"),
+                && error.contains(
+                    "expected one of `verdict`, `leases`, `livelock`, `starvation`, `outage`"
+                ),
             "{error}"
         );
     }

@@ -398,6 +398,124 @@ fn kazoo_holders_that_ask_whether_they_hold_are_valid_with_no_faults() {
     }
 }
 
+/// The finding `redis-py-release-lost`: redis-py 8.1.0's `Lock.release()` drops its token
+/// before it asks Redis, so a holder whose release is cut off, asking again, is refused by its
+/// own library (PR #4258). With the default `timeout=None` the key never expires: a stuck
+/// lock, explained as a release lost, with no double grant. The run stops at that first
+/// violation. With no fault, the same variant is valid: every release takes its key away.
+#[test]
+fn redis_py_without_a_timeout_forgets_a_release_cut_off_and_the_lock_sticks() {
+    if docker_skipped() {
+        return;
+    }
+    let (keep, results) = results_dir();
+    let script = keep.path().join("cut-off-release.toml");
+    std::fs::write(
+        &script,
+        "[[fault]]\nat = \"2s\"\nfault = \"link-drop-holder\"\nfor = \"24s\"\n",
+    )
+    .unwrap();
+    let args = [
+        "--client",
+        "lib:redis-py:timeout-none",
+        "--deployment",
+        "single",
+        "--script",
+        script.to_str().unwrap(),
+        "--ttl",
+        "2s",
+        "--hold",
+        "1s",
+        "--client-groups",
+        "5",
+        "--time-limit",
+        "60s",
+        "--seed",
+        "1",
+    ];
+    stopped_at_first(&args, "release-lost", &results);
+    let ran = support::results_of(&results.join("latest"));
+    assert_eq!(ran["lock-safety"]["valid"], true, "{ran}");
+    let period = &ran["stuck-lock"]["stuck_periods"][0];
+    assert_eq!(period["explanation"]["cause"], "release-lost", "{ran}");
+    let history = std::fs::read_to_string(results.join("latest/history.jsonl")).unwrap();
+    let refused_release = history
+        .lines()
+        .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap())
+        .find(|op| op["f"] == "release" && op["type"] == "fail")
+        .expect("a release refused");
+    let error = refused_release["error"].as_str().unwrap();
+    assert!(error.contains("asked again: LockError"), "{error}");
+
+    let (_keep, quiet) = results_dir();
+    let cache = tempfile::tempdir().unwrap();
+    let args = [
+        "run",
+        "--client",
+        "lib:redis-py:timeout-none",
+        "--deployment",
+        "single",
+        "--nemesis",
+        "none",
+        "--time-limit",
+        "12s",
+        "--results",
+        quiet.to_str().unwrap(),
+    ];
+    let out = with_catalog(cache.path(), &args);
+    assert_eq!(out.status.code(), Some(0), "{}", printed(&out));
+    let ran = support::results_of(&quiet.join("latest"));
+    assert!(ran["lock-safety"]["holds"].as_u64().unwrap() >= 2, "{ran}");
+    assert_eq!(ran["stuck-lock"]["valid"], true, "{ran}");
+}
+
+/// The finding `redlock-py-one-master-down`: with one master of five killed, every redlock-py
+/// attempt that takes a majority raises `MultipleRedlockException` and keeps its keys, so
+/// nobody is granted the lock while the master is down: the acquisition statistics' longest
+/// outage lasts as long as the kill, the first unknown attempt's error naming the exception.
+#[test]
+fn redlock_py_grants_nobody_while_one_master_of_five_is_down() {
+    if docker_skipped() {
+        return;
+    }
+    node_image();
+    let (keep, results) = results_dir();
+    let script = keep.path().join("one-down.toml");
+    std::fs::write(
+        &script,
+        "[[fault]]\nat = \"3s\"\nfault = \"kill\"\ntargets = [\"n5\"]\nfor = \"20s\"\n",
+    )
+    .unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let args = [
+        "run",
+        "--client",
+        "lib:redlock-py",
+        "--deployment",
+        "redlock",
+        "--script",
+        script.to_str().unwrap(),
+        "--time-limit",
+        "30s",
+        "--seed",
+        "1",
+        "--results",
+        results.to_str().unwrap(),
+    ];
+    let out = with_catalog(cache.path(), &args);
+    let text = printed(&out);
+    assert_ne!(out.status.code(), Some(254), "{text}");
+    assert!(
+        text.contains("outage   nobody was granted the lock"),
+        "{text}"
+    );
+    let ran = support::results_of(&results.join("latest"));
+    let outage = &ran["acquisition"]["longest_outage"];
+    assert!(outage["ttls"].as_f64().unwrap() >= 8.0, "{outage}");
+    let error = outage["first_unknown_error"].as_str().unwrap();
+    assert!(error.starts_with("MultipleRedlockException"), "{error}");
+}
+
 /// Runs `splitbrain run ARGS --stop-at-first CAUSE` into `results`, from an empty library
 /// cache, and asserts it stopped there, invalid.
 fn stopped_at_first(args: &[&str], cause: &str, results: &std::path::Path) {

@@ -405,7 +405,7 @@ mod tests {
                 && e.contains("lib:sherlock:expire-none"),
             "{e}"
         );
-        let e = find(&repository_adapters(), "redis-py:x")
+        let e = find(&repository_adapters(), "redlock-py:x")
             .unwrap_err()
             .to_string();
         assert!(e.contains("it has none"), "{e}");

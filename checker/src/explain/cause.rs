@@ -47,13 +47,18 @@ pub enum Cause {
     /// was told yes: the library answers from a flag of its own that losing the lock did not
     /// reset (kazoo's `Lock.is_acquired` after its session was lost).
     StaleOwnership,
+    /// A lock refused everyone after its holder's release of a key that never expires was
+    /// refused by the holder's own library, with no other lease to explain the key: the
+    /// library had forgotten the lock (redis-py's `Lock.release()` drops its token before it
+    /// asks Redis, so a release that met a fault cannot be tried again) and the key stayed.
+    ReleaseLost,
     /// No mechanism splitbrain knows explains it.
     Unexplained,
 }
 
 impl Cause {
     /// Every cause, in the order of the enum.
-    pub const ALL: [Cause; 15] = [
+    pub const ALL: [Cause; 16] = [
         Cause::RestartHazard,
         Cause::ClockJump,
         Cause::Failover,
@@ -68,6 +73,7 @@ impl Cause {
         Cause::NoExpiry,
         Cause::OrphanedAttempt,
         Cause::StaleOwnership,
+        Cause::ReleaseLost,
         Cause::Unexplained,
     ];
 
@@ -98,6 +104,7 @@ impl Cause {
             Cause::NoExpiry => "no expiry",
             Cause::OrphanedAttempt => "orphaned attempt",
             Cause::StaleOwnership => "stale ownership",
+            Cause::ReleaseLost => "release lost",
             Cause::Unexplained => "unexplained",
         }
     }

@@ -13,7 +13,7 @@
 //! expect = "valid"                # valid | invalid | any
 //! expect-fault-on-holder = true   # and some fault must have reached a lock's holder
 //! expect-causes = ["zombie"]      # and every violation explained by one of these mechanisms
-//! judge = "leases"                # held to the lock's leases only, "livelock" or "starvation" (default: the verdict)
+//! judge = "leases"                # held to the lock's leases only, "livelock", "starvation" or "outage" (default: the verdict)
 //! options = { ttl = "2s" }        # more run options, over the defaults
 //!
 //! [[fault]]                       # or: faults at fixed times, in every cell (`run --script`)
@@ -130,6 +130,7 @@ impl Expect {
             Judge::Leases => format!("{} (leases)", self.label()),
             Judge::Livelock => format!("{} (livelock)", self.label()),
             Judge::Starvation => format!("{} (starvation)", self.label()),
+            Judge::Outage => format!("{} (outage)", self.label()),
         }
     }
 }
@@ -155,6 +156,12 @@ pub enum Judge {
     /// verdict) says: invalid when some client was starved, valid when the lock was granted
     /// and nobody was. A run whose verdict is invalid stays invalid.
     Starvation,
+    /// Whether the lock stayed available: invalid when it was free and asked for, and nobody
+    /// was granted it, for [`OUTAGE_TTLS`](splitbrain_checker::acquisition_stats::OUTAGE_TTLS) TTLs or more (the acquisition
+    /// statistics' longest outage), valid when it was granted and never was. For a lock that
+    /// promises to survive the faults of the run (Redlock with a minority of its masters
+    /// down). A run whose verdict is invalid stays invalid.
+    Outage,
 }
 
 /// One run of the matrix.

@@ -21,7 +21,7 @@ use std::time::Instant;
 use anyhow::Context;
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use serde::{Deserialize, Serialize};
-use splitbrain_checker::acquisition_stats::AcquisitionStats;
+use splitbrain_checker::acquisition_stats::{AcquisitionStats, OUTAGE_TTLS};
 use splitbrain_checker::coverage::Coverage;
 use splitbrain_checker::every::Sections;
 use splitbrain_checker::explain::Cause;
@@ -335,13 +335,14 @@ async fn run_cell(
                 format!("{verdict_line}; judged on leases: {words}"),
             )
         }
-        (judge @ (Judge::Livelock | Judge::Starvation), Some(verdict)) => {
+        (judge @ (Judge::Livelock | Judge::Starvation | Judge::Outage), Some(verdict)) => {
             let checkers = results.as_ref().map(|r| &r.checkers);
             let (on, (judged, words)) = match judge {
                 Judge::Livelock => (
                     "livelock",
                     judged_on_livelock(checkers.and_then(|c| c.get())),
                 ),
+                Judge::Outage => ("outage", judged_on_outage(checkers.and_then(|c| c.get()))),
                 _ => (
                     "starvation",
                     judged_on_starvation(checkers.and_then(|c| c.get())),
@@ -505,6 +506,34 @@ fn judged_on_livelock(stats: Option<&AcquisitionStats>) -> (Valid, String) {
             ),
         ),
         None => (Valid::True, "no livelock: no vote was split".to_string()),
+    }
+}
+
+/// A run's verdict on availability ([`Judge::Outage`]), from its acquisition statistics, and
+/// the words that say so.
+fn judged_on_outage(stats: Option<&AcquisitionStats>) -> (Valid, String) {
+    let Some(stats) = stats else {
+        return (
+            Valid::Unknown,
+            "the run wrote no acquisition statistics".to_string(),
+        );
+    };
+    match stats.longest_outage.as_ref() {
+        Some(outage) if outage.ttls >= OUTAGE_TTLS => {
+            (Valid::False, format!("an outage: {outage}"))
+        }
+        _ if stats.grants == 0 => (Valid::Unknown, "nothing was granted".to_string()),
+        Some(outage) => (
+            Valid::True,
+            format!(
+                "no outage: the lock, free and asked for, was granted within {:.1} TTLs at most",
+                outage.ttls
+            ),
+        ),
+        None => (
+            Valid::True,
+            "no outage: the lock was never free and asked for without being granted".to_string(),
+        ),
     }
 }
 
@@ -798,6 +827,44 @@ mod tests {
             Valid::Unknown
         );
         assert_eq!(judged_on_starvation(None).0, Valid::Unknown);
+    }
+
+    #[test]
+    fn judged_on_outage_a_lock_free_and_granted_to_nobody_for_five_ttls_is_invalid() {
+        let stats = |grants: usize, ttls: Option<f64>| {
+            let outage = ttls.map(|ttls| {
+                serde_json::json!({
+                    "from_ms": 3000.0, "to_ms": 3000.0 + ttls * 2000.0, "ended_by_grant": true,
+                    "ttls": ttls, "attempts": 164, "refused_held": 154, "refused_other": 0,
+                    "unknown": 10, "first_unknown_error": "MultipleRedlockException: [n5]"
+                })
+            });
+            let latency = serde_json::json!({
+                "count": 0, "mean_ms": 0.0, "p50_ms": 0.0, "p99_ms": 0.0, "max_ms": 0.0
+            });
+            serde_json::from_value::<AcquisitionStats>(serde_json::json!({
+                "attempts": 200, "grants": grants, "refused_held": 154, "refused_split_vote": 0,
+                "refused_unavailable": 0, "unknown": 10, "grant_latency": latency,
+                "attempt_latency": latency, "split_vote_share": 0.0, "grants_per_second": 1.0,
+                "longest_outage": outage
+            }))
+            .unwrap()
+        };
+        let (judged, words) = judged_on_outage(Some(&stats(11, Some(10.0))));
+        assert_eq!(judged, Valid::False);
+        assert!(
+            words.starts_with("an outage: nobody was granted the lock from 3.0 s to 23.0 s"),
+            "{words}"
+        );
+        assert!(
+            words.ends_with("(the first: MultipleRedlockException: [n5])"),
+            "{words}"
+        );
+        let judge = |grants, ttls| judged_on_outage(Some(&stats(grants, ttls))).0;
+        assert_eq!(judge(25, Some(OUTAGE_TTLS - 0.1)), Valid::True);
+        assert_eq!(judge(25, None), Valid::True, "always granted when free");
+        assert_eq!(judge(0, Some(1.0)), Valid::Unknown, "nothing granted");
+        assert_eq!(judged_on_outage(None).0, Valid::Unknown);
     }
 
     #[test]

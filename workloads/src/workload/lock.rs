@@ -248,10 +248,11 @@ impl Worker {
             // Release with a tenth of the validity to spare: a client that releases at the
             // last instant races its own lease, and that race is the harness's, not the lock's.
             // A client with a lease watchdog renews as it goes: it holds for `--hold` however
-            // long, or else for up to two TTLs; so does a client that renews by itself.
+            // long, or else for up to two TTLs; so does a client that renews by itself. A key
+            // with no expiry needs no renewal, and its holder counts on the lease it was told.
             let renew_every = client.renewal_interval(ttl);
             let budget = match (renew_every, client.renewal()) {
-                (None, None) => grant.validity.mul_f64(0.9),
+                (None, None | Some(Renewal::Unexpiring)) => grant.validity.mul_f64(0.9),
                 _ => self.workload.hold.unwrap_or(ttl * 2),
             };
             // A lock in a transaction on the storage is used through that transaction; a
