@@ -27,7 +27,7 @@ import json
 import sys
 
 import redis
-from redis.exceptions import ConnectionError, LockError, RedisError
+from redis.exceptions import ConnectionError, LockError, TimeoutError
 
 # A command that takes longer than this has an unknown outcome. (redis-py's default is 5 s.)
 SOCKET_TIMEOUT_S = 1.0
@@ -64,7 +64,7 @@ def release(lock):
     except LockError as e:
         # The release script found another token (or none) and deleted nothing.
         return {"type": "fail", "error": described(e)}
-    except RedisError as e:
+    except (ConnectionError, TimeoutError) as e:
         first = described(e)
     try:
         lock.release()

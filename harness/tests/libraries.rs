@@ -207,20 +207,7 @@ fn every_library_of_the_catalog_is_valid_with_no_faults() {
         let (client, deployments) = (words[0], words[4]);
         for deployment in deployments.split(',') {
             let (_keep, results) = results_dir();
-            let args = [
-                "run",
-                "--client",
-                client,
-                "--deployment",
-                deployment,
-                "--nemesis",
-                "none",
-                "--time-limit",
-                "12s",
-                "--results",
-                results.to_str().unwrap(),
-            ];
-            let out = with_catalog(cache.path(), &args);
+            let out = with_no_faults(cache.path(), client, deployment, &results);
             assert_eq!(
                 out.status.code(),
                 Some(0),
@@ -364,20 +351,7 @@ fn kazoo_holders_that_ask_whether_they_hold_are_valid_with_no_faults() {
     let cache = tempfile::tempdir().unwrap();
     for client in ["lib:kazoo:checks-is-acquired", "lib:kazoo:listens-for-loss"] {
         let (_keep, results) = results_dir();
-        let args = [
-            "run",
-            "--client",
-            client,
-            "--deployment",
-            "zookeeper",
-            "--nemesis",
-            "none",
-            "--time-limit",
-            "12s",
-            "--results",
-            results.to_str().unwrap(),
-        ];
-        let out = with_catalog(cache.path(), &args);
+        let out = with_no_faults(cache.path(), client, "zookeeper", &results);
         assert_eq!(out.status.code(), Some(0), "{client}: {}", printed(&out));
         let latest = results.join("latest");
         let history = std::fs::read_to_string(latest.join("history.jsonl")).unwrap();
@@ -449,20 +423,7 @@ fn redis_py_without_a_timeout_forgets_a_release_cut_off_and_the_lock_sticks() {
 
     let (_keep, quiet) = results_dir();
     let cache = tempfile::tempdir().unwrap();
-    let args = [
-        "run",
-        "--client",
-        "lib:redis-py:timeout-none",
-        "--deployment",
-        "single",
-        "--nemesis",
-        "none",
-        "--time-limit",
-        "12s",
-        "--results",
-        quiet.to_str().unwrap(),
-    ];
-    let out = with_catalog(cache.path(), &args);
+    let out = with_no_faults(cache.path(), "lib:redis-py:timeout-none", "single", &quiet);
     assert_eq!(out.status.code(), Some(0), "{}", printed(&out));
     let ran = support::results_of(&quiet.join("latest"));
     assert!(ran["lock-safety"]["holds"].as_u64().unwrap() >= 2, "{ran}");
@@ -514,6 +475,30 @@ fn redlock_py_grants_nobody_while_one_master_of_five_is_down() {
     assert!(outage["ttls"].as_f64().unwrap() >= 8.0, "{outage}");
     let error = outage["first_unknown_error"].as_str().unwrap();
     assert!(error.starts_with("MultipleRedlockException"), "{error}");
+}
+
+/// Runs `splitbrain run` of `client` on `deployment` with no faults for 12 s into `results`.
+fn with_no_faults(
+    cache: &std::path::Path,
+    client: &str,
+    deployment: &str,
+    results: &std::path::Path,
+) -> std::process::Output {
+    let results = results.to_str().unwrap();
+    let args = [
+        "run",
+        "--client",
+        client,
+        "--deployment",
+        deployment,
+        "--nemesis",
+        "none",
+        "--time-limit",
+        "12s",
+        "--results",
+        results,
+    ];
+    with_catalog(cache, &args)
 }
 
 /// Runs `splitbrain run ARGS --stop-at-first CAUSE` into `results`, from an empty library
