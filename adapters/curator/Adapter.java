@@ -8,10 +8,13 @@
  * `CuratorFrameworkFactory.newClient(connect, sessionTimeoutMs, connectionTimeoutMs,
  * retryPolicy)`, `start()`ed and `blockUntilConnected` once, then per lock
  * `new InterProcessMutex(client, path)`, `acquire(0, TimeUnit.MILLISECONDS)` (which does not
- * wait: false when a node before ours holds it) and `release()`. The session timeout is the
- * TTL: the lock is the ephemeral sequential node the session keeps, and it goes when the
- * session expires (a frozen or cut-off holder), whether the holder knows or not. The session's
- * heartbeats keep it meanwhile: a renewal the adapter does not see ("silent").
+ * wait: false when a node before ours holds it) and `release()`. With `--acquire wait` (the
+ * variant `lib:curator:waits`) it is the documentation's own example,
+ * `if (lock.acquire(maxWait, waitUnit))`, waiting up to 30 s in the lock's queue; the
+ * adapter then asks the harness for a 60 s reply timeout in its `hello`. The session timeout
+ * is the TTL: the lock is the ephemeral sequential node the session keeps, and it goes when
+ * the session expires (a frozen or cut-off holder), whether the holder knows or not. The
+ * session's heartbeats keep it meanwhile: a renewal the adapter does not see ("silent").
  *
  * Each grant's fencing token is its node's sequence number: the node is
  * `<path>/_c_<uuid>-lock-<10 digits>`, which InterProcessMutex gives its subclasses through
@@ -25,11 +28,11 @@
  *
  * InterProcessMutex belongs to the thread that acquired it (`release()` from another thread
  * is refused), so every call of the library runs on one worker thread. The main thread waits
- * for it, at most a share of the harness's reply timeout (twice the TTL, at least 5 s), and
- * answers `unknown` when the call is still running then; an acquire that succeeds after that
- * releases the lock at once. No exception of the library ends the adapter: `fail` where
- * nothing was done, `unknown` where the outcome is not certain, with the exception's class
- * named in `error`.
+ * for it, at most a share of the harness's reply timeout (twice the TTL, at least 5 s; 60 s
+ * when acquires wait), and answers `unknown` when the call is still running then; an acquire
+ * that succeeds after that releases the lock at once. No exception of the library ends the
+ * adapter: `fail` where nothing was done, `unknown` where the outcome is not certain, with
+ * the exception's class named in `error`.
  *
  * stdout carries the protocol's lines only; Curator's and ZooKeeper's logs (slf4j-simple, at
  * WARN) and anything else written to System.out go to stderr.
@@ -69,6 +72,10 @@ public class Adapter {
     static final String LOCKS = "/splitbrain-curator";
     /** How long `hello` waits for the first connection. */
     static final int CONNECT_WAIT_S = 20;
+    /** How long a waiting acquire (`--acquire wait`) waits in the lock's queue. */
+    static final int MAX_WAIT_S = 30;
+    /** The reply timeout a waiting adapter asks for: the longest the protocol allows. */
+    static final int WAITING_REPLY_TIMEOUT_MS = 60_000;
 
     static final ObjectMapper JSON = new ObjectMapper();
     static Writer out;
@@ -156,6 +163,8 @@ public class Adapter {
 
     CuratorFramework client;
     String helloError;
+    /** Whether an acquire waits in the lock's queue (`--acquire wait`) or returns at once. */
+    final boolean waits;
     long ttlMs = 2000;
     /** How long to wait for a library call: a share of the harness's reply timeout. */
     long waitMs = 3500;
@@ -175,7 +184,20 @@ public class Adapter {
         System.setProperty("org.slf4j.simpleLogger.showDateTime", "true");
         out = new OutputStreamWriter(new FileOutputStream(FileDescriptor.out), StandardCharsets.UTF_8);
         System.setOut(new PrintStream(new FileOutputStream(FileDescriptor.err), true));
-        new Adapter().serve();
+        new Adapter(args).serve();
+    }
+
+    Adapter(String[] args) {
+        boolean wait = false;
+        for (int i = 0; i < args.length; i++) {
+            if (args[i].equals("--acquire") && i + 1 < args.length && args[i + 1].equals("wait")) {
+                wait = true;
+                i++;
+            } else {
+                throw new IllegalArgumentException("unknown argument " + args[i] + "; the one known is --acquire wait");
+            }
+        }
+        waits = wait;
     }
 
     void serve() throws Exception {
@@ -212,7 +234,7 @@ public class Adapter {
 
     ObjectNode hello(JsonNode request) {
         ttlMs = request.path("ttl_ms").asLong(2000);
-        waitMs = Math.max(2 * ttlMs, 5000) * 7 / 10;
+        waitMs = (waits ? WAITING_REPLY_TIMEOUT_MS : Math.max(2 * ttlMs, 5000)) * 7 / 10;
         String connect = request.path("connect").asText();
         try {
             int sessionTimeoutMs = (int) ttlMs;
@@ -235,7 +257,8 @@ public class Adapter {
         }
         // The session's heartbeats keep the lock while the holder lives: a renewal the adapter
         // does not see.
-        return reply("ok").put("renewal", "silent");
+        ObjectNode ok = reply("ok").put("renewal", "silent");
+        return waits ? ok.put("reply_timeout_ms", WAITING_REPLY_TIMEOUT_MS) : ok;
     }
 
     ObjectNode acquire(String resource, long requestTtlMs) throws Exception {
@@ -255,7 +278,7 @@ public class Adapter {
                 prepared.add(path);
             }
             Mutex mutex = new Mutex(client, path);
-            if (!mutex.acquire(0, TimeUnit.MILLISECONDS)) {
+            if (!mutex.acquire(waits ? MAX_WAIT_S : 0, waits ? TimeUnit.SECONDS : TimeUnit.MILLISECONDS)) {
                 job.finish();
                 return new Grant(null, 0);
             }
@@ -285,7 +308,10 @@ public class Adapter {
             if (cause instanceof NotTried) return reply("fail", describe(cause.getCause()));
             return reply("unknown", describe(cause));
         }
-        if (grant.mutex() == null) return reply("fail", "held: a node before ours holds it");
+        if (grant.mutex() == null) {
+            return reply("fail", waits ? "timed out: a node before ours held it for " + MAX_WAIT_S + " s"
+                    : "held: a node before ours holds it");
+        }
         String token = UUID.randomUUID().toString().replace("-", "");
         held.put(token, grant.mutex());
         return reply("ok").put("token", token).put("fence", grant.fence()).put("validity_ms", requestTtlMs);

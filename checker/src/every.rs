@@ -153,6 +153,7 @@ impl EveryChecker {
     pub fn new(outline: &Outline, facts: RunFacts) -> EveryChecker {
         let mut outline = outline.clone();
         outline.known_workers = facts.concurrency.filter(|&c| c > 0);
+        outline.known_groups = facts.client_groups.filter(|&g| g > 0);
         let checkers = CHECKERS.iter().map(|r| (r, (r.start)(&outline, facts)));
         EveryChecker(checkers.collect())
     }

@@ -122,6 +122,8 @@ pub struct FencingChecker {
     /// What the faults did to each node and client, for the explanations.
     timeline: Timeline,
     workers: usize,
+    /// The run's client groups, where known.
+    groups: Option<u64>,
 }
 
 /// Violations of one rule: how many, and the first by the later operation's invoke.
@@ -213,6 +215,7 @@ impl FencingChecker {
             forget_every: 64,
             timeline: Timeline::of(&outline.nemesis),
             workers: outline.workers(),
+            groups: outline.groups(),
         }
     }
 
@@ -328,6 +331,7 @@ impl Checker for FencingChecker {
         let context = Context {
             timeline: &self.timeline,
             workers: self.workers,
+            groups: self.groups,
         };
         let explained = |found: Found| -> Vec<FencePair> {
             let mut pairs = found.first.into_sorted();

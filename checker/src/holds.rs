@@ -25,8 +25,13 @@ pub struct Hold {
     pub asked_ms: f64,
     pub start_ms: f64,
     pub end_ms: f64,
-    /// When the lease ended: the acquire's invoke plus its validity.
+    /// When the lease ended: the acquire's invoke plus its validity, or the grant where that
+    /// came later.
     pub lease_end_ms: f64,
+    /// The lease the holder was told (its validity, else the TTL it asked for), where known:
+    /// a session's timeout, where the lock lives with a session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub validity_ms: Option<f64>,
     /// Why the hold ended: `release`, `validity`, or `unknown-outcome` for a possible hold.
     pub ended_by: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -166,6 +171,8 @@ pub(crate) struct Candidate {
     pub(crate) start: u64,
     pub(crate) end: u64,
     pub(crate) lease_end: u64,
+    /// The lease it was told, in milliseconds.
+    pub(crate) validity_ms: Option<u64>,
     pub(crate) ended_by: &'static str,
     /// A definite hold: the acquire returned `ok`.
     pub(crate) certain: bool,
@@ -195,6 +202,7 @@ impl Candidate {
             start_ms: ms(self.start),
             end_ms: ms(self.end),
             lease_end_ms: ms(self.lease_end),
+            validity_ms: self.validity_ms.map(|v| v as f64),
             ended_by: self.ended_by.to_string(),
             nodes: self.nodes.clone(),
             renews: self.renews,
@@ -262,6 +270,7 @@ impl HoldTracker {
             start: invoke.time,
             end: lease_end,
             lease_end,
+            validity_ms: invoke.ttl_ms,
             ended_by: "unknown-outcome",
             certain: false,
             fence: None,
@@ -389,6 +398,7 @@ impl HoldTracker {
                             start: op.time,
                             end: lease_end,
                             lease_end,
+                            validity_ms: validity,
                             ended_by: "validity",
                             certain: true,
                             fence: op.fence.or(invoke.fence),

@@ -126,6 +126,8 @@ pub struct LockSafetyChecker {
     /// What the faults did to each node and client, for the explanations.
     timeline: Timeline,
     workers: usize,
+    /// The run's client groups, where known.
+    groups: Option<u64>,
     /// Holds ended by a release that has not come back yet.
     releasing: HashMap<Process, Release>,
     /// Releases answered `ok`, for as long as a double grant still to be found may have one
@@ -221,6 +223,7 @@ impl LockSafetyChecker {
             faults: outline.windows(),
             timeline: Timeline::of(&outline.nemesis),
             workers: outline.workers(),
+            groups: outline.groups(),
             releasing: HashMap::default(),
             releases: Vec::new(),
             forgets: outline.in_time_order,
@@ -338,6 +341,7 @@ impl LockSafetyChecker {
             let context = Context {
                 timeline: &self.timeline,
                 workers: self.workers,
+            groups: self.groups,
             };
             let on_key: Vec<Release> = self
                 .releases

@@ -120,6 +120,8 @@ pub struct LostWritesChecker {
     /// What the faults did to each node and client, for the explanations.
     timeline: Timeline,
     workers: usize,
+    /// The run's client groups, where known.
+    groups: Option<u64>,
 }
 
 /// An add, as rule 2 to 4 and the explanations need it.
@@ -154,6 +156,7 @@ impl LostWritesChecker {
             nodes: Vec::new(),
             timeline: Timeline::of(&outline.nemesis),
             workers: outline.workers(),
+            groups: outline.groups(),
         }
     }
 
@@ -316,6 +319,7 @@ impl LostWritesChecker {
         let context = Context {
             timeline: &self.timeline,
             workers: self.workers,
+            groups: self.groups,
         };
         lost_writes(&lost, &written, ms(read.began), &context)
     }

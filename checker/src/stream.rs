@@ -171,6 +171,8 @@ pub struct Outline {
     pub in_time_order: bool,
     /// The number of client workers, where the run says it; see [`Outline::workers`].
     pub known_workers: Option<usize>,
+    /// The number of client groups with links of their own, where the run says it.
+    pub known_groups: Option<usize>,
     /// The largest client process that invoked before the first client `info`.
     largest_before_info: Option<u64>,
     seen_info: bool,
@@ -229,6 +231,11 @@ impl Outline {
     pub fn workers(&self) -> usize {
         self.known_workers
             .unwrap_or_else(|| self.inferred_concurrency())
+    }
+
+    /// The number of client groups with links of their own, where the run says it.
+    pub fn groups(&self) -> Option<u64> {
+        self.known_groups.map(|groups| groups as u64)
     }
 
     /// The faults, from each start to its stop.

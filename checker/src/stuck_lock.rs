@@ -548,6 +548,7 @@ impl Checker for StuckLockChecker {
                     let context = Context {
                         timeline: &self.timeline,
                         workers: self.workers,
+                        groups: self.client_groups,
                     };
                     period.explanation =
                         Some(explanation(&period, &context, self.client_groups));

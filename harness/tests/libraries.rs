@@ -477,6 +477,72 @@ fn redlock_py_grants_nobody_while_one_master_of_five_is_down() {
     assert!(error.starts_with("MultipleRedlockException"), "{error}");
 }
 
+/// The finding `curator-session-lost-in-acquire`, run from its scenario file: a waiting
+/// Curator client cut off past its session while the ZooKeeper leader is killed twice is
+/// granted after the cut by its lost session's node, and the servers, expiring that session,
+/// grant the other client while it holds (CURATOR-604): a double grant explained as a session
+/// lost in acquire, on the fence of the node the waiter made before the cut.
+#[test]
+fn curator_takes_the_lock_by_the_node_of_a_session_it_gave_up() {
+    if docker_skipped() {
+        return;
+    }
+    node_image();
+    let (_keep, results) = results_dir();
+    let cache = tempfile::tempdir().unwrap();
+    let script = adapters().join("../scenarios/findings/curator-session-lost-in-acquire.toml");
+    let args = [
+        "run",
+        "--client",
+        "lib:curator:waits",
+        "--deployment",
+        "zookeeper",
+        "--script",
+        script.to_str().unwrap(),
+        "--ttl",
+        "10s",
+        "--hold",
+        "25s",
+        "--concurrency",
+        "2",
+        "--client-groups",
+        "2",
+        "--nemesis-interval",
+        "3s",
+        "--time-limit",
+        "50s",
+        "--seed",
+        "1",
+        "--results",
+        results.to_str().unwrap(),
+    ];
+    let out = with_catalog(cache.path(), &args);
+    assert_eq!(out.status.code(), Some(1), "{}", printed(&out));
+    let ran = support::results_of(&results.join("latest"));
+    let grant = &ran["lock-safety"]["double_grants"][0];
+    assert_eq!(
+        grant["explanation"]["cause"], "session-lost-in-acquire",
+        "{ran}"
+    );
+    let history = std::fs::read_to_string(results.join("latest/history.jsonl")).unwrap();
+    let ops: Vec<serde_json::Value> = history
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    let cut = ops
+        .iter()
+        .find(|op| op["fault"] == "link-drop-waiter" && op["f"] == "start")
+        .expect("the waiter's cut");
+    let waiter = cut["measured"]["after_grant_to"].as_u64().unwrap() ^ 1;
+    let granted_after_the_cut = ops
+        .iter()
+        .filter(|op| op["process"] == waiter && op["f"] == "acquire" && op["type"] == "ok")
+        .find(|op| op["time"].as_u64() > cut["time"].as_u64())
+        .expect("the waiter granted after the cut");
+    // The first two nodes of the queue: the holder's, then the waiter's, made before the cut.
+    assert_eq!(granted_after_the_cut["fence"], 1, "{granted_after_the_cut}");
+}
+
 /// Runs `splitbrain run` of `client` on `deployment` with no faults for 12 s into `results`.
 fn with_no_faults(
     cache: &std::path::Path,

@@ -52,13 +52,19 @@ pub enum Cause {
     /// library had forgotten the lock (redis-py's `Lock.release()` drops its token before it
     /// asks Redis, so a release that met a fault cannot be tried again) and the key stayed.
     ReleaseLost,
+    /// A holder whose lock lives with its session was cut off for longer than that session
+    /// while its acquire waited, and granted after the cut: its library had given the session
+    /// up and made a new one, then took the place the lost session had made in the lock's
+    /// queue for its own (Curator's `InterProcessMutex`, CURATOR-604); the servers expire the
+    /// lost session in their own time and delete that place with it, and grant the next.
+    SessionLostInAcquire,
     /// No mechanism splitbrain knows explains it.
     Unexplained,
 }
 
 impl Cause {
     /// Every cause, in the order of the enum.
-    pub const ALL: [Cause; 16] = [
+    pub const ALL: [Cause; 17] = [
         Cause::RestartHazard,
         Cause::ClockJump,
         Cause::Failover,
@@ -74,6 +80,7 @@ impl Cause {
         Cause::OrphanedAttempt,
         Cause::StaleOwnership,
         Cause::ReleaseLost,
+        Cause::SessionLostInAcquire,
         Cause::Unexplained,
     ];
 
@@ -105,6 +112,7 @@ impl Cause {
             Cause::OrphanedAttempt => "orphaned attempt",
             Cause::StaleOwnership => "stale ownership",
             Cause::ReleaseLost => "release lost",
+            Cause::SessionLostInAcquire => "session lost in acquire",
             Cause::Unexplained => "unexplained",
         }
     }

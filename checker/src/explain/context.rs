@@ -32,6 +32,9 @@ pub struct Context<'a> {
     /// How many client workers ran: process `p` ran on worker `p % workers`, the
     /// `client-<worker>` a client fault names.
     pub workers: usize,
+    /// How many client groups reach the nodes through links of their own (worker `w` in
+    /// group `w % groups`); `None` where unknown: then a link fault may be any client's.
+    pub groups: Option<u64>,
 }
 
 impl Context<'_> {
@@ -48,6 +51,21 @@ impl Context<'_> {
         match process {
             Process::Client(p) => Some(format!("client-{}", p % self.workers.max(1) as u64)),
             Process::Nemesis(_) => None,
+        }
+    }
+
+    /// Whether a link spell reached `process`'s client group (any group's, where the groups
+    /// are unknown).
+    pub(crate) fn reaches_group(&self, spell: &Spell, process: Process) -> bool {
+        let Process::Client(p) = process else {
+            return false;
+        };
+        match self.groups {
+            Some(groups) => {
+                let group = format!("g{}", p % self.workers.max(1) as u64 % groups.max(1));
+                spell.peers.contains(&group)
+            }
+            None => true,
         }
     }
 

@@ -671,6 +671,9 @@ fn zombie(grant: &DoubleGrant, context: &Context) -> Explanation {
     if let Some(stopped) = renewal_stopped(zombie, other, &near, &granted) {
         return stopped.resting_on(&[first, second], &[]);
     }
+    if let Some(lost) = session_lost_in_acquire(zombie, context, &granted) {
+        return lost.resting_on(&[first, second], &[]);
+    }
     if near.is_empty() {
         let sentence = format!(
             "process {} held the lock past its lease with no fault on it or its nodes: {}",
@@ -757,6 +760,73 @@ fn renewal_stopped(
         )),
     );
     Some(Explanation::new(Cause::RenewalStopped, sentence).resting_on(&[], &met))
+}
+
+/// Rule 1's story of a session lost while the acquire waited: a holder whose library keeps
+/// the lock with a session (renewed silently), whose client group was cut off, from the time
+/// it asked until before its grant, for longer than the session (the lease it was told). Its
+/// library gave that session up and made a new one, and then took the place the lost session
+/// had made in the lock's queue for its own (Curator's `InterProcessMutex` trusts its node by
+/// name, CURATOR-604): the servers expire the lost session in their own time and delete that
+/// place with it, granting the next in line while the holder works on. The cut's spells on
+/// every node are the evidence.
+fn session_lost_in_acquire(zombie: &Hold, context: &Context, granted: &str) -> Option<Explanation> {
+    let session_ms = zombie.validity_ms.filter(|_| zombie.renews_silently)?;
+    let silences = |s: &Spell| {
+        s.state == State::Links
+            && (s.fault.starts_with("link-drop") || s.fault == "link-blackhole")
+            && context.reaches_group(s, zombie.process)
+    };
+    let cut = context.timeline.spells.iter().find(|s| {
+        silences(s)
+            && s.earliest_ms() >= zombie.asked_ms
+            && s.stop_ms
+                .is_some_and(|stop| stop <= zombie.start_ms && stop - s.start_ms > session_ms)
+    })?;
+    let cuts: Vec<&Spell> = context
+        .timeline
+        .spells
+        .iter()
+        .filter(|s| s.start_index == cut.start_index && silences(s))
+        .collect();
+    let stop = cut.stop_ms.unwrap_or(zombie.start_ms);
+    let nodes: Vec<&str> = cuts.iter().map(|s| s.node.as_str()).collect();
+    // Servers expire sessions from their leader, and a new leader gives every session a
+    // fresh timeout: kills in the cut are how the lost session outlived it.
+    let kills: Vec<&Spell> = context
+        .timeline
+        .spells
+        .iter()
+        .filter(|s| s.state == State::Down && s.touches(cut.start_ms, stop))
+        .collect();
+    let killed: Vec<&str> = kills.iter().map(|s| s.node.as_str()).collect();
+    let sentence = format!(
+        "process {} asked for the lock at {} and, while it waited, was cut off for {:.1} s, \
+         longer than its {:.1} s session ({}, the links to {} from client group {}, {}-{}{}): \
+         granted at {}, after the cut, it held the lock by the place its lost session had \
+         taken in the lock's queue, which the servers delete when they expire that session; \
+         {granted}",
+        zombie.process,
+        seconds(zombie.asked_ms),
+        (stop - cut.start_ms) / 1000.0,
+        session_ms / 1000.0,
+        cut.fault,
+        and_list(&nodes),
+        cut.peers.join(","),
+        seconds(cut.start_ms),
+        seconds(stop),
+        match killed.as_slice() {
+            [] => String::new(),
+            _ => format!(
+                "; {} killed in the cut, each election after giving every session, the lost \
+                 one too, a fresh timeout",
+                and_list(&killed)
+            ),
+        },
+        seconds(zombie.start_ms),
+    );
+    let evidence: Vec<&Spell> = cuts.into_iter().chain(kills).collect();
+    Some(Explanation::new(Cause::SessionLostInAcquire, sentence).resting_on(&[], &evidence))
 }
 
 /// Rule 1's answer from the library: a holder that asked its library whether it still held

@@ -11,7 +11,7 @@ mod holder;
 mod kill;
 mod kill_holder;
 mod link;
-mod link_drop_holder;
+mod link_drop_aimed;
 mod packet;
 mod partition;
 mod pause;
@@ -185,7 +185,8 @@ pub static FAULTS: &[&dyn Fault] = &[
     &link::Link(link::LinkKind::Bandwidth),
     &link::Link(link::LinkKind::SlowClose),
     &link::Link(link::LinkKind::Drop),
-    &link_drop_holder::LinkDropHolder,
+    &link_drop_aimed::LinkDropAimed(link_drop_aimed::Aim::Holder),
+    &link_drop_aimed::LinkDropAimed(link_drop_aimed::Aim::Waiter),
     &packet::Packet::Loss,
     &packet::Packet::Netem,
 ];

@@ -251,9 +251,11 @@ impl Worker {
             // long, or else for up to two TTLs; so does a client that renews by itself. A key
             // with no expiry needs no renewal, and its holder counts on the lease it was told.
             let renew_every = client.renewal_interval(ttl);
-            let budget = match (renew_every, client.renewal()) {
-                (None, None | Some(Renewal::Unexpiring)) => grant.validity.mul_f64(0.9),
-                _ => self.workload.hold.unwrap_or(ttl * 2),
+            // A validity runs from the acquire's start, however long the acquire waited; a
+            // renewed lock's hold runs from its grant.
+            let (budget, counted_from) = match (renew_every, client.renewal()) {
+                (None, None | Some(Renewal::Unexpiring)) => (grant.validity.mul_f64(0.9), started),
+                _ => (self.workload.hold.unwrap_or(ttl * 2), Instant::now()),
             };
             // A lock in a transaction on the storage is used through that transaction; a
             // workload with no storage (`lock`) reads and writes nothing in it.
@@ -263,7 +265,7 @@ impl Worker {
                 .and_then(|_| client.storage_in_lock(self.workload.fencing()));
             let storage = in_transaction.as_ref().or(self.storage.as_ref());
             let read = self.read(storage, process, &grant).await;
-            let left = budget.saturating_sub(started.elapsed());
+            let left = budget.saturating_sub(counted_from.elapsed());
             let hold = match self.workload.hold {
                 Some(hold) => hold.min(left),
                 None if left.is_zero() => left,

@@ -1156,3 +1156,75 @@ fn unnamed_grants_across_a_promotion_are_a_failover_and_across_nothing_unexplain
         .sentence
         .contains("the grants do not name the nodes that gave them"));
 }
+
+#[test]
+fn a_waiter_cut_off_past_its_session_and_granted_after_the_cut_lost_its_session_in_acquire() {
+    // Curator's InterProcessMutex (CURATOR-604): process 0 waits behind process 1 and is cut
+    // off for 2.95 s, past its 2 s session; granted after the cut on its lost session's node,
+    // it holds on when the servers expire that session and grant process 1 again. A cut
+    // shorter than the session, or a lock with no session, explains nothing of the kind.
+    for (cut_until, silent, cause) in [
+        (4_000, true, Cause::SessionLostInAcquire),
+        (2_500, true, Cause::SlowHolder),
+        (4_000, false, Cause::SlowHolder),
+    ] {
+        let mut history = History::default();
+        workers(&mut history);
+        history.grant(1, 900, 901, 2_000, &[]).renewed_silently();
+        let mut asked = Op::new(Process::Client(0), OpType::Invoke, "acquire").key("lock");
+        asked.ttl_ms = Some(2_000);
+        history.push(asked, 1_000);
+        let links = &["g0->n1", "g0->n2", "g0->n3"];
+        let measured = json!({"after_grant_to": 1, "group": "g0", "granted_by": []});
+        history.fault(
+            "start",
+            1_050,
+            "link-drop-waiter",
+            links,
+            Value::Null,
+            measured,
+        );
+        let kill: &[&str] = &["n2"];
+        for (f, at, fault, nodes) in [
+            ("start", 2_000, "kill-primary", kill),
+            ("stop", 2_300, "kill-primary", kill),
+            ("stop", cut_until, "link-drop-waiter", links),
+        ] {
+            history.fault(f, at, fault, nodes, Value::Null, Value::Null);
+        }
+        history.release(1, 4_100, OpType::Ok);
+        let mut granted = Op::new(Process::Client(0), OpType::Ok, "acquire")
+            .key("lock")
+            .token("t0")
+            .nodes(Vec::new());
+        granted.validity_ms = Some(2_000);
+        if silent {
+            granted.renewal = Some(crate::Renewal::Silent);
+        }
+        history
+            .push(granted, 4_200)
+            .grant(1, 4_101, 6_000, 2_000, &[])
+            .renewed_silently()
+            .release(0, 7_000, OpType::Ok);
+        let explained = history.explained();
+        assert_eq!(
+            causes(&explained),
+            vec![cause],
+            "cut until {cut_until}, silent {silent}"
+        );
+        if cause == Cause::SessionLostInAcquire {
+            assert_eq!(
+                explained[0].sentence,
+                "process 0 asked for the lock at 1.000s and, while it waited, was cut off for \
+                 3.0 s, longer than its 2.0 s session (link-drop-waiter, the links to n1, n2 \
+                 and n3 from client group g0, 1.050s-4.000s; n2 killed in the cut, each \
+                 election after giving every session, the lost one too, a fresh timeout): \
+                 granted at 4.200s, after the \
+                 cut, it held the lock by the place its lost session had taken in the lock's \
+                 queue, which the servers delete when they expire that session; its lease \
+                 ended at 4.200s; process 1 was granted at 6.000s; process 0 went on as holder \
+                 until 7.000s"
+            );
+        }
+    }
+}
