@@ -357,7 +357,7 @@ fn every_fault_kind_is_recorded_healed_and_reproducible_from_its_seed() {
             "--nemesis",
             "all",
             "--time-limit",
-            "15s",
+            "20s",
             "--nemesis-interval",
             "200ms",
             "--client-pause",
