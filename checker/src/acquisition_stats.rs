@@ -134,12 +134,15 @@ impl std::fmt::Display for SplitVoteStreak {
         write!(
             f,
             "{} split votes in a row from {:.1} s to {:.1} s, each of the {} contenders refused \
-             at least {} times running",
+             at least {} running",
             self.refusals,
             self.from_ms / 1000.0,
             self.to_ms / 1000.0,
             self.clients,
-            self.rounds
+            match self.rounds {
+                1 => "once".to_string(),
+                rounds => format!("{rounds} times"),
+            }
         )
     }
 }
@@ -737,5 +740,22 @@ mod tests {
         assert_eq!(held.check().longest_split_vote_streak.unwrap().refusals, 2);
         let none = Script::default().granted(0, 1, 1).check();
         assert_eq!(none.longest_split_vote_streak, None);
+    }
+
+    #[test]
+    fn a_streak_says_once_for_one_round_and_times_for_more() {
+        let streak = |rounds| SplitVoteStreak {
+            refusals: 2,
+            clients: 2,
+            rounds,
+            from_ms: 1000.0,
+            to_ms: 1500.0,
+        };
+        assert_eq!(
+            streak(1).to_string(),
+            "2 split votes in a row from 1.0 s to 1.5 s, each of the 2 contenders refused at \
+             least once running"
+        );
+        assert!(streak(3).to_string().ends_with("refused at least 3 times running"));
     }
 }

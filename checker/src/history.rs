@@ -333,10 +333,21 @@ impl<R: BufRead> HistoryReader<R> {
                     let message = e.to_string();
                     let message = message.strip_suffix(&position).unwrap_or(&message);
                     let before = &bytes[..e.column().saturating_sub(1).min(bytes.len())];
+                    // serde's words are about its grammar ("expected ident"); say first what
+                    // the line is not.
+                    let message = match e.classify() {
+                        serde_json::error::Category::Syntax => format!(
+                            "not JSON ({message}); a history.jsonl holds one JSON op a line, \
+                             such as {{\"index\":0,\"time\":0,\"process\":0,\"type\":\
+                             \"invoke\",\"f\":\"acquire\"}}"
+                        ),
+                        serde_json::error::Category::Data => format!("not an op ({message})"),
+                        _ => message.to_string(),
+                    };
                     Err(HistoryError::Parse {
                         line: self.line,
                         column: 1 + String::from_utf8_lossy(before).chars().count(),
-                        message: message.to_string(),
+                        message,
                     })
                 }
             };
@@ -416,9 +427,15 @@ mod tests {
         let text = format!("{ACQUIRE}\nnot json\n{{}}\n");
         let (line, column, message) = parse_error(text.as_bytes());
         assert_eq!((line, column), (2, 2), "where `null` stopped matching");
-        assert_eq!(message, "expected ident", "the position is not repeated");
+        assert!(
+            message.starts_with("not JSON (expected ident); a history.jsonl holds one JSON op"),
+            "the position is not repeated: {message}"
+        );
         let error = read_history(text.as_bytes()).unwrap_err().to_string();
-        assert_eq!(error, "line 2, column 2: expected ident");
+        assert!(
+            error.starts_with("line 2, column 2: not JSON (expected ident)"),
+            "{error}"
+        );
     }
 
     #[test]
@@ -434,7 +451,7 @@ mod tests {
         assert_eq!(parse_error(junk_tail.as_bytes()).0, 3);
         let (line, column, message) = parse_error(b"{}\n");
         assert_eq!((line, column), (1, 2));
-        assert!(message.starts_with("missing field"), "{message}");
+        assert!(message.starts_with("not an op (missing field"), "{message}");
     }
 
     #[test]

@@ -122,12 +122,19 @@ fn parsed<T>(parsed: Result<T, clap::Error>, help: &str) -> T {
 }
 
 /// The first line of clap's error, with the list it announces where it ends in a colon:
-/// "error: the following required arguments were not provided: <HISTORY>".
+/// "error: the following required arguments were not provided: <HISTORY>", and with its tips:
+/// "error: unexpected argument '--nemsis' found; a similar argument exists: '--nemesis'".
 fn first_line(rendered: &str) -> String {
     let mut lines = rendered.lines();
     let first = lines.next().unwrap_or("bad arguments").to_string();
     if !first.ends_with(':') {
-        return first;
+        let tips: Vec<&str> = lines
+            .filter_map(|line| line.trim().strip_prefix("tip: "))
+            .collect();
+        return std::iter::once(first.as_str())
+            .chain(tips)
+            .collect::<Vec<_>>()
+            .join("; ");
     }
     let listed: Vec<&str> = lines
         .take_while(|line| line.starts_with("  "))
@@ -326,10 +333,18 @@ fn man_pages(out: &std::path::Path) -> Result<Exit, HarnessError> {
     std::fs::create_dir_all(out).map_err(writing)?;
     let command = Cli::command().mut_subcommand("run", |run| run.after_help(spec::catalog()));
     clap_mangen::generate_to(command, out).map_err(writing)?;
+    let pages = std::fs::read_dir(out)
+        .map_err(writing)?
+        .filter_map(Result::ok)
+        .filter(|entry| entry.file_name().to_string_lossy().ends_with(".1"))
+        .count();
+    let top = out.join("splitbrain.1");
     stdoutln!(
-        "wrote {} (read it with `man {}`)",
-        out.join("splitbrain.1").display(),
-        out.join("splitbrain.1").display()
+        "wrote {pages} man pages into {}: splitbrain.1 and one for each command (read them \
+         with `man {}`, `man {}`)",
+        out.display(),
+        top.display(),
+        out.join("splitbrain-run.1").display()
     );
     Ok(Exit::Success)
 }

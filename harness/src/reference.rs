@@ -326,6 +326,26 @@ pub(crate) mod tests {
         );
     }
 
+    /// `cargo install` ignores Cargo.lock unless told `--locked`, and then builds other
+    /// versions of the dependencies than the tests ran with.
+    #[test]
+    fn every_cargo_install_in_the_readme_and_docs_is_locked() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let mut pages = vec![root.join("README.md")];
+        for entry in std::fs::read_dir(root.join("docs")).unwrap() {
+            pages.push(entry.unwrap().path());
+        }
+        for page in pages
+            .iter()
+            .filter(|p| p.extension().is_some_and(|e| e == "md"))
+        {
+            let text = std::fs::read_to_string(page).unwrap();
+            for line in text.lines().filter(|l| l.contains("cargo install --")) {
+                assert!(line.contains("--locked"), "{}: {line}", page.display());
+            }
+        }
+    }
+
     #[test]
     fn the_readme_is_a_front_door_of_about_300_lines() {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");

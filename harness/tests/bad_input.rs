@@ -576,3 +576,25 @@ fn an_option_that_would_do_nothing_here_is_refused_with_what_to_do_instead() {
         );
     }
 }
+
+#[test]
+fn a_seed_that_is_not_a_whole_number_says_what_a_seed_is() {
+    for seed in ["abc", "-1", "1.5"] {
+        let line = refused(&["run", "--seed", seed]);
+        assert!(
+            line.contains(&format!("`{seed}` is not a seed: write a whole number")),
+            "{line}"
+        );
+    }
+}
+
+#[test]
+fn a_mistyped_option_is_told_the_one_it_resembles() {
+    let line = refused(&["run", "--nemsis", "kill"]);
+    assert!(
+        line.contains(
+            "unexpected argument '--nemsis' found; a similar argument exists: '--nemesis'"
+        ),
+        "{line}"
+    );
+}

@@ -56,6 +56,17 @@ fn man_pages_are_written_for_every_command_and_read_by_man() {
     }
     let run_page = std::fs::read_to_string(out_dir.join("splitbrain-run.1")).unwrap();
     assert!(run_page.contains("deployment") && run_page.contains("seed"));
+    // The summary counts what it wrote; the NAME line names every deployment's system.
+    let pages = std::fs::read_dir(&out_dir).unwrap().count();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        said.starts_with(&format!("wrote {pages} man pages into ")),
+        "{said}"
+    );
+    let top = std::fs::read_to_string(out_dir.join("splitbrain.1")).unwrap();
+    for system in ["Redis", "etcd", "ZooKeeper", "PostgreSQL", "MariaDB"] {
+        assert!(top.contains(system), "the NAME line leaves out {system}");
+    }
     // man renders it, where man is installed (groff reads the same roff).
     let rendered = std::process::Command::new("man")
         .args(["-l", "-P", "cat"])

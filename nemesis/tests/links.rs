@@ -289,3 +289,40 @@ async fn a_toxiproxy_client_drives_the_links() {
     server.abort();
     links.shutdown();
 }
+
+/// The `curl` line of docs/running.md, as printed there but for the port: toxiproxy takes a
+/// body that `curl -d` sends as a form, and so does splitbrain's API.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_docs_curl_command_adds_a_toxic() {
+    let upstream = echo().await;
+    let links = Links::start(1, &[("n1".into(), upstream)]).await.unwrap();
+    let api_listener = TcpListener::bind(("127.0.0.1", 0)).await.unwrap();
+    let port = api_listener.local_addr().unwrap().port();
+    let server = tokio::spawn(toxiproxy::serve(links.clone(), api_listener));
+    let docs = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/running.md"))
+        .unwrap();
+    let command = docs
+        .lines()
+        .find(|line| line.starts_with("curl -XPOST localhost:8474/"))
+        .expect("docs/running.md has its curl line")
+        .replace("localhost:8474", &format!("127.0.0.1:{port}"));
+    let out = tokio::task::spawn_blocking(move || {
+        Command::new("sh")
+            .args(["-c", &format!("{command} --silent --show-error --fail")])
+            .output()
+    })
+    .await
+    .unwrap()
+    .unwrap();
+    assert!(
+        out.status.success(),
+        "{} (the test needs curl: apt-get install curl)",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        round_trip(links.address(0, "n1").unwrap()).await.unwrap() >= Duration::from_millis(500),
+        "the latency toxic bites"
+    );
+    server.abort();
+    links.shutdown();
+}

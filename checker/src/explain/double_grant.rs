@@ -319,12 +319,23 @@ fn forgotten(
         })
         .collect();
     let quorums = match (&first.nodes, &second.nodes) {
+        (Some(a), Some(b)) if a.len() > 1 && same_nodes(a, b) => format!(
+            "; process {}'s quorum was process {}'s, {}",
+            second.process,
+            first.process,
+            b.join(",")
+        ),
         (Some(a), Some(b)) if a.len() > 1 || b.len() > 1 => format!(
-            "; process {}'s quorum {} overlapped process {}'s {} only in {}",
+            "; process {}'s quorum {} overlapped process {}'s {} {}in {}",
             second.process,
             b.join(","),
             first.process,
             a.join(","),
+            if names.len() < a.len().min(b.len()) {
+                "only "
+            } else {
+                ""
+            },
             names.join(",")
         ),
         _ => format!(
@@ -932,6 +943,11 @@ fn unexplained(grant: &DoubleGrant, context: &Context, known: &str) -> Explanati
 }
 
 /// `n1, n2 and n3`.
+/// Whether two grants came from the same nodes, in whatever order.
+fn same_nodes(a: &[String], b: &[String]) -> bool {
+    a.len() == b.len() && a.iter().all(|n| b.contains(n))
+}
+
 fn and_list(names: &[&str]) -> String {
     match names {
         [] => String::new(),

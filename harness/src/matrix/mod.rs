@@ -752,17 +752,16 @@ impl ProgressState {
         }
     }
 
-    /// `[3/12] a 12s of ~45s, b 3s of ~45s: about 4m10s left`.
+    /// `[3/12] a 12s of ~45s, b 3s of ~45s: about 4m10s left`; a cell past what was expected
+    /// of it, `a 52s, past ~45s`.
     fn status(&self) -> String {
         let running: Vec<String> = self
             .running
             .iter()
             .map(|(_, name, limit, start)| {
-                format!(
-                    "{name} {} of ~{}",
-                    clock(start.elapsed().as_secs_f64()),
-                    clock(self.per_cell(*limit))
-                )
+                let (took, expected) = (start.elapsed().as_secs_f64(), self.per_cell(*limit));
+                let word = if took > expected { ", past" } else { " of" };
+                format!("{name} {}{word} ~{}", clock(took), clock(expected))
             })
             .collect();
         let left_running: f64 = self
@@ -1000,6 +999,29 @@ mod tests {
             ..state
         };
         assert!(fresh.status().ends_with("a 0s of ~1m00s: about 1m30s left"));
+        let late = ProgressState {
+            running: vec![(
+                1,
+                "a".into(),
+                45.0,
+                Instant::now() - std::time::Duration::from_secs(40),
+            )],
+            ..fresh
+        };
+        assert!(
+            late.status().starts_with("[1/4] a 40s of ~1m00s"),
+            "{}",
+            late.status()
+        );
+        let overdue = ProgressState {
+            finished: vec![9.0],
+            ..late
+        };
+        assert!(
+            overdue.status().starts_with("[2/4] a 40s, past ~9s"),
+            "{}",
+            overdue.status()
+        );
     }
 
     #[test]

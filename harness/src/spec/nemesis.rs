@@ -25,7 +25,7 @@ part! {
         @shown
         /// Seed for the fault schedule (default: random, printed and stored in test.json; drawn
         /// below 2^53, so `--seed $(jq .seed test.json)` reruns the same schedule).
-        #[arg(long)]
+        #[arg(long, value_parser = parse::seed, allow_hyphen_values = true)]
         pub seed: Option<u64>,
         /// How long a killed node stays down before it is restarted (default: at once; on
         /// sentinel and cluster, as long as other faults, around the failure detector).

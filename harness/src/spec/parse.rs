@@ -33,6 +33,17 @@ pub fn causes(text: &str) -> Result<Causes, String> {
     Ok(Causes(causes))
 }
 
+/// Parses a seed: a whole number, as `test.json` stores it.
+pub fn seed(text: &str) -> Result<u64, String> {
+    text.trim().parse().map_err(|_| {
+        format!(
+            "`{text}` is not a seed: write a whole number from 0 to {}, like 42 (a run's seed \
+             is printed and stored in its test.json)",
+            u64::MAX
+        )
+    })
+}
+
 /// Parses `500ms`, `2s`, `1m`, `1h30m`.
 pub fn duration(text: &str) -> Result<Duration, String> {
     if text.trim_start().starts_with('-') {

@@ -7,11 +7,13 @@
 
 use std::time::Duration;
 
-use axum::extract::{Path, State};
+use axum::body::Bytes;
+use axum::extract::{FromRequest, Path, Request, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use tokio::net::TcpListener;
@@ -111,6 +113,26 @@ pub async fn serve(links: Links, listener: TcpListener) -> std::io::Result<()> {
     axum::serve(listener, app).await
 }
 
+/// A request's JSON body, whatever its `Content-Type` says: toxiproxy reads the body as JSON
+/// without looking at the header, and `curl -d` (its README's examples) sends a form's type.
+struct Body<T>(T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Body<T> {
+    type Rejection = Response;
+
+    async fn from_request(request: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let bytes = Bytes::from_request(request, state)
+            .await
+            .map_err(IntoResponse::into_response)?;
+        serde_json::from_slice(&bytes).map(Body).map_err(|e| {
+            error(
+                StatusCode::BAD_REQUEST,
+                format!("the body is not the JSON expected: {e}"),
+            )
+        })
+    }
+}
+
 fn error(status: StatusCode, message: impl Into<String>) -> Response {
     (
         status,
@@ -170,7 +192,7 @@ fn enabled() -> bool {
     true
 }
 
-async fn create(State(links): State<Links>, Json(new): Json<NewProxy>) -> Response {
+async fn create(State(links): State<Links>, Body(new): Body<NewProxy>) -> Response {
     if links.get(&new.name).is_some() {
         return error(StatusCode::CONFLICT, "proxy already exists");
     }
@@ -203,7 +225,7 @@ async fn show(State(links): State<Links>, Path(name): Path<String>) -> Response 
 async fn update(
     State(links): State<Links>,
     Path(name): Path<String>,
-    Json(change): Json<Value>,
+    Body(change): Body<Value>,
 ) -> Response {
     let Some(link) = links.get(&name) else {
         return not_found("proxy");
@@ -239,7 +261,7 @@ async fn toxics(State(links): State<Links>, Path(name): Path<String>) -> Respons
 async fn add_toxic(
     State(links): State<Links>,
     Path(name): Path<String>,
-    Json(mut toxic): Json<ApiToxic>,
+    Body(mut toxic): Body<ApiToxic>,
 ) -> Response {
     let Some(link) = links.get(&name) else {
         return not_found("proxy");
@@ -273,7 +295,7 @@ async fn show_toxic(
 async fn update_toxic(
     State(links): State<Links>,
     Path((name, toxic)): Path<(String, String)>,
-    Json(change): Json<Value>,
+    Body(change): Body<Value>,
 ) -> Response {
     let Some(link) = links.get(&name) else {
         return not_found("proxy");

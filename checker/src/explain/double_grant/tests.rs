@@ -114,6 +114,23 @@ fn a_node_restarted_between_two_overlapping_quorums_is_the_restart_hazard() {
 }
 
 #[test]
+fn two_grants_by_the_same_quorum_say_so_rather_than_overlapping_only_in_all_of_it() {
+    let mut history = History::default();
+    history
+        .grant(0, 1_000, 1_010, 10_000, &REDLOCK)
+        .fault("start", 2_000, "kill", &REDLOCK, Value::Null, Value::Null)
+        .fault("stop", 2_100, "kill", &REDLOCK, Value::Null, Value::Null)
+        .grant(1, 3_000, 3_010, 10_000, &REDLOCK);
+    let explained = history.explained();
+    assert_eq!(causes(&explained), vec![Cause::RestartHazard]);
+    let sentence = &explained[0].sentence;
+    assert!(
+        sentence.ends_with("; process 1's quorum was process 0's, n1,n2,n3,n4,n5"),
+        "{sentence}"
+    );
+}
+
+#[test]
 fn a_kill_that_ended_before_the_first_grant_or_after_the_second_explains_nothing() {
     for (start, stop) in [(100, 900), (3_500, 3_600)] {
         let mut history = History::default();
