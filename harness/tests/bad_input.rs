@@ -598,3 +598,20 @@ fn a_mistyped_option_is_told_the_one_it_resembles() {
         "{line}"
     );
 }
+
+#[test]
+fn a_waiter_cut_with_one_client_group_is_refused() {
+    let line = refused(&[
+        "run",
+        "--deployment",
+        "zookeeper",
+        "--nemesis",
+        "link-drop-waiter",
+        "--client-groups",
+        "1",
+    ]);
+    assert!(
+        line.contains("cuts a client group other than the holder's: use --client-groups 2 or more"),
+        "{line}"
+    );
+}
