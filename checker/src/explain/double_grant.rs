@@ -792,7 +792,7 @@ fn session_lost_in_acquire(zombie: &Hold, context: &Context, granted: &str) -> O
         silences(s)
             && s.earliest_ms() >= zombie.asked_ms
             && s.stop_ms
-                .is_some_and(|stop| stop <= zombie.start_ms && stop - s.start_ms > session_ms)
+                .is_some_and(|stop| stop <= zombie.start_ms && stop - s.earliest_ms() > session_ms)
     })?;
     let cuts: Vec<&Spell> = context
         .timeline
@@ -800,7 +800,8 @@ fn session_lost_in_acquire(zombie: &Hold, context: &Context, granted: &str) -> O
         .iter()
         .filter(|s| s.start_index == cut.start_index && silences(s))
         .collect();
-    let stop = cut.stop_ms.unwrap_or(zombie.start_ms);
+    // When the cut acted, not when it was logged: an aimed fault records when it saw its grant.
+    let (from, stop) = (cut.earliest_ms(), cut.stop_ms.unwrap_or(zombie.start_ms));
     let nodes: Vec<&str> = cuts.iter().map(|s| s.node.as_str()).collect();
     // Servers expire sessions from their leader, and a new leader gives every session a
     // fresh timeout: kills in the cut are how the lost session outlived it.
@@ -808,7 +809,7 @@ fn session_lost_in_acquire(zombie: &Hold, context: &Context, granted: &str) -> O
         .timeline
         .spells
         .iter()
-        .filter(|s| s.state == State::Down && s.touches(cut.start_ms, stop))
+        .filter(|s| s.state == State::Down && s.touches(from, stop))
         .collect();
     let killed: Vec<&str> = kills.iter().map(|s| s.node.as_str()).collect();
     let sentence = format!(
@@ -819,12 +820,12 @@ fn session_lost_in_acquire(zombie: &Hold, context: &Context, granted: &str) -> O
          {granted}",
         zombie.process,
         seconds(zombie.asked_ms),
-        (stop - cut.start_ms) / 1000.0,
+        (stop - from) / 1000.0,
         session_ms / 1000.0,
         cut.fault,
         and_list(&nodes),
         cut.peers.join(","),
-        seconds(cut.start_ms),
+        seconds(from),
         seconds(stop),
         match killed.as_slice() {
             [] => String::new(),

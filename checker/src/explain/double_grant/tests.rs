@@ -1192,7 +1192,9 @@ fn a_waiter_cut_off_past_its_session_and_granted_after_the_cut_lost_its_session_
         asked.ttl_ms = Some(2_000);
         history.push(asked, 1_000);
         let links = &["g0->n1", "g0->n2", "g0->n3"];
-        let measured = json!({"after_grant_to": 1, "group": "g0", "granted_by": []});
+        // Logged at 1.050s, acting from 1.020s: the sentence gives when it acted.
+        let measured =
+            json!({"after_grant_to": 1, "group": "g0", "granted_by": [], "began_ms": 1_020.0});
         history.fault(
             "start",
             1_050,
@@ -1234,7 +1236,7 @@ fn a_waiter_cut_off_past_its_session_and_granted_after_the_cut_lost_its_session_
                 explained[0].sentence,
                 "process 0 asked for the lock at 1.000s and, while it waited, was cut off for \
                  3.0 s, longer than its 2.0 s session (link-drop-waiter, the links to n1, n2 \
-                 and n3 from client group g0, 1.050s-4.000s; n2 killed in the cut, each \
+                 and n3 from client group g0, 1.020s-4.000s; n2 killed in the cut, each \
                  election after giving every session, the lost one too, a fresh timeout): \
                  granted at 4.200s, after the \
                  cut, it held the lock by the place its lost session had taken in the lock's \
