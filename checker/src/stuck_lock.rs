@@ -75,7 +75,7 @@ use serde::{Deserialize, Serialize};
 use crate::acquisition::Cause;
 use crate::every::{read_as, Registration, Role};
 use crate::explain::cause::{Cause as Mechanism, Explanation};
-use crate::explain::context::Context;
+use crate::explain::context::{client_group, Context};
 use crate::operation::ms;
 use crate::stream::{replay, Checker, Outline, Smallest, FORGET_EVERY};
 use crate::timeline::{Spell, State, Timeline};
@@ -969,7 +969,7 @@ fn links_of(
     from_ms: f64,
     to_ms: f64,
 ) -> impl Iterator<Item = &Spell> {
-    let group = groups.map(|groups| format!("g{}", process % workers.max(1) as u64 % groups));
+    let group = groups.map(|groups| client_group(process, workers, groups));
     timeline.spells.iter().filter(move |spell| {
         spell.state == State::Links
             && spell.touches(from_ms, to_ms)

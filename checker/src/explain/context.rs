@@ -61,10 +61,7 @@ impl Context<'_> {
             return false;
         };
         match self.groups {
-            Some(groups) => {
-                let group = format!("g{}", p % self.workers.max(1) as u64 % groups.max(1));
-                spell.peers.contains(&group)
-            }
+            Some(groups) => spell.peers.contains(&client_group(p, self.workers, groups)),
             None => true,
         }
     }
@@ -147,6 +144,12 @@ impl Context<'_> {
             })
             .collect()
     }
+}
+
+/// The client group of process `process`, as link spells name it: worker `process % workers`
+/// is in group `worker % groups`.
+pub(crate) fn client_group(process: u64, workers: usize, groups: u64) -> String {
+    format!("g{}", process % workers.max(1) as u64 % groups.max(1))
 }
 
 /// How much later than a client met it the nemesis may record a change of master: it asks the
