@@ -79,22 +79,14 @@ pub struct Cleaned {
 /// whose owner still runs on this machine, or runs on another machine sharing the engine, is
 /// left alone without `force`.
 pub async fn clean(docker: &Docker, force: bool) -> Result<Cleaned, ComposeError> {
-    let mut runs: BTreeMap<String, Option<String>> = BTreeMap::new();
-    for item in labelled(docker, RUN_LABEL).await? {
-        let run = item.labels.get(RUN_LABEL).cloned().unwrap_or_default();
-        runs.insert(run, item.labels.get(OWNER_LABEL).cloned());
-    }
     let mut cleaned = Cleaned::default();
-    for (run, owner) in runs {
-        let liveness = owner
-            .as_deref()
-            .and_then(Owner::parse)
-            .map(|o| o.liveness());
-        let spared = match liveness {
+    for (run, found) in runs(docker).await? {
+        let spared = match found.liveness {
             Some(Liveness::Alive) => Some("its harness is still running"),
             Some(Liveness::Elsewhere) => Some("its harness runs on another machine"),
             Some(Liveness::Gone) | None => None,
         };
+        let owner = found.owner;
         match spared {
             Some(why) if !force => {
                 cleaned.spared.push((run, owner.unwrap_or_default(), why));
@@ -106,6 +98,46 @@ pub async fn clean(docker: &Docker, force: bool) -> Result<Cleaned, ComposeError
         }
     }
     Ok(cleaned)
+}
+
+/// A run's containers and networks on the engine, and whether the process that made them runs.
+struct RunFound {
+    owner: Option<String>,
+    /// `None` for an owner label this version cannot read: its run is taken as abandoned.
+    liveness: Option<Liveness>,
+    containers: usize,
+}
+
+/// Every run with a container or network on the engine, by run id.
+async fn runs(docker: &Docker) -> Result<BTreeMap<String, RunFound>, ComposeError> {
+    let mut runs: BTreeMap<String, RunFound> = BTreeMap::new();
+    for item in labelled(docker, RUN_LABEL).await? {
+        let run = item.labels.get(RUN_LABEL).cloned().unwrap_or_default();
+        let owner = item.labels.get(OWNER_LABEL).cloned();
+        let found = runs.entry(run).or_insert_with(|| RunFound {
+            liveness: owner
+                .as_deref()
+                .and_then(Owner::parse)
+                .map(|o| o.liveness()),
+            owner,
+            containers: 0,
+        });
+        if item.kind == Kind::Container {
+            found.containers += 1;
+        }
+    }
+    Ok(runs)
+}
+
+/// The runs whose harness is gone (killed with its reaper) and whose containers or networks
+/// are still on the engine, each with how many containers it left: what [`clean`] removes.
+pub async fn abandoned(docker: &Docker) -> Result<Vec<(String, usize)>, ComposeError> {
+    Ok(runs(docker)
+        .await?
+        .into_iter()
+        .filter(|(_, found)| matches!(found.liveness, Some(Liveness::Gone) | None))
+        .map(|(run, found)| (run, found.containers))
+        .collect())
 }
 
 /// Lists, without removing, the containers and networks labelled with this run id.

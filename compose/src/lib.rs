@@ -18,7 +18,7 @@ pub use bollard::Docker;
 pub use deployment::roles::ask_redis;
 pub use deployment::{BringUp, Deployment, ExecOutput, Node, NodeState, Storage, MOST_NODES};
 pub use docker::{
-    clean, connect, list_run, remove_owned, remove_run, Cleaned, Leftovers, RUN_LABEL,
+    abandoned, clean, connect, list_run, remove_owned, remove_run, Cleaned, Leftovers, RUN_LABEL,
 };
 pub use error::ComposeError;
 pub use system::System;

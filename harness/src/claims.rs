@@ -352,6 +352,7 @@ mod tests {
                 source: "the article".into(),
                 cures: cures.map(str::to_string),
                 shown_by: None,
+                fewest: None,
             },
             expect: if cures.is_some() {
                 Expect::Valid

@@ -166,6 +166,9 @@ fn section(
         },
         name = finding.name,
     );
+    if let Some(fewest) = &finding.claim.fewest {
+        let _ = writeln!(page, "- **Fewest faults**: {}", fewest.trim());
+    }
     if let Some(shown) = &finding.claim.shown_by {
         let _ = writeln!(
             page,

@@ -405,14 +405,8 @@ async fn clean(run: Option<&str>, force: bool) -> Result<Exit, HarnessError> {
 /// Kills the programs of harnesses that are gone (with `force`, of every other harness too);
 /// returns how many.
 fn orphan_programs(force: bool) -> usize {
-    use splitbrain_compose::owner::{program_owners, Liveness, Owner};
-    let me = Owner::this_process().label();
-    program_owners()
-        .into_iter()
-        .filter(|(owner, _)| *owner != me)
-        .filter(|(owner, _)| {
-            force || Owner::parse(owner).is_none_or(|o| o.liveness() == Liveness::Gone)
-        })
-        .map(|(owner, _)| reaper::kill_programs(&owner))
+    reaper::orphaned_programs(force)
+        .iter()
+        .map(|(owner, _)| reaper::kill_programs(owner))
         .sum()
 }

@@ -16,7 +16,7 @@ use std::process::{ChildStdin, Command, Stdio};
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use splitbrain_compose::owner::{program_owners, Owner, OWNER_ENV};
+use splitbrain_compose::owner::{program_owners, Liveness, Owner, OWNER_ENV};
 
 use crate::error::{Exit, HarnessError};
 
@@ -87,6 +87,20 @@ async fn sweep(owner: &str) {
     if let Ok(docker) = splitbrain_compose::connect().await {
         let _ = splitbrain_compose::remove_owned(&docker, owner).await;
     }
+}
+
+/// The client programs still running whose harness is gone (or, with `force`, that another
+/// harness than this one started), by owner, each with how many programs it left.
+pub fn orphaned_programs(force: bool) -> Vec<(String, usize)> {
+    let me = Owner::this_process().label();
+    program_owners()
+        .into_iter()
+        .filter(|(owner, _)| *owner != me)
+        .filter(|(owner, _)| {
+            force || Owner::parse(owner).is_none_or(|o| o.liveness() == Liveness::Gone)
+        })
+        .map(|(owner, pids)| (owner, pids.len()))
+        .collect()
 }
 
 /// SIGKILLs every program whose environment names `owner` (continuing a frozen one first, so

@@ -26,6 +26,8 @@
 //! (`clients = ["lib:NAME"]` or a variant, `lib:NAME:VARIANT`) that its own users report, with
 //! the upstream issue as its `source`. It runs like any scenario, and is a line of its
 //! library's report card; `docs/findings.md` is made from these files ([`crate::findings`]).
+//! A finding with faults says in `fewest = "..."` why none of them can go (what a run without
+//! each one, or `shrink`, showed): a bug report names the least it takes.
 
 use std::path::{Path, PathBuf};
 
@@ -104,6 +106,15 @@ fn read_folder(dir: &Path, finding: bool) -> Result<Vec<Scenario>, HarnessError>
         .into_iter()
         .map(|path| {
             let (claim, cells) = matrix::load_scenario(&path, &[1])?;
+            let has_faults = !matches!(cells[0].faults.as_str(), "" | "none");
+            if finding && claim.cures.is_none() && has_faults && claim.fewest.is_none() {
+                return Err(HarnessError::BadInput(format!(
+                    "{}: a finding with faults says why they are the fewest that show it: \
+                     add `fewest = \"...\"` to its [scenario] table (what a run without each \
+                     one, or `splitbrain shrink`, showed)",
+                    path.display()
+                )));
+            }
             Ok(Scenario {
                 name: name_of(&path),
                 claim,

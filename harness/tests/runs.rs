@@ -322,6 +322,77 @@ async fn clean_leaves_a_live_run_alone() {
     assert_eq!(leftovers(&docker, &run.run_id).await, 0);
 }
 
+/// A run killed together with its reaper (`kill -9` of both) leaves its containers behind: the
+/// next run says so, naming it, and `splitbrain clean` removes them.
+#[tokio::test]
+async fn what_a_run_killed_with_its_reaper_left_is_mentioned_then_cleaned() {
+    if docker_skipped() {
+        return;
+    }
+    let (docker, _) = docker().await;
+    let (_keep, results) = results_dir();
+    let single = ["--deployment", "single", "--client", "set-nx-px"];
+    let at = results.clone();
+    let run = tokio::task::spawn_blocking(move || {
+        let run = Background::spawn(&at, &[&single[..], &["--time-limit", "1m"]].concat());
+        run.wait_for("running");
+        let reaper = reaper_of(run.child.id()).expect("the run's reaper");
+        // SAFETY: kill(2) on a pid this test found; no memory-safety preconditions.
+        assert_eq!(unsafe { libc::kill(reaper as i32, libc::SIGKILL) }, 0);
+        run.signal(libc::SIGKILL);
+        let mut run = run;
+        run.child.wait().unwrap();
+        run
+    })
+    .await
+    .unwrap();
+    assert!(
+        leftovers_after(&docker, &run.run_id, Duration::from_secs(3)).await > 0,
+        "with its reaper killed first, nothing removes the run's containers"
+    );
+    let results = results.to_str().unwrap();
+    let next = run_splitbrain(
+        &[
+            &["run", "--results", results][..],
+            &single,
+            &["--time-limit", "1s"],
+        ]
+        .concat(),
+    );
+    let said = String::from_utf8_lossy(&next.stderr);
+    assert!(
+        said.contains("note: earlier runs whose harness is gone left")
+            && said.contains(&run.run_id)
+            && said.contains("`splitbrain clean` removes them"),
+        "{said}"
+    );
+    let out = run_splitbrain(&["clean"]);
+    assert_eq!(out.status.code(), Some(0), "{}", support::printed(&out));
+    assert_eq!(
+        leftovers(&docker, &run.run_id).await,
+        0,
+        "{}",
+        support::printed(&out)
+    );
+}
+
+/// The pid of the reaper (`splitbrain reap --owner HOST/PID/START`) of the harness `pid`.
+fn reaper_of(pid: u32) -> Option<u32> {
+    let marker = format!("/{pid}/");
+    std::fs::read_dir("/proc")
+        .ok()?
+        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .find(|candidate| {
+            let cmdline = std::fs::read(format!("/proc/{candidate}/cmdline")).unwrap_or_default();
+            let args: Vec<&[u8]> = cmdline.split(|b| *b == 0).collect();
+            args.windows(3).any(|w| {
+                w[0] == b"reap"
+                    && w[1] == b"--owner"
+                    && String::from_utf8_lossy(w[2]).contains(&marker)
+            })
+        })
+}
+
 /// The nemesis ops of a run: `f`, fault, targets and parameters. A fault aimed at a holder
 /// picks its targets from whoever holds (or next takes) the lock when it starts, which the
 /// seed does not fix: its targets are left out.

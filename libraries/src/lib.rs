@@ -79,6 +79,10 @@ pub struct Variant {
     pub summary: String,
     /// What the adapter is started with to lock this way.
     pub args: Vec<String>,
+    /// Where the variant keeps its lock alive and the plain use does not (rslock's `extends`),
+    /// what it tells splitbrain of that, as the manifest's own `renews`.
+    #[serde(default)]
+    pub renews: Option<Renewal>,
 }
 
 /// What an adapter is written in, which says how it is installed and started: a Python
@@ -307,12 +311,18 @@ impl Library {
         self.dir.join(&self.manifest.adapter)
     }
 
-    /// The files that pin what the adapter needs: a changed one makes a new install.
+    /// The files that pin what the adapter needs: a changed one makes a new install. An
+    /// adapter compiled at install (Rust, Java) pins its own source too, or an edited adapter
+    /// would go on running as it was first built.
     pub fn pins(&self) -> Vec<PathBuf> {
         match self.manifest.language {
             Language::Python => vec![self.dir.join("requirements.txt")],
-            Language::Rust => vec![self.dir.join("Cargo.toml"), self.dir.join("Cargo.lock")],
-            Language::Java => vec![self.dir.join("library.toml")],
+            Language::Rust => vec![
+                self.dir.join("Cargo.toml"),
+                self.dir.join("Cargo.lock"),
+                self.adapter(),
+            ],
+            Language::Java => vec![self.dir.join("library.toml"), self.adapter()],
         }
     }
 }
@@ -351,6 +361,48 @@ mod tests {
         }
     }
 
+    /// An adapter compiled at install is built anew when its source changes; a Python one,
+    /// run from its source, keeps its environment.
+    #[test]
+    fn an_edited_compiled_adapter_is_installed_anew() {
+        let cache = tempfile::tempdir().unwrap();
+        for (name, compiled) in [("rslock", true), ("curator", true), ("redis-py", false)] {
+            let copy = tempfile::tempdir().unwrap();
+            let from = repository_adapters().join(name);
+            for entry in walk(&from) {
+                let to = copy.path().join(entry.strip_prefix(&from).unwrap());
+                std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+                std::fs::copy(&entry, &to).unwrap();
+            }
+            let library = find(copy.path().parent().unwrap(), name_of(copy.path())).unwrap();
+            let before = library.environment(cache.path()).unwrap();
+            let source = library.adapter();
+            let mut text = std::fs::read_to_string(&source).unwrap();
+            text.push_str("\n// edited\n");
+            std::fs::write(&source, text).unwrap();
+            let after = library.environment(cache.path()).unwrap();
+            assert_eq!(before != after, compiled, "{name}");
+        }
+    }
+
+    fn name_of(dir: &Path) -> &str {
+        dir.file_name().unwrap().to_str().unwrap()
+    }
+
+    /// Every file under `dir`.
+    fn walk(dir: &Path) -> Vec<PathBuf> {
+        std::fs::read_dir(dir)
+            .unwrap()
+            .flat_map(|entry| {
+                let path = entry.unwrap().path();
+                match path.is_dir() {
+                    true => walk(&path),
+                    false => vec![path],
+                }
+            })
+            .collect()
+    }
+
     /// What a manifest says of renewal is what its adapter answers `hello` with.
     #[test]
     fn every_manifest_says_of_renewal_what_its_adapter_tells_splitbrain() {
@@ -367,9 +419,12 @@ mod tests {
                 ]
                 .iter()
                 .any(|form| adapter.contains(form.as_str()));
+                let variants = library.manifest.variants.values();
+                let declared = library.manifest.renews == renewal
+                    || variants.filter_map(|v| v.renews).any(|r| r == renewal);
                 assert_eq!(
                     says,
-                    library.manifest.renews == renewal,
+                    declared,
                     "{}: the manifest says renews = {}",
                     library.name,
                     library.manifest.renews.name()

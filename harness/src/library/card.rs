@@ -264,6 +264,7 @@ fn cells_of(
                 source: format!("the control of {client}"),
                 cures: None,
                 shown_by: None,
+                fewest: None,
             };
             let file = library.dir.join("library.toml");
             Ok((claim, matrix::control(&args, seeds)?, file))

@@ -159,6 +159,7 @@ mod tests {
                     source: "the article".into(),
                     cures: None,
                     shown_by: None,
+                    fewest: None,
                 },
                 expect,
                 judge: Judge::Verdict,

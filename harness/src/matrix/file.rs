@@ -96,6 +96,10 @@ pub struct Claim {
     /// the ops of the history it rests on), for the findings page.
     #[serde(default, rename = "shown-by", skip_serializing_if = "Option::is_none")]
     pub shown_by: Option<String>,
+    /// For a finding with faults: why none of them can go, and none can be shorter or fewer,
+    /// as `shrink` or a run without it showed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fewest: Option<String>,
 }
 
 /// The verdict a cell should get.
