@@ -21,7 +21,8 @@ pub enum Cause {
     Zombie,
     /// A holder whose network was cut outlived its lease.
     CutOffHolder,
-    /// A holder outlived its lease with no fault on it: its work took longer than the lease.
+    /// A holder outlived its lease with no fault on it (its nodes, its client group's links): its
+    /// work took longer than the lease.
     SlowHolder,
     /// A holder past its lease deleted the next holder's key.
     Hijack,

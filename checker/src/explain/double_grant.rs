@@ -685,7 +685,14 @@ fn zombie(grant: &DoubleGrant, context: &Context) -> Explanation {
     if let Some(lost) = session_lost_in_acquire(zombie, context, &granted) {
         return lost.resting_on(&[first, second], &[]);
     }
-    if near.is_empty() {
+    // A link fault on the holder's client group (a scripted cut of some of its links) is a
+    // fault on it, though it names neither the holder nor the nodes of its grant.
+    let links_cut = context.timeline.spells.iter().any(|s| {
+        s.state == State::Links
+            && s.touches(zombie.start_ms, zombie.end_ms)
+            && context.reaches_group(s, zombie.process)
+    });
+    if near.is_empty() && !links_cut {
         let sentence = format!(
             "process {} held the lock past its lease with no fault on it or its nodes: {}",
             zombie.process, granted

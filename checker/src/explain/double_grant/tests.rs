@@ -530,6 +530,23 @@ fn workers(history: &mut History) {
     }
 }
 
+/// A scripted cut of some of the holder's links names neither the holder nor its nodes, yet
+/// it is a fault on it: the holder that outlived its lease under it is not told as a slow
+/// holder "with no fault on it".
+#[test]
+fn a_holder_whose_links_were_cut_is_no_slow_holder() {
+    let mut history = History::default();
+    workers(&mut history);
+    let links = &["g0->n1", "g0->n2", "g0->n3"];
+    history
+        .grant(0, 1_000, 1_001, 1_000, &[])
+        .fault("start", 1_200, "link-drop", links, Value::Null, Value::Null)
+        .grant(1, 2_500, 2_501, 5_000, &[])
+        .fault("stop", 3_000, "link-drop", links, Value::Null, Value::Null)
+        .release(0, 5_100, OpType::Ok);
+    assert_eq!(causes(&history.explained()), vec![Cause::Unexplained]);
+}
+
 #[test]
 fn a_holder_frozen_past_its_lease_is_a_zombie_and_one_untouched_a_slow_holder() {
     for (frozen, cause) in [(true, Cause::Zombie), (false, Cause::SlowHolder)] {
