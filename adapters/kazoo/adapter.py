@@ -22,9 +22,11 @@ every lock held as lost once the connection is SUSPENDED or the session LOST.
 import argparse
 import json
 import sys
+import time
 import uuid
 
 from kazoo.client import KazooClient
+from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.states import KazooState
 
 LOCKS = "/splitbrain-kazoo"
@@ -33,6 +35,20 @@ LOCKS = "/splitbrain-kazoo"
 def reply(**fields):
     sys.stdout.write(json.dumps(fields) + "\n")
     sys.stdout.flush()
+
+
+def started(hosts, session_timeout):
+    """A started client. A link fault may drop the first connection just as it is made, and
+    kazoo's start then raises: a new client tries again, for up to 30 s in all."""
+    deadline = time.monotonic() + 30
+    while True:
+        client = KazooClient(hosts=hosts, timeout=session_timeout)
+        try:
+            client.start(timeout=max(deadline - time.monotonic(), 1))
+            return client
+        except KazooTimeoutError:
+            if time.monotonic() >= deadline:
+                raise
 
 
 def main():
@@ -52,8 +68,7 @@ def main():
         request = json.loads(line)
         op = request["op"]
         if op == "hello":
-            client = KazooClient(hosts=request["connect"], timeout=request["ttl_ms"] / 1000)
-            client.start(timeout=30)
+            client = started(request["connect"], request["ttl_ms"] / 1000)
             if ask_held == "listener":
                 client.add_listener(on_state)
             # The session's heartbeats keep the lock while the holder lives: a renewal the
