@@ -211,8 +211,16 @@ pub enum HistoryError {
     /// A line that is not UTF-8 text: the input is a binary file, not a history.
     #[error("line {line} is not UTF-8 text")]
     NotUtf8 { line: usize },
+    /// Its message says the error, which is therefore not also its `source` (a chain printed
+    /// whole would say it twice).
     #[error("reading the history: {0}")]
-    Io(#[from] std::io::Error),
+    Io(std::io::Error),
+}
+
+impl From<std::io::Error> for HistoryError {
+    fn from(error: std::io::Error) -> HistoryError {
+        HistoryError::Io(error)
+    }
 }
 
 /// A history read from JSON lines.

@@ -12,6 +12,7 @@ pub mod holds;
 pub mod linearizability;
 mod op_line;
 pub mod operation;
+pub mod shown_windows;
 pub mod stream;
 #[cfg(test)]
 mod stream_forgets;

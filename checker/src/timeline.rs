@@ -88,9 +88,16 @@ pub struct Spell {
     /// between this and `start_ms`, when it was recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub began_ms: Option<f64>,
-    /// `None` where the fault never stopped.
+    /// When the stop was recorded, once the fault was undone; `None` where the fault never
+    /// stopped.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stop_ms: Option<f64>,
+    /// Until when the fault surely acted, where its stop says (`measured.ended_ms`): when the
+    /// nemesis began to undo it, or when it ended by itself (a client pause's thaw). It ended
+    /// at some time between this and `stop_ms`: what a sentence or a lane shows ends here, so
+    /// that nothing the fault prevented appears inside it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended_ms: Option<f64>,
     /// `index` of the nemesis `start`.
     pub start_index: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -117,6 +124,11 @@ impl Spell {
         self.began_ms.unwrap_or(self.start_ms).min(self.start_ms)
     }
 
+    /// The end of the window shown for it: until when it surely acted (`None`: to the end).
+    pub fn shown_stop_ms(&self) -> Option<f64> {
+        self.ended_ms.or(self.stop_ms)
+    }
+
     /// Whether the spell may have been on at some time in `[from_ms, to_ms]`.
     pub fn touches(&self, from_ms: f64, to_ms: f64) -> bool {
         self.earliest_ms() <= to_ms && self.stop_ms.is_none_or(|stop| stop >= from_ms)
@@ -125,9 +137,10 @@ impl Spell {
     /// The spell's phrase, leaving out a stop that came after `until_ms` (a sentence about
     /// what happened before then).
     pub(crate) fn phrase_until(&self, until_ms: f64) -> String {
-        if self.stop_ms.is_some_and(|stop| stop > until_ms) {
+        if self.shown_stop_ms().is_some_and(|stop| stop > until_ms) {
             Spell {
                 stop_ms: None,
+                ended_ms: None,
                 ..self.clone()
             }
             .phrase()
@@ -136,15 +149,25 @@ impl Spell {
         }
     }
 
-    /// `n3 killed at 9.740s, back at 11.610s`: the spell as a sentence names it.
+    /// `n3 killed at 9.740s, back at 11.610s`: the spell as a sentence names it, from
+    /// when it surely acted to when it surely still did.
     pub fn phrase(&self) -> String {
         let from = seconds(self.start_ms);
         let until = |what: &str| {
-            self.stop_ms
+            self.shown_stop_ms()
                 .map_or(String::new(), |stop| format!(", {what} {}", seconds(stop)))
         };
         match self.state {
-            State::Down => format!("{} was killed at {from}{}", self.node, until("back at")),
+            // Recorded once it answered again; the restart, where measured, came before that.
+            State::Down => format!(
+                "{} was killed at {from}{}",
+                self.node,
+                until(if self.ended_ms.is_some() {
+                    "restarted at"
+                } else {
+                    "back at"
+                })
+            ),
             State::Paused => format!("{} was paused at {from}{}", self.node, until("resumed at")),
             State::CutOff => format!(
                 "{} was cut off{} at {from}{}",
@@ -200,6 +223,7 @@ impl Spell {
             start_ms: ms(op.time),
             began_ms: None,
             stop_ms: None,
+            ended_ms: None,
             start_index: op.index,
             stop_index: None,
             peers: Vec::new(),
@@ -254,8 +278,11 @@ impl Timeline {
                     });
                     if let Some(last) = open {
                         let index = spells[last].start_index;
+                        let ended_ms = op.measured.as_ref().and_then(|m| m["ended_ms"].as_f64());
                         for spell in spells.iter_mut().filter(|s| s.start_index == index) {
-                            spell.stop_ms = Some(ms(op.time).max(spell.start_ms));
+                            let stop_ms = ms(op.time).max(spell.start_ms);
+                            spell.stop_ms = Some(stop_ms);
+                            spell.ended_ms = ended_ms.map(|e| e.clamp(spell.start_ms, stop_ms));
                             spell.stop_index = Some(op.index);
                         }
                     }

@@ -12,6 +12,8 @@ pub struct FaultWindow {
     pub fault: String,
     pub nodes: Vec<String>,
     pub start_ms: f64,
+    /// Until when it surely acted: where the stop says (`measured.ended_ms`), when the
+    /// nemesis began to undo it or it ended by itself, otherwise when the stop was recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stop_ms: Option<f64>,
 }
@@ -32,6 +34,8 @@ pub(crate) struct Window {
     pub(crate) start: u64,
     pub(crate) stop: u64,
     pub(crate) stopped: bool,
+    /// Until when it surely acted, where its stop says: at or before `stop`.
+    pub(crate) ended: Option<u64>,
 }
 
 impl Window {
@@ -40,7 +44,7 @@ impl Window {
             fault: self.fault.clone(),
             nodes: self.nodes.clone(),
             start_ms: ms(self.start),
-            stop_ms: self.stopped.then(|| ms(self.stop)),
+            stop_ms: self.stopped.then(|| ms(self.ended.unwrap_or(self.stop))),
         }
     }
 }
@@ -97,11 +101,17 @@ pub(crate) fn fault_windows(history: &[Op]) -> Vec<Window> {
                 start: op.time,
                 stop: u64::MAX,
                 stopped: false,
+                ended: None,
             }),
             "stop" => {
                 if let Some(w) = windows.iter_mut().find(|w| !w.stopped && w.fault == fault) {
                     w.stop = op.time;
                     w.stopped = true;
+                    w.ended = op
+                        .measured
+                        .as_ref()
+                        .and_then(|m| m["ended_ms"].as_f64())
+                        .map(|ended| ((ended * 1e6) as u64).clamp(w.start, op.time));
                 }
             }
             _ => {}

@@ -472,32 +472,38 @@ fn explain(faults: &[ScriptedFault], history: &[Op]) -> Vec<String> {
                         granted.join(", ")
                     )
                 } else {
-                    let majority = nodes / 2 + 1;
-                    format!(
-                        "{} {} the {} nodes ({}) whose {} granted the lock process {process} \
-                         held then, {:.2} s earlier",
-                        betrayed
-                            .iter()
-                            .map(|t| match node_of(t) {
-                                node if node == **t => node,
-                                node => format!("{t} (to {node})"),
-                            })
-                            .collect::<Vec<_>>()
-                            .join(", "),
-                        if betrayed.len() == 1 {
-                            "was one of"
-                        } else {
-                            "were among"
-                        },
-                        granted.len(),
-                        granted.join(", "),
-                        if granted.len() == majority {
-                            "bare majority"
-                        } else {
-                            "quorum"
-                        },
-                        (at - grant.time) as f64 / 1e9
-                    )
+                    let hit = betrayed
+                        .iter()
+                        .map(|t| match node_of(t) {
+                            node if node == **t => node,
+                            node => format!("{t} (to {node})"),
+                        })
+                        .collect::<Vec<_>>()
+                        .join(", ");
+                    let earlier = (at - grant.time) as f64 / 1e9;
+                    if let [only] = granted.as_slice() {
+                        format!(
+                            "it hit {only}, the one node that granted the lock process {process} \
+                             held then, {earlier:.2} s earlier"
+                        )
+                    } else {
+                        format!(
+                            "{hit} {} the {} nodes ({}) whose {} granted the lock process \
+                             {process} held then, {earlier:.2} s earlier",
+                            if betrayed.len() == 1 {
+                                "was one of"
+                            } else {
+                                "were among"
+                            },
+                            granted.len(),
+                            granted.join(", "),
+                            if granted.len() == nodes / 2 + 1 {
+                                "bare majority"
+                            } else {
+                                "quorum"
+                            },
+                        )
+                    }
                 }
             }
             None => "no one held the lock when it started".to_string(),
@@ -544,12 +550,13 @@ fn scenario_file(stored: &Stored, failure: Failure, found: &Found) -> String {
         text += &format!("# {line}\n");
     }
     let claim = format!(
-        "{} make the {} client on {} fail.",
+        "{} {} the {} client on {} fail.",
         faults
             .iter()
             .map(|f| f.describe())
             .collect::<Vec<_>>()
             .join("; "),
+        if faults.len() == 1 { "makes" } else { "make" },
         spec.client(),
         spec.deployment().name()
     );

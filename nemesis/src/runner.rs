@@ -255,18 +255,31 @@ async fn run_step(
         .stop(target, action)
         .await
         .map_err(|source| error("stop", source))?;
-    recorder.record(nemesis_op("stop", fault.name(), action));
+    let ended = fault
+        .ended_by_itself(target, action)
+        .filter(|&ended| ended >= starting && ended < stopping)
+        .unwrap_or(stopping);
+    let mut op = nemesis_op("stop", fault.name(), action);
+    op.measured = Some(serde_json::json!({
+        "ended_ms": since_test_start_ms(ended.duration_since(recorder.started()))
+    }));
+    recorder.record(op);
     Ok(Latency {
         start,
         stop: stopping.elapsed(),
     })
 }
 
+/// Milliseconds since the test started, to the microsecond.
+fn since_test_start_ms(elapsed: Duration) -> f64 {
+    (elapsed.as_secs_f64() * 1e6).round() / 1e3
+}
+
 /// What a start measured, with `began_ms`: when the nemesis began it, in milliseconds since
 /// the test started. The op is recorded once the fault has taken effect, which it did at some
 /// time between the two; an explanation must not place it after a grant it may have preceded.
 fn with_began(measured: Option<serde_json::Value>, began: Duration) -> serde_json::Value {
-    let began_ms = (began.as_secs_f64() * 1e6).round() / 1e3;
+    let began_ms = since_test_start_ms(began);
     match measured {
         Some(serde_json::Value::Object(mut fields)) => {
             fields.insert("began_ms".into(), began_ms.into());

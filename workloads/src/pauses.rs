@@ -2,7 +2,7 @@
 //! (and any lease watchdog it runs stops with it), then carries on as if no time had passed.
 
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
 
@@ -21,6 +21,9 @@ pub struct ClientPauses {
     slots: Arc<Vec<watch::Sender<State>>>,
     /// Held while a worker claims an armed pause, so that only one freezes.
     claim: Arc<Mutex<()>>,
+    /// When each worker last came out of a freeze: the end of the pause as it acted, which
+    /// the nemesis records, as its stop comes later.
+    thawed: Arc<Vec<Mutex<Option<Instant>>>>,
 }
 
 impl ClientPauses {
@@ -33,6 +36,7 @@ impl ClientPauses {
                     .collect(),
             ),
             claim: Arc::default(),
+            thawed: Arc::new((0..workers).map(|_| Mutex::new(None)).collect()),
         }
     }
 
@@ -91,8 +95,22 @@ impl ClientPauses {
 
     /// Lets every worker go on at once, frozen or armed.
     pub fn thaw_all(&self) {
-        for slot in self.slots.iter() {
-            slot.send_replace(State::Running);
+        for worker in 0..self.slots.len() {
+            self.thaw(worker);
+        }
+    }
+
+    /// When worker `w` last came out of a freeze, if it ever froze.
+    pub fn thawed_at(&self, worker: usize) -> Option<Instant> {
+        let thawed = self.thawed.get(worker)?;
+        *thawed.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn thaw(&self, worker: usize) {
+        if self.slots[worker].send_replace(State::Running) == State::Frozen {
+            *self.thawed[worker]
+                .lock()
+                .unwrap_or_else(|e| e.into_inner()) = Some(Instant::now());
         }
     }
 
@@ -134,7 +152,7 @@ impl ClientPauses {
         let frozen_at = tokio::time::Instant::now();
         let mut state = slot.subscribe();
         let _ = tokio::time::timeout(pause, state.wait_for(|s| *s != State::Frozen)).await;
-        slot.send_replace(State::Running);
+        self.thaw(worker);
         frozen_at.elapsed()
     }
 }
@@ -169,6 +187,10 @@ mod tests {
         assert!(pauses.settle(1, Duration::from_secs(5)).await, "it froze");
         assert!(first.await.unwrap() >= Duration::from_millis(100));
         assert!(started.elapsed() >= Duration::from_millis(100));
+        let thawed = pauses.thawed_at(1).expect("worker 1 thawed");
+        assert!(thawed >= started + Duration::from_millis(100));
+        assert!(thawed <= Instant::now());
+        assert_eq!(pauses.thawed_at(2), None, "worker 2 never froze");
         assert!(pauses.held().is_empty());
     }
 

@@ -180,7 +180,7 @@ pub(crate) fn story(cause: Cause, spell: &Spell, until_ms: f64) -> String {
         Cause::Zombie => format!(
             "was frozen from {} to {} (on {})",
             seconds(spell.start_ms),
-            spell.stop_ms.map_or("the end".to_string(), seconds),
+            spell.shown_stop_ms().map_or("the end".to_string(), seconds),
             spell.node
         ),
         _ => format!(

@@ -613,7 +613,7 @@ fn zombie(grant: &DoubleGrant, context: &Context) -> Explanation {
             zombie.process,
             pause.node,
             seconds(pause.start_ms.max(zombie.start_ms)),
-            pause.stop_ms.map_or("the end".to_string(), seconds),
+            pause.shown_stop_ms().map_or("the end".to_string(), seconds),
             granted
         );
         return Explanation::new(Cause::Zombie, sentence).resting_on(&[first, second], &[pause]);

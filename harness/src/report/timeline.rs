@@ -460,7 +460,9 @@ fn node_lanes(input: &TimelineInput, top: f64) -> String {
         );
         for spell in input.spells.iter().filter(|s| &s.node == name) {
             let x = scale.x_ms(spell.start_ms);
-            let end = spell.stop_ms.map_or(scale.right(), |stop| scale.x_ms(stop));
+            let end = spell
+                .shown_stop_ms()
+                .map_or(scale.right(), |stop| scale.x_ms(stop));
             let width = (end - x).max(2.0);
             let label = match spell.offset_ms {
                 Some(offset) if width > 50.0 => format!(
@@ -523,7 +525,9 @@ fn explained_spells(grant: &DoubleGrant, nodes: &NodeRows, scale: &TimeScale) ->
             continue;
         };
         let x = scale.x_ms(spell.start_ms);
-        let end = spell.stop_ms.map_or(scale.right(), |stop| scale.x_ms(stop));
+        let end = spell
+            .shown_stop_ms()
+            .map_or(scale.right(), |stop| scale.x_ms(stop));
         let _ = write!(
             out,
             "<rect class=\"why-spell\" x=\"{:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{:.1}\"/>",

@@ -332,11 +332,32 @@ impl StoredRun {
             .chain(args.iter().copied())
             .chain(["--results", &results_arg])
             .collect();
-        StoredRun {
+        let run = StoredRun {
             out: run_splitbrain(&argv),
             dir: results.join("latest"),
             _results: keep,
+        };
+        run.assert_windows_shown_hold();
+        run
+    }
+
+    /// Nothing a fault prevents lies inside the window shown for it: the harness measured
+    /// when its faults acted (see `splitbrain_checker::shown_windows`).
+    fn assert_windows_shown_hold(&self) {
+        if !self.dir.join("history.jsonl").exists() {
+            return;
         }
+        let test: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(self.dir.join("test.json")).expect("test.json"),
+        )
+        .unwrap();
+        let workers = test["concurrency"].as_u64().expect("concurrency") as usize;
+        let found = splitbrain_checker::shown_windows::contradictions(&self.ops(), workers);
+        assert!(
+            found.is_empty(),
+            "inside the windows shown for faults: {found:#?}\n{}",
+            printed(&self.out)
+        );
     }
 
     pub fn stdout(&self) -> String {

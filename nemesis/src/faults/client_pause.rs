@@ -1,4 +1,4 @@
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use rand::rngs::StdRng;
@@ -79,6 +79,16 @@ impl Fault for ClientPause {
                 .await;
         }
         Ok(())
+    }
+
+    /// The thaw: a pause ends after `pause_ms`, and its stop comes at the end of a hold that
+    /// may be a quarter longer.
+    fn ended_by_itself(&self, target: &Target, action: &Action) -> Option<Instant> {
+        action
+            .targets
+            .iter()
+            .filter_map(|name| target.clients.thawed_at(client_worker(name)))
+            .max()
     }
 
     async fn heal_all(&self, target: &Target) -> Result<(), ComposeError> {

@@ -153,6 +153,11 @@ pub trait Fault: Sync {
     }
     async fn start(&self, target: &Target, action: &Action) -> Result<Started, ComposeError>;
     async fn stop(&self, target: &Target, action: &Action) -> Result<(), ComposeError>;
+    /// When the fault stopped acting, where it ended by itself before its `stop` (a client
+    /// pause thaws at the end of its pause): by default it acted until `stop` began.
+    fn ended_by_itself(&self, _target: &Target, _action: &Action) -> Option<std::time::Instant> {
+        None
+    }
     /// Undoes this fault on every node, whatever was or was not started.
     async fn heal_all(&self, target: &Target) -> Result<(), ComposeError>;
     /// Says what is left of this fault on any node, if anything is.

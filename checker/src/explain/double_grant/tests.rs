@@ -591,6 +591,50 @@ fn a_holder_frozen_past_its_lease_is_a_zombie_and_one_untouched_a_slow_holder() 
     }
 }
 
+/// Wherever the nemesis records the stop of a client pause after its thaw, the zombie is the
+/// same and its window ends at the thaw: the rules read when the fault acted, not when it was
+/// logged.
+#[test]
+fn a_zombie_is_shown_frozen_until_its_thaw_however_late_the_stop_is_recorded() {
+    for thaw_ms in [3_000, 4_200, 5_000] {
+        for late_ms in [0, 1, 250, 999, 1_900] {
+            let mut history = History::default();
+            workers(&mut history);
+            history
+                .grant(0, 1_000, 1_001, 1_000, &["n1"])
+                .grant(1, 2_500, 2_501, 5_000, &["n1"])
+                .fault(
+                    "start",
+                    1_100,
+                    "client-pause",
+                    &["client-0"],
+                    json!({"pause_ms": thaw_ms - 1_100}),
+                    Value::Null,
+                )
+                .release(0, thaw_ms + 1, OpType::Ok)
+                .fault(
+                    "stop",
+                    thaw_ms + late_ms,
+                    "client-pause",
+                    &["client-0"],
+                    Value::Null,
+                    json!({"ended_ms": thaw_ms as f64}),
+                );
+            let explained = history.explained();
+            assert_eq!(causes(&explained), vec![Cause::Zombie], "{late_ms} ms late");
+            let shown = format!(
+                "process 0 (on client-0) was frozen from 1.100s to {}, inside its critical section",
+                seconds(thaw_ms as f64)
+            );
+            assert!(
+                explained[0].sentence.starts_with(&shown),
+                "{late_ms} ms late: {}",
+                explained[0].sentence
+            );
+        }
+    }
+}
+
 /// python-redis-lock under kills: its renewal thread renewed the lease until n1 came back
 /// empty, then failed; the lease ran out under the holder, and n1 granted the next client.
 #[test]
