@@ -53,7 +53,7 @@ use foldhash::{HashMap, HashSet};
 use serde::{Deserialize, Serialize};
 
 use crate::every::{read_as, Registration, Role};
-use crate::explain::cause::Explanation;
+use crate::explain::cause::{Cause, Explanation};
 use crate::explain::context::{Context, Release};
 use crate::explain::double_grant::double_grant;
 use crate::holds::{Candidate, DoubleGrant, Hold, HoldTracker};
@@ -668,11 +668,32 @@ impl Checked for LockSafety {
     fn valid(&self) -> Valid {
         self.valid
     }
+    /// The double grants, and how many of those listed were a slow holder's: a client that
+    /// held past its lease with no fault on it, which a busy machine does, not the system.
     fn violations(&self) -> Vec<String> {
-        (self.double_grant_count > 0)
-            .then(|| count(self.double_grant_count, "double grant"))
-            .into_iter()
-            .collect()
+        if self.double_grant_count == 0 {
+            return Vec::new();
+        }
+        let slow = self
+            .double_grants
+            .iter()
+            .filter(|g| {
+                g.explanation
+                    .as_ref()
+                    .is_some_and(|e| e.cause == Cause::SlowHolder)
+            })
+            .count();
+        let found = count(self.double_grant_count, "double grant");
+        let which = match slow {
+            0 => return vec![found],
+            1 if self.double_grant_count == 1 => "a slow holder".to_string(),
+            n if n == self.double_grant_count => "every one a slow holder".to_string(),
+            n => format!("{n} of them slow holders"),
+        };
+        vec![format!(
+            "{found} ({which}: a client held past its lease with no fault on it, which a busy \
+             machine does, not the system)"
+        )]
     }
     fn vouches(&self) -> Option<String> {
         if self.fenced_double_grant_count > 0 {
@@ -786,6 +807,22 @@ mod tests {
         fn check(&self) -> LockSafety {
             check(&self.0)
         }
+    }
+
+    #[test]
+    fn the_verdict_line_says_a_double_grant_was_a_slow_holders() {
+        // Process 1's lease of 1 s ran out at 1.0 s with no fault on it; it held until 2.0 s.
+        let r = Script::default().hold(0, 2_000, 1).hold(1_500, 1_600, 2).check();
+        assert_eq!(r.double_grant_count, 1);
+        assert_eq!(
+            r.violations(),
+            ["1 double grant (a slow holder: a client held past its lease with no fault on it, \
+              which a busy machine does, not the system)"]
+        );
+        // Without the explanation's cause, the line is the count alone.
+        let mut unexplained = r.clone();
+        unexplained.double_grants[0].explanation = None;
+        assert_eq!(unexplained.violations(), ["1 double grant"]);
     }
 
     #[test]

@@ -6,6 +6,7 @@
 #[macro_use]
 mod output;
 
+mod busy;
 mod check;
 mod claims;
 mod cli;

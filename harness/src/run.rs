@@ -355,12 +355,14 @@ async fn exercise(
         let deadline = started + spec.time_limit();
         let mut ticks = tokio::time::interval(progress::status_interval());
         ticks.tick().await;
+        let mut load = crate::busy::Load::default();
         loop {
             tokio::select! {
                 () = tokio::time::sleep_until(deadline) => break,
                 () = stop.cancelled() => break,
                 () = history_lost.cancelled() => break,
                 _ = ticks.tick() => {
+                    load.sample();
                     let faults = recorder.active_faults();
                     progress::status(&format!(
                         "running: {:.0} of {:.0} s, {} ops, faults now: {}",
@@ -381,6 +383,10 @@ async fn exercise(
             progress::step(&format!("{found}: stopping clients, healing faults"));
         } else {
             progress::step("time limit reached: stopping clients, healing faults");
+        }
+        load.sample();
+        if let Some(warning) = load.warning() {
+            progress::step(&warning);
         }
     };
     let roles = async {
