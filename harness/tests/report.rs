@@ -344,6 +344,10 @@ fn a_stored_run_gets_a_report_with_its_timeline_faults_and_double_grants() {
         html.contains("--nemesis kill --time-limit 30s"),
         "the command line is shown"
     );
+    assert!(
+        html.contains("(worker "),
+        "a double grant's holders name their workers, as the timeline's lanes may"
+    );
     for link in [
         "test.json",
         "history.jsonl",
@@ -469,13 +473,30 @@ fn the_index_lists_every_run_newest_first_and_links_their_reports() {
     report(&newer);
     std::os::unix::fs::symlink("sentinel-register/20261130T010000", results.join("latest"))
         .unwrap();
+    // A scenario's run lies deeper, under the scenario's own page.
+    let scenario = "scenario-sentinel-register-with-a-long-name-20261130T020000";
+    let nested = results.join(format!(
+        "{scenario}/runs/001/sentinel-register-lock-set-partition-primary-client-pause/20261130T020001"
+    ));
+    write_run(
+        &nested,
+        test_json(
+            "sentinel-lib-redis-py-sentinel-lock-set-partition-primary-client-pause",
+            "register",
+            5,
+            2,
+        ),
+        &register_history(),
+        json!({}),
+    );
+    std::fs::write(results.join(scenario).join("index.html"), "<html></html>").unwrap();
     let out = run_splitbrain(&["report", "--index", results.to_str().unwrap()]);
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(String::from_utf8_lossy(&out.stdout).contains("(2 runs)"));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("(3 runs)"));
     let html = std::fs::read_to_string(results.join("index.html")).unwrap();
     assert_self_contained(&html);
     let newest = html
@@ -486,6 +507,14 @@ fn the_index_lists_every_run_newest_first_and_links_their_reports() {
         .expect("the stored run, whose report is not written yet, links its folder");
     assert!(newest < older, "newest first");
     assert!(html.contains("2026-11-30 00:45:06"));
+    assert!(
+        html.contains(&format!("href=\"{scenario}/index.html\"")),
+        "the scenario's page is listed"
+    );
+    assert!(
+        html.contains(&format!("{scenario}/runs/001/")) && html.contains("in <a href="),
+        "its run is listed, and in what"
+    );
     let Some(browser) = chromium() else { return };
     let page = render(
         &browser,
@@ -496,9 +525,13 @@ fn the_index_lists_every_run_newest_first_and_links_their_reports() {
     assert!(page.dom.contains("id=\"runs\""));
     assert_eq!(
         page.dom.matches("class=\"run\"").count(),
-        2,
+        3,
         "latest is not a run"
     );
+    // At 1,400 px the long names wrap at their words and nothing scrolls sideways.
+    let url = format!("file://{}", results.join("index.html").display());
+    let (dom, _) = run_browser(&browser, &["--window-size=1400,1200", "--dump-dom", &url]);
+    assert!(dom.contains("data-overflow-px=\"0\""), "{dom}");
 }
 
 #[test]

@@ -19,7 +19,7 @@ use splitbrain_checker::lost_writes::LostWrites;
 use splitbrain_checker::stats::Stats;
 use splitbrain_checker::stuck_lock::StuckLock;
 use splitbrain_checker::REPORTED_VIOLATIONS;
-use splitbrain_checker::{Checked, Valid};
+use splitbrain_checker::{Checked, Process, Valid};
 
 use super::faults;
 use super::html::{anchored_table, aside_badge, esc, seconds, table, verdict_badge};
@@ -103,8 +103,9 @@ const OWN_VIEWS: [&str; 7] = [
     "acquisition",
 ];
 
-/// Every checker's section.
-pub fn render(results: &Results) -> String {
+/// Every checker's section; `workers` (from test.json) names the worker of each process, as
+/// the timeline's lanes do.
+pub fn render(results: &Results, workers: Option<usize>) -> String {
     let mut out = String::new();
     let checkers = &results.checkers;
     // Nothing tested: the first thing a reader must see.
@@ -135,7 +136,7 @@ pub fn render(results: &Results) -> String {
         .get::<LockSafety>()
         .filter(|s| s.holds + s.unknown_acquires > 0 || s.valid != Valid::True)
     {
-        out += &lock_safety(safety);
+        out += &lock_safety(safety, workers);
     }
     if let Some(writes) = checkers.get::<LostWrites>().filter(|w| !w.keys.is_empty()) {
         out += &lost_writes(writes);
@@ -227,7 +228,7 @@ fn aside_heading(checker: &dyn Checked, title: &str) -> String {
     )
 }
 
-fn lock_safety(safety: &LockSafety) -> String {
+fn lock_safety(safety: &LockSafety, workers: Option<usize>) -> String {
     let mut out = heading(safety, "lock safety");
     let _ = write!(
         out,
@@ -251,7 +252,7 @@ fn lock_safety(safety: &LockSafety) -> String {
         let rows: Vec<Vec<String>> = grants
             .iter()
             .enumerate()
-            .map(|(i, grant)| grant_row(list, i, grant))
+            .map(|(i, grant)| grant_row(list, i, grant, workers))
             .collect();
         let ids: Vec<String> = (0..grants.len()).map(|i| list.anchor(i)).collect();
         out += &anchored_table(
@@ -274,7 +275,12 @@ fn lock_safety(safety: &LockSafety) -> String {
     out
 }
 
-fn grant_row(list: GrantList, i: usize, grant: &DoubleGrant) -> Vec<String> {
+fn grant_row(
+    list: GrantList,
+    i: usize,
+    grant: &DoubleGrant,
+    workers: Option<usize>,
+) -> Vec<String> {
     let faults: Vec<String> = grant
         .faults
         .iter()
@@ -295,8 +301,8 @@ fn grant_row(list: GrantList, i: usize, grant: &DoubleGrant) -> Vec<String> {
         why,
         format!("<code>{}</code>", esc(&grant.key)),
         esc(&grant.kind),
-        hold_cell(&grant.first),
-        hold_cell(&grant.second),
+        hold_cell(&grant.first, workers),
+        hold_cell(&grant.second, workers),
         format!("{:.1} ms", grant.overlap_ms),
         if faults.is_empty() {
             "none".into()
@@ -307,7 +313,9 @@ fn grant_row(list: GrantList, i: usize, grant: &DoubleGrant) -> Vec<String> {
     ]
 }
 
-fn hold_cell(hold: &Hold) -> String {
+/// `process 71 (worker 1) from ...`: the worker, where known, is what a timeline with many
+/// processes draws as a lane.
+fn hold_cell(hold: &Hold, workers: Option<usize>) -> String {
     let nodes = hold
         .nodes
         .as_ref()
@@ -319,9 +327,15 @@ fn hold_cell(hold: &Hold) -> String {
         .as_ref()
         .map(|t| format!(", token <code>{}</code>", esc(t)))
         .unwrap_or_default();
+    let worker = match (hold.process, workers) {
+        (Process::Client(p), Some(workers)) if workers > 0 => {
+            format!(" (worker {})", p % workers as u64)
+        }
+        _ => String::new(),
+    };
     format!(
-        "process {} from {} to {} ({}){nodes}<br><span class=\"note\">lease until {}, acquire at \
-         index {}{token}</span>",
+        "process {}{worker} from {} to {} ({}){nodes}<br><span class=\"note\">lease until {}, \
+         acquire at index {}{token}</span>",
         hold.process,
         seconds(hold.start_ms),
         seconds(hold.end_ms),
@@ -707,7 +721,7 @@ mod tests {
                          "restart_ms": null, "pauses_on_holder": 0,
                          "clock_faults_on_holder_node": 0, "faults": 2},
         }));
-        let html = render(&results);
+        let html = render(&results, None);
         assert!(html.starts_with("<h3 id=\"check-stats\">"), "{html}");
         assert!(html.contains("no acquire succeeded"), "{html}");
         assert!(

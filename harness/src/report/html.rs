@@ -80,16 +80,18 @@ pub fn page(title: &str, body: &str) -> String {
 }
 
 /// Records uncaught errors and `console.error` calls in `data-errors` on the `<html>`
-/// element, and in `data-load-ms` when the page had loaded and was laid out (the layout is
-/// forced first, so the figure covers parsing, styles and layout). It runs first, so it sees
-/// every later script.
+/// element, in `data-load-ms` when the page had loaded and was laid out (the layout is
+/// forced first, so the figure covers parsing, styles and layout), and in `data-overflow-px`
+/// how far the page is wider than the window (0: no sideways scrolling). It runs first, so
+/// it sees every later script.
 const HEALTH_SCRIPT: &str = "(function(){var root=document.documentElement;\
 function note(m){root.setAttribute('data-errors',(root.getAttribute('data-errors')||'')+m+'\\n');}\
 window.addEventListener('error',function(e){note('Uncaught '+e.message);});\
 var original=console.error;console.error=function(){note([].join.call(arguments,' '));\
 original.apply(console,arguments);};\
 window.addEventListener('load',function(){void root.offsetHeight;\
-root.setAttribute('data-load-ms',String(Math.round(performance.now())));});\
+root.setAttribute('data-load-ms',String(Math.round(performance.now())));\
+root.setAttribute('data-overflow-px',String(root.scrollWidth-root.clientWidth));});\
 })();";
 
 const CSS: &str = r#"
@@ -156,7 +158,9 @@ svg .tp-info { fill: #e07b00; }
 .index table { font-size: 13px; }
 .index .found { color: #d7263d; }
 .index td { white-space: nowrap; }
-.index td:first-child, .index td:nth-child(6) { white-space: normal; max-width: 260px; word-break: break-word; }
+/* Long names wrap at their words (<wbr> after each -), never inside one. */
+.index td:first-child, .index td:nth-child(6), .index td:nth-child(9) { white-space: normal; min-width: 12em; max-width: 22em; }
+.summaries { columns: 2; }
 "#;
 
 /// An HTML table from a header row and body rows whose cells are already HTML; cells whose

@@ -1,6 +1,7 @@
-//! `results/index.html`: every run stored under a results folder (`<test>/<time>/`; the
-//! `latest` links are skipped), newest first, with its verdict, what its checkers found, and
-//! a link to its report.
+//! `results/index.html`: every run stored under a results folder, newest first, with its
+//! verdict, what its checkers found, and a link to its report: a run's own (`<test>/<time>/`)
+//! and those of matrices, scenarios and report cards (`<group>/.../runs/NNN/<test>/<time>/`),
+//! whose summary pages are listed above them. The `latest` links are skipped.
 
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
@@ -17,10 +18,16 @@ use super::html::{self, aside_badge, esc, href, verdict_badge};
 use crate::error::HarnessError;
 use crate::store::{Results, RunDir, StoredTest};
 
+/// How deep under the results folder runs are looked for: a card's runs lie at
+/// `libraries-<time>/<line>/runs/NNN/<test>/<time>/`.
+const DEEPEST_RUN: usize = 6;
+
 /// One run, as the index lists it.
 struct Row {
-    /// `<test>/<time>`, relative to the results folder.
+    /// `<test>/<time>` (or deeper, in a group), relative to the results folder.
     path: String,
+    /// The matrix, scenario or card the run was part of: the first folder of its path.
+    group: Option<String>,
     /// The run folder's name: its start time, `YYYYMMDDTHHMMSS` (with `-N` if two started in
     /// one second).
     time: String,
@@ -34,13 +41,33 @@ struct Row {
 pub fn write_index(root: &Path) -> Result<(PathBuf, usize), HarnessError> {
     let rows = runs(root)?;
     let path = root.join("index.html");
-    std::fs::write(&path, render(&rows)).with_context(|| format!("writing {}", path.display()))?;
+    std::fs::write(&path, render(&rows, &summaries(root)))
+        .with_context(|| format!("writing {}", path.display()))?;
     Ok((path, rows.len()))
 }
 
 /// The index of `root` as a page, for serving it fresh.
 pub fn render_index(root: &Path) -> Result<String, HarnessError> {
-    Ok(render(&runs(root)?))
+    Ok(render(&runs(root)?, &summaries(root)))
+}
+
+/// The summary pages of the matrices, scenarios and cards under `root` (`<group>/index.html`,
+/// and a card's lines one folder down), newest first.
+fn summaries(root: &Path) -> Vec<String> {
+    let mut pages: Vec<(std::time::SystemTime, String)> = Vec::new();
+    for group in real_dirs(root) {
+        let lines = std::iter::once(group.clone()).chain(real_dirs(&group));
+        for dir in lines.filter(|d| !RunDir::at(d).is_run()) {
+            let page = dir.join("index.html");
+            let (Ok(meta), Ok(relative)) = (page.metadata(), page.strip_prefix(root)) else {
+                continue;
+            };
+            let made = meta.modified().unwrap_or(std::time::UNIX_EPOCH);
+            pages.push((made, relative.to_string_lossy().into_owned()));
+        }
+    }
+    pages.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+    pages.into_iter().map(|(_, page)| page).collect()
 }
 
 fn runs(root: &Path) -> Result<Vec<Row>, HarnessError> {
@@ -51,33 +78,31 @@ fn runs(root: &Path) -> Result<Vec<Row>, HarnessError> {
         )));
     }
     let mut rows = Vec::new();
-    for test_dir in real_dirs(root) {
-        for run_dir in real_dirs(&test_dir)
-            .into_iter()
-            .filter(|d| RunDir::at(d).is_run())
-        {
-            let Ok(relative) = run_dir.strip_prefix(root) else {
-                continue;
-            };
-            let name = |p: &Path| p.file_name().map(|n| n.to_string_lossy().into_owned());
-            // A run whose files do not read is still listed, with what could be read.
-            let run = RunDir::at(&run_dir);
-            let test = run.stored_test();
-            rows.push(Row {
-                path: relative.to_string_lossy().into_owned(),
-                time: name(&run_dir).unwrap_or_default(),
-                test: StoredTest {
-                    name: if test.name.is_empty() {
-                        name(&test_dir).unwrap_or_default()
-                    } else {
-                        test.name.clone()
-                    },
-                    ..test
+    for run_dir in run_dirs(root, DEEPEST_RUN) {
+        let (Ok(relative), Some(test_dir)) = (run_dir.strip_prefix(root), run_dir.parent()) else {
+            continue;
+        };
+        let name = |p: &Path| p.file_name().map(|n| n.to_string_lossy().into_owned());
+        // A run whose files do not read is still listed, with what could be read.
+        let run = RunDir::at(&run_dir);
+        let test = run.stored_test();
+        let folders: Vec<_> = relative.components().collect();
+        rows.push(Row {
+            path: relative.to_string_lossy().into_owned(),
+            group: (folders.len() > 2)
+                .then(|| folders[0].as_os_str().to_string_lossy().into_owned()),
+            time: name(&run_dir).unwrap_or_default(),
+            test: StoredTest {
+                name: if test.name.is_empty() {
+                    name(test_dir).unwrap_or_default()
+                } else {
+                    test.name.clone()
                 },
-                results: run.results(),
-                has_report: run_dir.join("report.html").is_file(),
-            });
-        }
+                ..test
+            },
+            results: run.results(),
+            has_report: run_dir.join("report.html").is_file(),
+        });
     }
     rows.sort_by(|a, b| {
         b.time
@@ -85,6 +110,20 @@ fn runs(root: &Path) -> Result<Vec<Row>, HarnessError> {
             .then_with(|| a.test.name.cmp(&b.test.name))
     });
     Ok(rows)
+}
+
+/// The run folders under `dir`, down to `depth` folders below it; a run's own folder holds
+/// none.
+fn run_dirs(dir: &Path, depth: usize) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    for sub in real_dirs(dir) {
+        if RunDir::at(&sub).is_run() {
+            found.push(sub);
+        } else if depth > 1 {
+            found.extend(run_dirs(&sub, depth - 1));
+        }
+    }
+    found
 }
 
 /// Sub-folders of `dir` that are folders themselves, not links to one, in name order.
@@ -102,12 +141,25 @@ fn real_dirs(dir: &Path) -> Vec<PathBuf> {
     dirs
 }
 
-fn render(rows: &[Row]) -> String {
+fn render(rows: &[Row], summaries: &[String]) -> String {
     let mut body = format!(
         "<h1>splitbrain results</h1><p class=\"note\">{} run{}, newest first.</p>",
         rows.len(),
         if rows.len() == 1 { "" } else { "s" }
     );
+    if !summaries.is_empty() {
+        body += "<h2>Matrices, scenarios and report cards</h2><ul class=\"summaries\">";
+        for page in summaries {
+            let shown = page.strip_suffix("/index.html").unwrap_or(page);
+            let _ = write!(
+                body,
+                "<li><a href=\"{}\">{}</a></li>",
+                href(page),
+                breakable(shown)
+            );
+        }
+        body += "</ul><h2>Runs</h2>";
+    }
     if rows.is_empty() {
         body += "<p>No runs stored yet: <code>splitbrain run</code> makes one.</p>";
     }
@@ -121,11 +173,7 @@ fn render(rows: &[Row]) -> String {
             "workload",
             "faults",
             "verdict",
-            "#double grants",
-            "#possible",
-            "#lost writes",
-            "#fencing",
-            "#stuck",
+            "found",
             "other checkers",
         ],
         &cells,
@@ -134,52 +182,88 @@ fn render(rows: &[Row]) -> String {
     html::page("splitbrain results", &body)
 }
 
+/// `name` escaped, with a place to break the line after each `-`, `/` or `:`, and nowhere
+/// else: a long test name wraps at its words, not every few letters.
+fn breakable(name: &str) -> String {
+    let mut out = String::with_capacity(name.len() + name.len() / 4);
+    for c in name.chars() {
+        out += &esc(&c.to_string());
+        if matches!(c, '-' | '/' | ':') {
+            out += "<wbr>";
+        }
+    }
+    out
+}
+
 fn row(run: &Row) -> Vec<String> {
     let results = run.results.as_ref();
-    // A count the run's results do not have is left blank, not shown as 0.
-    let count = |found: Option<usize>| -> String {
-        match found {
-            None => String::new(),
-            Some(0) => "0".into(),
-            Some(violations) => format!("<strong class=\"found\">{violations}</strong>"),
-        }
-    };
     let safety = results.and_then(|r| r.checkers.get::<LockSafety>());
     let fencing = results.and_then(|r| r.checkers.get::<Fencing>()).map(|f| {
         f.duplicate_fence_count + f.out_of_order_grant_count + f.stale_storage_access_count
     });
+    // What each checker found, where it found something; a count the run's results do not
+    // have is left out, not shown as 0.
+    let found: Vec<String> = [
+        (safety.map(|s| s.double_grant_count), "double grant"),
+        (
+            safety.map(|s| s.possible_double_grant_count),
+            "possible double grant",
+        ),
+        (
+            results
+                .and_then(|r| r.checkers.get::<LostWrites>())
+                .map(|l| l.lost_count),
+            "lost write",
+        ),
+        (fencing, "fencing violation"),
+        (
+            results
+                .and_then(|r| r.checkers.get::<StuckLock>())
+                .map(|s| s.stuck_period_count),
+            "stuck lock",
+        ),
+    ]
+    .into_iter()
+    .filter_map(|(n, what)| Some((n.filter(|&n| n > 0)?, what)))
+    .map(|(n, what)| format!("<strong class=\"found\">{}</strong>", esc(&count(n, what))))
+    .collect();
+    let found = match (found.is_empty(), results.is_some()) {
+        (false, _) => found.join("<br>"),
+        (true, true) => "nothing".to_string(),
+        (true, false) => String::new(),
+    };
     // A run stopped before its report was written still has its folder to browse.
     let link = if run.has_report {
         format!("{}/report.html", href(&run.path))
     } else {
         format!("{}/", href(&run.path))
     };
+    let group = run.group.as_ref().map_or(String::new(), |group| {
+        format!(
+            "<br><span class=\"note\">in <a href=\"{}/\">{}</a></span>",
+            href(group),
+            breakable(group)
+        )
+    });
     vec![
         format!(
-            "<a class=\"run\" href=\"{link}\">{}</a>",
-            esc(&run.test.name)
+            "<a class=\"run\" href=\"{link}\">{}</a>{group}",
+            breakable(&run.test.name)
         ),
         esc(&time_label(&run.time)),
         esc(&run.test.deployment),
         esc(&run.test.client),
         esc(&run.test.workload),
-        esc(&run.test.faults_label()),
+        breakable(&run.test.faults_label()),
         verdict_badge(results.map(|r| r.valid)),
-        count(safety.map(|s| s.double_grant_count)),
-        count(safety.map(|s| s.possible_double_grant_count)),
-        count(
-            results
-                .and_then(|r| r.checkers.get::<LostWrites>())
-                .map(|l| l.lost_count),
-        ),
-        count(fencing),
-        count(
-            results
-                .and_then(|r| r.checkers.get::<StuckLock>())
-                .map(|s| s.stuck_period_count),
-        ),
+        found,
         results.map(other_checkers).unwrap_or_default(),
     ]
+}
+
+/// `3 double grants`.
+fn count(n: usize, what: &str) -> String {
+    format!("{n} {what}{}", if n == 1 { "" } else { "s" })
 }
 
 /// A page linking to each of `names` (folders end in `/`), for a folder with no index.html.

@@ -152,7 +152,7 @@ fn render(run: &StoredRun) -> String {
             run.results.format
         );
     }
-    body += &checks::render(&run.results);
+    body += &checks::render(&run.results, run.test.concurrency);
     body += &files(run);
     html::page(&format!("{} — splitbrain", run.test.name), &body)
 }
