@@ -96,7 +96,32 @@ pub async fn ensure(
     if exists(docker, &tag).await? {
         return Ok(tag);
     }
+    // Seeds or cells side by side are processes of their own, and on a fresh machine each
+    // finds the images missing: one builds while the others wait, then find them made (two
+    // debootstraps at once fight over apt's lock, and over the base image's name).
+    let _one_build_at_a_time = build_lock().await?;
+    if exists(docker, &tag).await? {
+        return Ok(tag);
+    }
     build(docker, recipe, progress).await
+}
+
+/// The lock every splitbrain process on this machine takes to build images, held while the
+/// file it returns is open.
+async fn build_lock() -> Result<std::fs::File, ComposeError> {
+    let path = std::env::temp_dir().join("splitbrain-image-build.lock");
+    let locked = tokio::task::spawn_blocking(move || {
+        let file = std::fs::File::create(&path)?;
+        file.lock()?;
+        Ok(file)
+    });
+    locked
+        .await
+        .map_err(std::io::Error::other)
+        .and_then(|file| file)
+        .map_err(ComposeError::io(
+            "taking the image build lock in the temporary folder",
+        ))
 }
 
 /// Builds the image (and the base image if it is missing), even if it exists.
@@ -483,5 +508,19 @@ mod tests {
     fn image_tags_are_stable_and_distinct() {
         assert_eq!(STORAGE.tag(), STORAGE.tag());
         assert!(STORAGE.tag().starts_with("splitbrain/storage:"));
+    }
+
+    #[tokio::test]
+    async fn a_second_image_build_waits_for_the_first() {
+        let first = build_lock().await.unwrap();
+        let second = tokio::spawn(build_lock());
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert!(!second.is_finished(), "the lock was taken twice at once");
+        drop(first);
+        let taken = tokio::time::timeout(Duration::from_secs(5), second).await;
+        assert!(
+            matches!(taken, Ok(Ok(Ok(_)))),
+            "the second never got the lock"
+        );
     }
 }
