@@ -4,6 +4,7 @@
 //! the time a lock stayed stuck, the zombies fenced).
 
 use std::fmt::Write;
+use std::path::PathBuf;
 
 use serde::Serialize;
 use splitbrain_checker::acquisition_stats::AcquisitionStats;
@@ -45,6 +46,9 @@ pub struct ClaimOutcome {
     /// The causes explanations gave the violations of every seed, with how many each:
     /// `restart hazard 27, clock jump 2`; empty where nothing was violated.
     pub causes: String,
+    /// The run folders of the seeds whose verdict was `unknown`, for a card to read why.
+    #[serde(skip)]
+    pub unknown_runs: Vec<PathBuf>,
 }
 
 /// The verdicts a claim's seeds got, most first: `9 invalid, 1 unknown`; a seed without
@@ -374,6 +378,7 @@ mod tests {
             figure: "3 double grants a run".into(),
             verdicts: "10 invalid".into(),
             causes: "restart hazard 30".into(),
+            unknown_runs: Vec::new(),
         };
         let page = render(
             &[

@@ -345,6 +345,13 @@ pub async fn run_claim(
         figure: claims::figure(&runs, expect, judge),
         verdicts: claims::verdicts(&record.cells),
         causes: claims::causes(&every_run),
+        unknown_runs: record
+            .cells
+            .iter()
+            .filter(|cell| cell.verdict == Some(splitbrain_checker::Valid::Unknown))
+            .filter_map(|cell| cell.run_dir.as_ref())
+            .map(|run| out.join(run))
+            .collect(),
         claim,
     })
 }

@@ -219,6 +219,7 @@ mod tests {
             java: None,
             variants: Default::default(),
             not_shown: Vec::new(),
+            known_unknowns: Vec::new(),
         }
     }
 

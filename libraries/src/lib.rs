@@ -50,6 +50,31 @@ pub struct Manifest {
     /// `[[not-shown]]`, on the findings page beside the findings.
     #[serde(default)]
     pub not_shown: Vec<NotShown>,
+    /// Errors of the library that leave an acquire's outcome unknown by one of its own
+    /// findings: `[[known-unknown]]`. A card line that expects `valid` and is `unknown` in a
+    /// seed through these alone says so, and lays that seed to the finding, not the line.
+    #[serde(default, rename = "known-unknown")]
+    pub known_unknowns: Vec<KnownUnknown>,
+}
+
+/// An error the library raises to its caller after it may have set the lock's keys, which a
+/// finding of its own shows: an acquire that ends in it is `unknown`, and that is the
+/// finding's doing, not a failure of whatever else the run tests.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct KnownUnknown {
+    /// What the acquire's error begins with, as the adapter reports it
+    /// (`MultipleRedlockException`).
+    pub error: String,
+    /// The finding that shows it: a file of `scenarios/findings/` naming this library.
+    pub finding: String,
+}
+
+impl KnownUnknown {
+    /// Whether an acquire that ended with `error` is this one.
+    pub fn matches(&self, error: &str) -> bool {
+        error.starts_with(&self.error)
+    }
 }
 
 /// A behaviour of the library, written down upstream, that no finding shows: what was tried

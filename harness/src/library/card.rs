@@ -12,11 +12,12 @@ use splitbrain_libraries::card::{checks, Check};
 use splitbrain_libraries::{adapters_dir, catalog, find, Library, LIB_PREFIX};
 use tokio_util::sync::CancellationToken;
 
+use super::known::own_unknowns;
 use super::page::{self, Card, CardLine};
 use super::{bad_catalog, install};
 use crate::cli::SeedRuns;
 use crate::error::{Exit, HarnessError};
-use crate::matrix::{self, Claim};
+use crate::matrix::{self, Claim, Expect};
 use crate::scenario;
 
 /// How long each seed of a control runs, with no faults.
@@ -100,9 +101,16 @@ pub async fn test(asked: Cards<'_>, interrupt: CancellationToken) -> Result<Exit
                 &interrupt,
             )
             .await?;
+            // A line that expects valid may have seeds only the library's own finding made
+            // unknown (`[[known-unknown]]`): the card lays those to the finding.
+            let own_unknowns = match outcome.expect == Expect::Valid && !outcome.held {
+                true => own_unknowns(&library.manifest.known_unknowns, &outcome.unknown_runs),
+                false => None,
+            };
             lines.push(CardLine {
                 expected: line.expected().to_string(),
                 outcome,
+                own_unknowns,
             });
         }
         let card = card_of(&library, lines);
@@ -199,6 +207,9 @@ fn with_lines(
             (library, lines)
         })
         .collect();
+    for (library, lines) in &cards {
+        known_unknowns_are_findings(library, lines)?;
+    }
     for name in only {
         let on_a_card = cards
             .iter()
@@ -222,6 +233,35 @@ fn with_lines(
         .map(|(library, lines)| (library, lines.into_iter().filter(wanted).collect()))
         .filter(|(_, lines): &(Library, Vec<Line>)| !lines.is_empty())
         .collect())
+}
+
+/// Refuses a manifest whose `[[known-unknown]]` names no finding on the library's card: the
+/// card would lay seeds to a finding nobody can run.
+fn known_unknowns_are_findings(library: &Library, lines: &[Line]) -> Result<(), HarnessError> {
+    let findings: Vec<&str> = lines
+        .iter()
+        .filter(|line| matches!(line, Line::Finding { cure: false, .. }))
+        .map(Line::name)
+        .collect();
+    match library
+        .manifest
+        .known_unknowns
+        .iter()
+        .find(|known| !findings.contains(&known.finding.as_str()))
+    {
+        None => Ok(()),
+        Some(known) => Err(HarnessError::BadInput(format!(
+            "{}: [[known-unknown]] names the finding `{}`, which is not one of {}'s findings \
+             in scenarios/findings/ ({}); name one of them",
+            library.dir.join("library.toml").display(),
+            known.finding,
+            library.name,
+            match findings.is_empty() {
+                true => "it has none".to_string(),
+                false => findings.join(", "),
+            }
+        ))),
+    }
 }
 
 /// A check's claim, its cells over `seeds` with the library as the client, and the file they
@@ -333,22 +373,54 @@ fn print_card(card: &Card) {
     for line in &card.lines {
         let outcome = &line.outcome;
         stdoutln!(
-            "  {:<width$}  {:<8} {} in {} of {} seeds: {}{}",
+            "  {:<width$}  {:<8} {}: {}{}",
             outcome.name,
             outcome.expect.judged_label(outcome.judge),
-            if outcome.held {
-                "as designed,"
-            } else {
-                "NOT as designed,"
-            },
-            outcome.met,
-            outcome.seeds,
+            line.result(),
             outcome.verdicts,
             if outcome.causes.is_empty() {
                 String::new()
             } else {
                 format!("; causes: {}", outcome.causes)
             }
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use splitbrain_libraries::catalog;
+
+    use super::*;
+
+    fn root() -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+    }
+
+    #[test]
+    fn every_known_unknown_of_the_catalog_names_a_finding_of_its_library() {
+        let libraries = catalog(&root().join("adapters")).unwrap();
+        assert!(
+            libraries
+                .iter()
+                .any(|library| !library.manifest.known_unknowns.is_empty()),
+            "redlock-py declares MultipleRedlockException a known unknown"
+        );
+        with_lines(libraries, &[], &root().join("scenarios")).unwrap();
+    }
+
+    #[test]
+    fn a_known_unknown_naming_no_finding_of_its_library_is_refused() {
+        let mut redlock_py = find(&root().join("adapters"), "redlock-py").unwrap();
+        redlock_py.manifest.known_unknowns[0].finding = "sherlock-expire-none".into();
+        let refused = with_lines(vec![redlock_py], &[], &root().join("scenarios"));
+        let Err(HarnessError::BadInput(message)) = refused else {
+            panic!("a known unknown of another library's finding was accepted");
+        };
+        assert!(
+            message.contains("`sherlock-expire-none`")
+                && message.contains("redlock-py-one-master-down"),
+            "{message}"
         );
     }
 }

@@ -2,6 +2,7 @@
 //! installing one before a run that uses it, and each library's report card ([`card`]).
 
 mod card;
+mod known;
 mod page;
 
 pub use card::{test, Cards};

@@ -5,6 +5,7 @@ use std::fmt::Write;
 
 use serde::Serialize;
 
+use super::known::OwnUnknowns;
 use crate::claims::{self, ClaimOutcome};
 use crate::report::html::esc;
 
@@ -29,12 +30,50 @@ pub struct CardLine {
     pub expected: String,
     #[serde(flatten)]
     pub outcome: ClaimOutcome,
+    /// Where the line expects `valid`: its seeds that the library's own findings alone left
+    /// `unknown` ([`super::known`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub own_unknowns: Option<OwnUnknowns>,
+}
+
+impl CardLine {
+    /// Whether the line got what the library's design predicts: its claim held, or every
+    /// seed that was not valid was left unknown by one of the library's own findings, which
+    /// is that finding's to show, not this line's.
+    pub fn as_designed(&self) -> bool {
+        let outcome = &self.outcome;
+        outcome.held
+            || self
+                .own_unknowns
+                .as_ref()
+                .is_some_and(|own| outcome.met + own.seeds == outcome.seeds)
+    }
+
+    /// The result in words: `as designed in 10 of 10 seeds`, and where the library's own
+    /// findings left seeds unknown, how many and which findings.
+    pub fn result(&self) -> String {
+        let outcome = &self.outcome;
+        let word = match self.as_designed() {
+            true => "as designed",
+            false => "NOT as designed",
+        };
+        let mut result = format!("{word} in {} of {} seeds", outcome.met, outcome.seeds);
+        if let Some(own) = &self.own_unknowns {
+            let _ = write!(
+                result,
+                ", {} unknown by its own finding {}",
+                own.seeds,
+                own.findings.join(" and ")
+            );
+        }
+        result
+    }
 }
 
 impl Card {
     /// Whether every check got what the library's design predicts.
     pub fn as_designed(&self) -> bool {
-        self.lines.iter().all(|line| line.outcome.held)
+        self.lines.iter().all(CardLine::as_designed)
     }
 }
 
@@ -60,7 +99,7 @@ pub fn render(cards: &[Card], started: &str, seeds: u64, parallel: usize) -> Str
         let mut rows = String::new();
         for line in &card.lines {
             let outcome = &line.outcome;
-            let class = if outcome.held { "held" } else { "unheld" };
+            let class = if line.as_designed() { "held" } else { "unheld" };
             let shown = match &outcome.shown_by {
                 Some(report) => format!("<a href=\"{}\">a run that shows it</a> · ", esc(report)),
                 None => String::new(),
@@ -74,19 +113,13 @@ pub fn render(cards: &[Card], started: &str, seeds: u64, parallel: usize) -> Str
                 rows,
                 "<tr class=\"{class}\"><td><strong>{name}</strong><br>{expected}\
                  {claim}</td><td>{expect}</td>\
-                 <td class=\"{class}\">{result} in {met} of {seeds} seeds</td>\
+                 <td class=\"{class}\">{result}</td>\
                  <td>{verdicts}</td><td>{causes}</td><td>{figure}</td>\
                  <td>{shown}<a href=\"{seeds_page}\">every seed</a></td></tr>",
                 name = esc(&outcome.name),
                 expected = esc(&line.expected),
                 expect = outcome.expect.judged_label(outcome.judge),
-                result = if outcome.held {
-                    "as designed"
-                } else {
-                    "NOT as designed"
-                },
-                met = outcome.met,
-                seeds = outcome.seeds,
+                result = esc(&line.result()),
                 verdicts = esc(&outcome.verdicts),
                 causes = esc(&outcome.causes),
                 figure = esc(&outcome.figure),
@@ -173,7 +206,9 @@ mod tests {
                 figure: "27 double grants a run".into(),
                 verdicts: "2 INVALID".into(),
                 causes: "restart hazard 54".into(),
+                unknown_runs: Vec::new(),
             },
+            own_unknowns: None,
         }
     }
 
@@ -216,5 +251,28 @@ mod tests {
         assert!(page.contains("restart hazard 54"));
         assert!(page.contains("<a href=\"lib-control/run/report.html\">a run that shows it</a>"));
         assert_eq!(page.matches("<tr class=").count(), 3);
+    }
+
+    #[test]
+    fn seeds_left_unknown_by_the_librarys_own_finding_are_laid_to_it_and_no_others() {
+        let mut cure = line("redlock-restart-hazard-delayed", Expect::Valid, false);
+        assert!(
+            !cure.as_designed(),
+            "1 of 2 seeds valid, nothing laid to a finding"
+        );
+        cure.own_unknowns = Some(OwnUnknowns {
+            seeds: 1,
+            findings: vec!["redlock-py-one-master-down".into()],
+        });
+        assert!(cure.as_designed());
+        assert_eq!(
+            cure.result(),
+            "as designed in 1 of 2 seeds, 1 unknown by its own finding redlock-py-one-master-down"
+        );
+        cure.outcome.met = 0;
+        assert!(
+            !cure.as_designed(),
+            "a seed neither valid nor laid to the finding fails the line"
+        );
     }
 }
