@@ -235,8 +235,13 @@ impl Rendered {
 
 /// Renders `page` to `png` and dumps its DOM.
 fn render(browser: &Path, page: &Path, png: &Path) -> Rendered {
+    render_at(browser, page, "", png)
+}
+
+/// [`render`] with the page's address ending in `fragment` (`#dg-1-zoom`).
+fn render_at(browser: &Path, page: &Path, fragment: &str, png: &Path) -> Rendered {
     let _one_at_a_time = BROWSER.lock().unwrap_or_else(|e| e.into_inner());
-    let url = format!("file://{}", page.display());
+    let url = format!("file://{}{fragment}", page.display());
     let started = Instant::now();
     let (_, shot_log) = run_browser(browser, &[&format!("--screenshot={}", png.display()), &url]);
     let screenshot_time = started.elapsed();
@@ -379,16 +384,42 @@ fn a_stored_run_gets_a_report_with_its_timeline_faults_and_double_grants() {
     for grant in 1..=3 {
         assert!(
             dom.contains(&format!(
-                "<a href=\"#dg-{grant}\" id=\"dg-{grant}-mark\" class=\"double-grant\""
+                "<a href=\"#dg-{grant}-zoom\" id=\"dg-{grant}-mark\" class=\"double-grant\""
             )),
-            "double grant {grant} is not highlighted on the timeline"
+            "double grant {grant} is not highlighted on the timeline, leading to its close-up"
         );
         assert!(
             dom.contains(&format!("<tr id=\"dg-{grant}\">")),
             "no details of {grant}"
         );
+        assert!(
+            dom.contains(&format!(
+                "<a href=\"#dg-{grant}\" id=\"dg-{grant}-zoom-dg-{grant}-mark\" class=\"double-grant\""
+            )),
+            "double grant {grant}'s close-up marks it, leading to its details"
+        );
     }
     assert!(!dom.contains("id=\"dg-4-mark\""));
+    assert_eq!(
+        page.dom.matches("<figure class=\"close-up\"").count(),
+        3,
+        "a close-up per double grant"
+    );
+    assert!(
+        !dom.contains("data-target-shown=\""),
+        "an address naming no element shows no close-up"
+    );
+    let close_up = render_at(
+        &browser,
+        &run.join("report.html"),
+        "#dg-1-zoom",
+        &dir.path().join("report-redlock-kill-close-up.png"),
+    );
+    close_up.assert_no_errors();
+    assert!(
+        close_up.dom.contains("data-target-shown=\"1\""),
+        "following a double grant's mark does not show its close-up"
+    );
     assert!(dom.contains("id=\"latency-0\"") && dom.contains("id=\"throughput\""));
     assert!(dom.contains("id=\"check-lock-safety\""));
 }

@@ -73,6 +73,12 @@ impl GrantList {
         format!("{prefix}-{}", i + 1)
     }
 
+    /// The id of the `i`th grant's close-up below the timeline, where it has one
+    /// (the first [`CLOSE_UPS`] of each list do).
+    pub fn close_up(self, i: usize) -> Option<String> {
+        (i < CLOSE_UPS).then(|| format!("{}-zoom", self.anchor(i)))
+    }
+
     /// The CSS class of its marks.
     pub fn class(self) -> &'static str {
         match self {
@@ -90,6 +96,9 @@ impl GrantList {
         }
     }
 }
+
+/// How many grants of each list get a close-up below the run's timeline.
+pub const CLOSE_UPS: usize = 5;
 
 /// The checkers with a view of their own below; every other checker in the list of every
 /// checker is shown by [`listed`].
@@ -309,7 +318,13 @@ fn grant_row(
         } else {
             faults.join("<br>")
         },
-        format!("<a href=\"#{}-mark\">show</a>", list.anchor(i)),
+        match list.close_up(i) {
+            Some(close_up) => format!(
+                "<a href=\"#{}-mark\">show</a> · <a href=\"#{close_up}\">close-up</a>",
+                list.anchor(i)
+            ),
+            None => format!("<a href=\"#{}-mark\">show</a>", list.anchor(i)),
+        },
     ]
 }
 

@@ -82,8 +82,9 @@ pub fn page(title: &str, body: &str) -> String {
 /// Records uncaught errors and `console.error` calls in `data-errors` on the `<html>`
 /// element, in `data-load-ms` when the page had loaded and was laid out (the layout is
 /// forced first, so the figure covers parsing, styles and layout), and in `data-overflow-px`
-/// how far the page is wider than the window (0: no sideways scrolling). It runs first, so
-/// it sees every later script.
+/// how far the page is wider than the window (0: no sideways scrolling), and, where the
+/// address names an element (`#dg-1-zoom`), whether it is shown in `data-target-shown`. It
+/// runs first, so it sees every later script.
 const HEALTH_SCRIPT: &str = "(function(){var root=document.documentElement;\
 function note(m){root.setAttribute('data-errors',(root.getAttribute('data-errors')||'')+m+'\\n');}\
 window.addEventListener('error',function(e){note('Uncaught '+e.message);});\
@@ -91,7 +92,9 @@ var original=console.error;console.error=function(){note([].join.call(arguments,
 original.apply(console,arguments);};\
 window.addEventListener('load',function(){void root.offsetHeight;\
 root.setAttribute('data-load-ms',String(Math.round(performance.now())));\
-root.setAttribute('data-overflow-px',String(root.scrollWidth-root.clientWidth));});\
+root.setAttribute('data-overflow-px',String(root.scrollWidth-root.clientWidth));\
+var target=location.hash&&document.getElementById(location.hash.slice(1));\
+if(target){root.setAttribute('data-target-shown',target.getClientRects().length?'1':'0');}});\
 })();";
 
 const CSS: &str = r#"
@@ -145,6 +148,8 @@ svg .spell-master { fill: #cfd8e3; }
 svg .why { display: none; pointer-events: none; }
 svg a:hover + .why, svg a:focus + .why, svg a:target + .why { display: inline; }
 svg .why-lane { fill: rgba(215,38,61,.10); }
+.close-up:not(:target) { display: none; }
+.close-up { margin: 1em 0; padding: .5em 0; border-top: 2px solid #d7263d; }
 svg .why-spell { fill: none; stroke: #d7263d; stroke-width: 2; }
 svg .master-one { fill: #cfd8e3; stroke: #fff; }
 svg .master-split { fill: #d7263d; stroke: #fff; }

@@ -118,7 +118,7 @@ fn render(run: &StoredRun) -> String {
     if operations.is_empty() {
         body += "<p class=\"note\">No client operations were recorded.</p>";
     }
-    body += &timeline::render(&timeline::TimelineInput {
+    let whole_run = timeline::TimelineInput {
         operations: &operations,
         holds: &holds,
         faults: &fault_windows,
@@ -129,7 +129,11 @@ fn render(run: &StoredRun) -> String {
         lock_safety: run.results.checkers.get(),
         concurrency: run.test.concurrency,
         scale,
-    });
+        ids: "",
+        to_close_ups: true,
+    };
+    body += &timeline::render(&whole_run);
+    body += &close_ups(&whole_run);
     let charts = charts::ChartInput {
         operations: &operations,
         faults: &fault_windows,
@@ -157,6 +161,35 @@ fn render(run: &StoredRun) -> String {
     html::page(&format!("{} — splitbrain", run.test.name), &body)
 }
 
+/// A close-up of each of the first [`checks::CLOSE_UPS`] grants of each list, shown only
+/// when its mark is followed (the page's address ends in its id).
+fn close_ups(whole_run: &timeline::TimelineInput) -> String {
+    let Some(safety) = whole_run.lock_safety else {
+        return String::new();
+    };
+    let mut out = String::new();
+    for list in checks::GrantList::ALL {
+        for (i, grant) in list.grants(safety).iter().enumerate() {
+            let (Some(id), anchor) = (list.close_up(i), list.anchor(i)) else {
+                break;
+            };
+            let (from_ms, to_ms) = timeline::close_up_span(grant);
+            let _ = write!(
+                out,
+                "<figure class=\"close-up\" id=\"{id}\"><figcaption>{name} #{n}, from {from} to \
+                 {to}: <a href=\"#{anchor}\">what explains it</a> · \
+                 <a href=\"#timeline-section\">the whole run</a></figcaption>{svg}</figure>",
+                name = list.name(),
+                n = i + 1,
+                from = html::seconds(from_ms),
+                to = html::seconds(to_ms),
+                svg = timeline::close_up(whole_run, list, i, grant),
+            );
+        }
+    }
+    out
+}
+
 const TIMELINE_LEGEND: &str = "<div class=\"legend\">\
 <span><i class=\"swatch\" style=\"background:#3b73c4\"></i>lock held</span>\
 <span><i class=\"swatch\" style=\"background:#8e44ad\"></i>held past its lease</span>\
@@ -164,7 +197,7 @@ const TIMELINE_LEGEND: &str = "<div class=\"legend\">\
 <span><i class=\"swatch\" style=\"background:#2e8540\"></i>ok</span>\
 <span><i class=\"swatch\" style=\"background:#b8a48e\"></i>fail</span>\
 <span><i class=\"swatch\" style=\"background:#e07b00\"></i>info (unknown)</span>\
-<span><i class=\"swatch\" style=\"background:rgba(215,38,61,.35);border-color:#d7263d\"></i>double grant (click for details)</span>\
+<span><i class=\"swatch\" style=\"background:rgba(215,38,61,.35);border-color:#d7263d\"></i>double grant (click for a close-up)</span>\
 <span><i class=\"swatch\" style=\"background:#d7263d\"></i>two masters</span>\
 </div><div class=\"legend\">node lanes:\
 <span><i class=\"swatch\" style=\"background:#3d3d3d\"></i>down</span>\

@@ -1,9 +1,11 @@
 //! From history time and measured values to pixels, and the ticks of an axis. Pure
 //! arithmetic, so that every chart of a report lines up with every other.
 
-/// Maps history time (nanoseconds since the run started) onto `width` pixels from `left`.
+/// Maps history time (nanoseconds since the run started) onto `width` pixels from `left`:
+/// the whole run, or a window of it (a close-up of a violation).
 #[derive(Debug, Clone, Copy)]
 pub struct TimeScale {
+    start_ns: u64,
     end_ns: u64,
     pub left: f64,
     pub width: f64,
@@ -12,15 +14,28 @@ pub struct TimeScale {
 impl TimeScale {
     /// A scale from 0 to `end_ns` (at least one millisecond, so that an empty history draws).
     pub fn new(end_ns: u64, left: f64, width: f64) -> TimeScale {
+        TimeScale::window(0, end_ns, left, width)
+    }
+
+    /// A scale from `start_ns` to `end_ns` (at least a millisecond after it); times outside
+    /// it are drawn at its edges.
+    pub fn window(start_ns: u64, end_ns: u64, left: f64, width: f64) -> TimeScale {
         TimeScale {
-            end_ns: end_ns.max(1_000_000),
+            start_ns,
+            end_ns: end_ns.max(start_ns + 1_000_000),
             left,
             width,
         }
     }
 
+    /// Where `ns` falls, from 0 at the start to 1 at the end.
+    fn share(&self, ns: u64) -> f64 {
+        let span = (self.end_ns - self.start_ns) as f64;
+        (ns.clamp(self.start_ns, self.end_ns) - self.start_ns) as f64 / span
+    }
+
     pub fn x(&self, ns: u64) -> f64 {
-        self.left + self.width * (ns.min(self.end_ns) as f64 / self.end_ns as f64)
+        self.left + self.width * self.share(ns)
     }
 
     pub fn x_ms(&self, ms: f64) -> f64 {
@@ -35,24 +50,29 @@ impl TimeScale {
         self.end_ns
     }
 
+    /// Whether any of `from_ms`..`to_ms` lies in the scale's time.
+    pub fn shows_ms(&self, from_ms: f64, to_ms: f64) -> bool {
+        to_ms * 1e6 >= self.start_ns as f64 && from_ms * 1e6 <= self.end_ns as f64
+    }
+
     /// Which of `buckets` equal columns across the scale `ns` falls in.
     pub fn bucket(&self, ns: u64, buckets: usize) -> usize {
-        let at = ns.min(self.end_ns) as f64 / self.end_ns as f64;
-        ((at * buckets as f64) as usize).min(buckets - 1)
+        ((self.share(ns) * buckets as f64) as usize).min(buckets - 1)
     }
 
     /// About ten ticks at round seconds (or fractions of one), as (x, label).
     pub fn ticks(&self) -> Vec<(f64, String)> {
-        let span_s = self.end_ns as f64 / 1e9;
-        let step = nice_step(span_s / 10.0);
+        let (start_s, end_s) = (self.start_ns as f64 / 1e9, self.end_ns as f64 / 1e9);
+        let step = nice_step((end_s - start_s) / 10.0);
         let decimals = if step >= 1.0 {
             0
         } else {
             (-step.log10().floor()) as usize
         };
-        (0..)
+        let first = (start_s / step - 1e-9).ceil() as i64;
+        (first..)
             .map(|i| i as f64 * step)
-            .take_while(|s| *s <= span_s + step * 1e-9)
+            .take_while(|s| *s <= end_s + step * 1e-9)
             .map(|s| (self.x((s * 1e9) as u64), format!("{s:.decimals$} s")))
             .collect()
     }
@@ -167,6 +187,24 @@ mod tests {
         assert_eq!(scale.x_ms(2_500.0), 350.0);
         assert_eq!(scale.x(20_000_000_000), 1100.0);
         assert_eq!(scale.right(), 1100.0);
+    }
+
+    #[test]
+    fn a_window_maps_its_own_span_with_ticks_inside_it() {
+        let close_up = TimeScale::window(10_300_000_000, 14_300_000_000, 100.0, 1000.0);
+        assert_eq!(close_up.x(10_300_000_000), 100.0);
+        assert_eq!(close_up.x_ms(12_300.0), 600.0);
+        assert_eq!(close_up.x(0), 100.0, "before the window: its left edge");
+        assert_eq!(
+            close_up.x(60_000_000_000),
+            1100.0,
+            "after it: its right edge"
+        );
+        assert!(close_up.shows_ms(9_000.0, 10_400.0));
+        assert!(!close_up.shows_ms(14_400.0, 20_000.0));
+        let labels: Vec<String> = close_up.ticks().into_iter().map(|(_, l)| l).collect();
+        assert_eq!(labels.first().map(String::as_str), Some("10.5 s"));
+        assert_eq!(labels.last().map(String::as_str), Some("14.0 s"));
     }
 
     #[test]

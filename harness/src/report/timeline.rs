@@ -66,6 +66,75 @@ pub struct TimelineInput<'a> {
     /// Client workers, from test.json; lanes group by worker only when it is known.
     pub concurrency: Option<usize>,
     pub scale: TimeScale,
+    /// What every id in the drawing begins with: nothing for the run's timeline, a grant's
+    /// anchor for its close-up, so that no id is on the page twice.
+    pub ids: &'a str,
+    /// Whether a click on a grant's mark opens its close-up ([`close_up`]), where it has
+    /// one, rather than its row in the checker section.
+    pub to_close_ups: bool,
+}
+
+/// How far either side of a double grant's overlap its close-up reaches.
+pub const CLOSE_UP_MARGIN_MS: f64 = 2_000.0;
+
+/// The time a grant's close-up shows, in ms: its overlap, and the margin either side.
+pub fn close_up_span(grant: &DoubleGrant) -> (f64, f64) {
+    let from_ms = (grant.second.start_ms - CLOSE_UP_MARGIN_MS).max(0.0);
+    (
+        from_ms,
+        grant.second.start_ms + grant.overlap_ms + CLOSE_UP_MARGIN_MS,
+    )
+}
+
+/// The timeline of `input` from [`CLOSE_UP_MARGIN_MS`] before the `i`th grant of `list` to
+/// as long after its overlap, with only what happened then: where a kill, a pause or a cut
+/// that is a hairline on a minute's axis can be read against each operation.
+pub fn close_up(input: &TimelineInput, list: GrantList, i: usize, grant: &DoubleGrant) -> String {
+    let (from_ms, to_ms) = close_up_span(grant);
+    let scale = TimeScale::window(ns(from_ms), ns(to_ms), input.scale.left, input.scale.width);
+    let ms = |ns: u64| ns as f64 / 1e6;
+    let operations: Vec<Operation> = input
+        .operations
+        .iter()
+        .filter(|o| scale.shows_ms(ms(o.invoke.time), ms(o.end_ns())))
+        .copied()
+        .collect();
+    let holds: Vec<Hold> = input
+        .holds
+        .iter()
+        .filter(|h| scale.shows_ms(h.start_ms, h.end_ms.max(h.lease_end_ms)))
+        .cloned()
+        .collect();
+    let faults: Vec<FaultWindow> = input
+        .faults
+        .iter()
+        .filter(|f| scale.shows_ms(f.start_ms, f.stop_ms.unwrap_or(f64::INFINITY)))
+        .cloned()
+        .collect();
+    let masters: Vec<MasterPeriod> = input
+        .masters
+        .iter()
+        .filter(|m| scale.shows_ms(ms(m.start_ns), ms(m.end_ns)))
+        .cloned()
+        .collect();
+    let spells: Vec<Spell> = input
+        .spells
+        .iter()
+        .filter(|s| scale.shows_ms(s.start_ms, s.shown_stop_ms().unwrap_or(f64::INFINITY)))
+        .cloned()
+        .collect();
+    let ids = format!("{}-", list.close_up(i).unwrap_or_else(|| list.anchor(i)));
+    render(&TimelineInput {
+        operations: &operations,
+        holds: &holds,
+        faults: &faults,
+        masters: &masters,
+        spells: &spells,
+        scale,
+        ids: &ids,
+        to_close_ups: false,
+        ..*input
+    })
 }
 
 /// The timeline as one `<svg id="timeline">`.
@@ -81,7 +150,12 @@ pub fn render(input: &TimelineInput) -> String {
     let bottom = lanes_top + LANE_HEIGHT * lanes.rows.len() as f64;
     let scale = &input.scale;
     let width = scale.right() + 20.0;
-    let mut out = svg::open("timeline", "timeline", width, bottom + 4.0);
+    let mut out = svg::open(
+        &format!("{}timeline", input.ids),
+        "timeline",
+        width,
+        bottom + 4.0,
+    );
     for (i, _) in lanes.rows.iter().enumerate().filter(|(i, _)| i % 2 == 1) {
         let _ = write!(
             out,
@@ -106,7 +180,8 @@ pub fn render(input: &TimelineInput) -> String {
         let top = lanes_top + LANE_HEIGHT * i as f64;
         let _ = write!(
             out,
-            "<g class=\"lane\" id=\"lane-{i}\"><text x=\"6\" y=\"{:.1}\">{}<title>{}</title></text>",
+            "<g class=\"lane\" id=\"{}lane-{i}\"><text x=\"6\" y=\"{:.1}\">{}<title>{}</title></text>",
+            input.ids,
             top + 15.0,
             esc(&lane.label),
             esc(&lane.members_label())
@@ -120,7 +195,7 @@ pub fn render(input: &TimelineInput) -> String {
             names: input.node_lanes,
             top: nodes_top,
         };
-        out += &highlights(safety, &lanes, &nodes, scale, lanes_top);
+        out += &highlights(safety, &lanes, &nodes, input, lanes_top);
     }
     out.push_str("</svg>");
     out
@@ -448,12 +523,13 @@ impl NodeRows<'_> {
 /// links cut, master, each spell with the sentence an explanation would use as its tooltip.
 fn node_lanes(input: &TimelineInput, top: f64) -> String {
     let scale = &input.scale;
-    let mut out = String::from("<g class=\"node-lanes\" id=\"node-lanes\">");
+    let mut out = format!("<g class=\"node-lanes\" id=\"{}node-lanes\">", input.ids);
     for (i, name) in input.node_lanes.iter().enumerate() {
         let y = top + NODE_LANE_HEIGHT * i as f64;
         let _ = write!(
             out,
-            "<g class=\"node-lane\" id=\"node-lane-{}\"><text x=\"6\" y=\"{:.1}\">{}</text>",
+            "<g class=\"node-lane\" id=\"{}node-lane-{}\"><text x=\"6\" y=\"{:.1}\">{}</text>",
+            input.ids,
             esc(name),
             y + 11.0,
             esc(name)
@@ -542,18 +618,23 @@ fn explained_spells(grant: &DoubleGrant, nodes: &NodeRows, scale: &TimeScale) ->
 }
 
 /// Every double grant the checker listed, over the lanes of both holders where their holds
-/// overlap, linked to its row in the checker section; hovering or following one lights up
-/// what its explanation names.
+/// overlap, linked to its close-up where it has one, else to its row in the checker section;
+/// hovering or following one lights up what its explanation names.
 fn highlights(
     safety: &LockSafety,
     lanes: &Lanes,
     nodes: &NodeRows,
-    scale: &TimeScale,
+    input: &TimelineInput,
     lanes_top: f64,
 ) -> String {
+    let scale = &input.scale;
     let mut out = String::from("<g class=\"highlights\">");
     for list in GrantList::ALL {
         for (i, grant) in list.grants(safety).iter().enumerate() {
+            let overlap_end = grant.second.start_ms + grant.overlap_ms;
+            if !scale.shows_ms(grant.second.start_ms, overlap_end) {
+                continue;
+            }
             let rows: Vec<usize> = [&grant.first, &grant.second]
                 .iter()
                 .filter_map(|h| client(h.process))
@@ -571,14 +652,17 @@ fn highlights(
                 (start, end - start)
             };
             let anchor = list.anchor(i);
+            let close_up = list.close_up(i).filter(|_| input.to_close_ups);
+            let target = close_up.as_ref().unwrap_or(&anchor);
             let _ = write!(
                 out,
-                "<a href=\"#{anchor}\" id=\"{anchor}-mark\" class=\"{}\"><rect x=\"{:.1}\" y=\"{:.1}\" width=\"{width:.1}\" height=\"{:.1}\"/><title>{}</title></a>",
+                "<a href=\"#{target}\" id=\"{}{anchor}-mark\" class=\"{}\"><rect x=\"{:.1}\" y=\"{:.1}\" width=\"{width:.1}\" height=\"{:.1}\"/><title>{}</title></a>",
+                input.ids,
                 list.class(),
                 x,
                 lanes_top + LANE_HEIGHT * *first as f64 + 1.0,
                 LANE_HEIGHT * (last - first + 1) as f64 - 2.0,
-                esc(&describe_grant(list, i, grant))
+                esc(&describe_grant(list, i, grant, close_up.is_some()))
             );
             out += &explained_spells(grant, nodes, scale);
         }
@@ -587,19 +671,23 @@ fn highlights(
     out
 }
 
-fn describe_grant(list: GrantList, i: usize, grant: &DoubleGrant) -> String {
+fn describe_grant(list: GrantList, i: usize, grant: &DoubleGrant, close_up: bool) -> String {
     let why = grant
         .explanation
         .as_ref()
         .map_or(String::new(), |explained| format!("\n{}", explained.line()));
     format!(
-        "{} #{} on {}: processes {} and {} overlapping {:.1} ms from {} (click for details){why}",
+        "{} #{} on {}: processes {} and {} overlapping {:.1} ms from {} (click for {}){why}",
         list.name(),
         i + 1,
         grant.key,
         grant.first.process,
         grant.second.process,
         grant.overlap_ms,
-        seconds(grant.second.start_ms)
+        seconds(grant.second.start_ms),
+        match close_up {
+            true => "a close-up",
+            false => "details",
+        }
     )
 }
