@@ -13,6 +13,7 @@
 //! expect = "valid"                # valid | invalid | any
 //! expect-fault-on-holder = true   # and some fault must have reached a lock's holder
 //! expect-causes = ["zombie"]      # and every violation explained by one of these mechanisms
+//! forbid-causes = ["unexplained"] # and no violation explained by one of these
 //! judge = "leases"                # held to the lock's leases only, "livelock", "starvation" or "outage" (default: the verdict)
 //! options = { ttl = "2s" }        # more run options, over the defaults
 //!
@@ -77,6 +78,10 @@ struct Group {
     /// explained by: a cause named wrongly fails the cell as a wrong verdict would.
     #[serde(default, rename = "expect-causes")]
     expect_causes: Vec<Cause>,
+    /// Mechanisms no violation of the cell may be explained by: a sweep that takes whatever
+    /// verdict comes forbids `unexplained`, which is splitbrain's gap, not the system's.
+    #[serde(default, rename = "forbid-causes")]
+    forbid_causes: Vec<Cause>,
     #[serde(default)]
     judge: Judge,
     #[serde(default)]
@@ -187,6 +192,9 @@ pub struct Cell {
     /// The cell is met only if every violation found is explained by one of these.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub expect_causes: Vec<Cause>,
+    /// The cell is not met if any violation found is explained by one of these.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub forbid_causes: Vec<Cause>,
     #[serde(default)]
     pub judge: Judge,
     /// How long the run's workload lasts, for the time-left estimate.
@@ -400,6 +408,7 @@ fn expand(
                                     expect: *group.expect.get_ref(),
                                     expect_fault_on_holder: group.expect_fault_on_holder,
                                     expect_causes: group.expect_causes.clone(),
+                                    forbid_causes: group.forbid_causes.clone(),
                                     judge: group.judge,
                                 },
                             );
@@ -424,6 +433,7 @@ struct Held {
     expect: Expect,
     expect_fault_on_holder: bool,
     expect_causes: Vec<Cause>,
+    forbid_causes: Vec<Cause>,
     judge: Judge,
 }
 
@@ -471,6 +481,7 @@ fn cell_of(number: usize, spec: &TestSpec, args: &[String], held: Held) -> Cell 
         expect: held.expect,
         expect_fault_on_holder: held.expect_fault_on_holder,
         expect_causes: held.expect_causes,
+        forbid_causes: held.forbid_causes,
         judge: held.judge,
         time_limit_secs: spec.time_limit().as_secs_f64(),
         args: args[1..].to_vec(),
@@ -493,6 +504,7 @@ pub fn control(args: &[&str], seeds: &[u64]) -> Result<Vec<Cell>, HarnessError> 
                 expect: Expect::Valid,
                 expect_fault_on_holder: false,
                 expect_causes: Vec::new(),
+                forbid_causes: Vec::new(),
                 judge: Judge::Verdict,
             };
             Ok(cell_of(i + 1, &spec, &args, held))

@@ -10,6 +10,8 @@
 
 #[cfg(test)]
 mod controls;
+#[cfg(test)]
+mod fault_sweep;
 mod file;
 mod html;
 mod junit;
@@ -374,32 +376,8 @@ async fn run_cell(
     } else {
         verdict_line
     };
-    let named = causes_named(results.as_ref());
-    let misnamed = named
-        .iter()
-        .any(|(cause, _)| !cell.expect_causes.contains(cause));
-    let met = match met {
-        Met::Yes if !cell.expect_causes.is_empty() && misnamed => Met::No,
-        met => met,
-    };
-    let verdict_line = if named.is_empty() {
-        verdict_line
-    } else {
-        let counts: Vec<String> = named
-            .iter()
-            .map(|(cause, n)| format!("{} {n}", cause.label()))
-            .collect();
-        let expected: Vec<&str> = cell.expect_causes.iter().map(|c| c.label()).collect();
-        format!(
-            "{verdict_line}; causes: {}{}",
-            counts.join(", "),
-            if misnamed && !expected.is_empty() {
-                format!(" (the cell expects only {})", expected.join(", "))
-            } else {
-                String::new()
-            }
-        )
-    };
+    let (met, causes) = held_to_causes(cell, met, &causes_named(results.as_ref()));
+    let verdict_line = format!("{verdict_line}{causes}");
     Ok(CellOutcome {
         cell: cell.clone(),
         verdict,
@@ -410,6 +388,41 @@ async fn run_cell(
             .and_then(|run| run.strip_prefix(dir).ok().map(|r| r.display().to_string())),
         log,
     })
+}
+
+/// `met` held to the causes `cell` expects and forbids, given those its violations'
+/// explanations `named`, with what to add to its verdict line: `; causes: zombie 3`, and
+/// which of them the cell did not allow.
+fn held_to_causes(cell: &Cell, met: Met, named: &[(Cause, usize)]) -> (Met, String) {
+    if named.is_empty() {
+        return (met, String::new());
+    }
+    let misnamed = named
+        .iter()
+        .any(|(cause, _)| !cell.expect_causes.contains(cause));
+    let forbidden: Vec<&str> = named
+        .iter()
+        .filter(|(cause, _)| cell.forbid_causes.contains(cause))
+        .map(|(cause, _)| cause.label())
+        .collect();
+    let expected: Vec<&str> = cell.expect_causes.iter().map(|c| c.label()).collect();
+    let met = match met {
+        Met::Yes if !expected.is_empty() && misnamed => Met::No,
+        Met::Yes if !forbidden.is_empty() => Met::No,
+        met => met,
+    };
+    let counts: Vec<String> = named
+        .iter()
+        .map(|(cause, n)| format!("{} {n}", cause.label()))
+        .collect();
+    let not_allowed = if misnamed && !expected.is_empty() {
+        format!(" (the cell expects only {})", expected.join(", "))
+    } else if !forbidden.is_empty() {
+        format!(" (the cell forbids {})", forbidden.join(", "))
+    } else {
+        String::new()
+    };
+    (met, format!("; causes: {}{not_allowed}", counts.join(", ")))
 }
 
 /// The causes its explanations give a run's reported violations (double grants, fenced ones
@@ -795,6 +808,41 @@ fn clock(seconds: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cell_is_held_to_the_causes_it_expects_and_forbids() {
+        let args = ["--deployment", "single", "--client", "set-nx-px"];
+        let mut cell = control(&args, &[1]).unwrap().remove(0);
+        let named = [(Cause::Zombie, 2), (Cause::Unexplained, 1)];
+        assert_eq!(
+            held_to_causes(&cell, Met::Yes, &[]),
+            (Met::Yes, String::new())
+        );
+        assert_eq!(
+            held_to_causes(&cell, Met::Yes, &named),
+            (Met::Yes, "; causes: zombie 2, unexplained 1".to_string()),
+            "a cell that names no cause takes any"
+        );
+        cell.forbid_causes = vec![Cause::Unexplained];
+        assert_eq!(
+            held_to_causes(&cell, Met::Yes, &named),
+            (
+                Met::No,
+                "; causes: zombie 2, unexplained 1 (the cell forbids unexplained)".to_string()
+            )
+        );
+        assert_eq!(held_to_causes(&cell, Met::Yes, &named[..1]).0, Met::Yes);
+        cell.forbid_causes.clear();
+        cell.expect_causes = vec![Cause::Zombie];
+        let (met, words) = held_to_causes(&cell, Met::Yes, &named);
+        assert_eq!(met, Met::No);
+        assert!(words.ends_with("(the cell expects only zombie)"), "{words}");
+        assert_eq!(
+            held_to_causes(&cell, Met::No, &named[..1]).0,
+            Met::No,
+            "causes never make a wrong verdict right"
+        );
+    }
 
     #[test]
     fn judged_on_starvation_a_starved_client_is_invalid_and_nobody_waiting_unknown() {
