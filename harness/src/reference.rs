@@ -194,21 +194,28 @@ fn catalog_page(scenarios: &Path) -> String {
 pub(crate) mod tests {
     use super::*;
 
-    /// Compares a generated page with the committed one, or writes it with SPLITBRAIN_BLESS=1.
+    /// Compares a generated page of docs/ with the committed one, or writes it with
+    /// SPLITBRAIN_BLESS=1.
     pub(crate) fn matches_committed(page: &str, name: &str) {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../docs")
-            .join(name);
+        matches_committed_file(
+            page,
+            &format!("docs/{name}"),
+            "the code and files list now; write it again with \
+             `SPLITBRAIN_BLESS=1 cargo test -p splitbrain`",
+        );
+    }
+
+    /// Compares `made` with the committed file at `path` (from the repository's root), or
+    /// writes it there with SPLITBRAIN_BLESS=1; `stale` ends the sentence a difference
+    /// fails with: what the file should be, and how to write it again.
+    pub(crate) fn matches_committed_file(made: &str, path: &str, stale: &str) {
+        let full = Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(path);
         if std::env::var("SPLITBRAIN_BLESS").as_deref() == Ok("1") {
-            std::fs::write(&path, page).unwrap();
+            std::fs::write(&full, made).unwrap();
             return;
         }
-        let committed = std::fs::read_to_string(&path).unwrap_or_default();
-        assert!(
-            committed == page,
-            "docs/{name} is not what the code and files list now; write it again with \
-             `SPLITBRAIN_BLESS=1 cargo test -p splitbrain`"
-        );
+        let committed = std::fs::read_to_string(&full).unwrap_or_default();
+        assert!(committed == made, "{path} is not what {stale}");
     }
 
     #[test]

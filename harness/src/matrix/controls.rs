@@ -160,18 +160,15 @@ mod tests {
     #[test]
     fn the_controls_matrix_is_every_combination_run_accepts() {
         let file = controls_file();
-        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../matrices/controls.toml");
-        if std::env::var("SPLITBRAIN_BLESS").as_deref() == Ok("1") {
-            std::fs::write(&path, &file).unwrap();
-        }
-        let committed = std::fs::read_to_string(&path).unwrap_or_default();
-        assert!(
-            committed == file,
-            "matrices/controls.toml is not what the registries make now: a new deployment, \
-             server, client or workload changed which combinations run accepts. Write it \
-             again with `SPLITBRAIN_BLESS=1 cargo test -p splitbrain controls`, and run it \
-             (`splitbrain matrix matrices/controls.toml`): every cell must be valid"
+        crate::reference::tests::matches_committed_file(
+            &file,
+            "matrices/controls.toml",
+            "the registries make now: a new deployment, server, client or workload changed \
+             which combinations run accepts. Write it again with `SPLITBRAIN_BLESS=1 cargo \
+             test -p splitbrain controls`, and run it (`splitbrain matrix \
+             matrices/controls.toml`): every cell must be valid",
         );
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../matrices/controls.toml");
         let cells = super::super::file::load(&path).expect("the controls matrix loads");
         let (accepted, _) = sorted();
         assert_eq!(cells.len(), accepted.len() * 2, "two seeds each");

@@ -125,19 +125,14 @@ mod tests {
 
     #[test]
     fn the_fault_sweep_is_every_deployment_and_client_under_each_mix_that_applies() {
-        let file = sweep_file();
-        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../matrices/faults.toml");
-        if std::env::var("SPLITBRAIN_BLESS").as_deref() == Ok("1") {
-            std::fs::write(&path, &file).unwrap();
-        }
-        let committed = std::fs::read_to_string(&path).unwrap_or_default();
-        assert!(
-            committed == file,
-            "matrices/faults.toml is not what the registries make now: a new deployment, \
-             client or fault changed what the sweep runs. Write it again with \
-             `SPLITBRAIN_BLESS=1 cargo test -p splitbrain fault_sweep`, and run it \
-             (`splitbrain matrix matrices/faults.toml`)"
+        crate::reference::tests::matches_committed_file(
+            &sweep_file(),
+            "matrices/faults.toml",
+            "the registries make now: a new deployment, client or fault changed what the \
+             sweep runs. Write it again with `SPLITBRAIN_BLESS=1 cargo test -p splitbrain \
+             fault_sweep`, and run it (`splitbrain matrix matrices/faults.toml`)",
         );
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../matrices/faults.toml");
         let cells = super::super::file::load(&path).expect("the fault sweep loads");
         let groups = groups();
         assert_eq!(
