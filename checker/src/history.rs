@@ -114,10 +114,11 @@ pub enum Renewal {
     /// The library renews but records nothing: the history shows only the lease promised at
     /// the grant, while the key may be kept alive until the holder releases it.
     Silent,
-    /// The lock lives as long as the holder's connection (PostgreSQL's session locks): the
-    /// server keeps it while the holder's kernel answers its keepalives, a frozen process's
-    /// too. The holder's recorded `renew`s extend its lease as a watchdog's do, and the key
-    /// may be kept until the holder releases it.
+    /// The lock lives as long as the holder's connection (PostgreSQL's and MariaDB's session
+    /// locks), and ends the moment a fault resets it. PostgreSQL keeps it while the holder's
+    /// kernel answers its keepalives, a frozen process's too; MariaDB while the holder's own
+    /// pings come within its `wait_timeout`. The holder's recorded `renew`s extend its lease
+    /// as a watchdog's do, and the key may be kept until the holder releases it.
     Connection,
     /// The key has no expiry at all (redis-py's `Lock` with its default `timeout=None`): it
     /// needs no renewal and stays until a release takes it away. The lease the grant promised

@@ -43,10 +43,18 @@ pub struct Hold {
     /// for as long as it reached the servers (a ZooKeeper session, an etcd keep-alive).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub renews_silently: bool,
+    /// Granted with `renewal: connection`: the lock lives with the holder's connection (a
+    /// PostgreSQL or MariaDB session lock), and ends the moment that connection does.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub lives_with_connection: bool,
     /// Where its last renewal did not succeed (`fail` or unknown) and none was tried after:
     /// when that renewal came back, and its error.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub renewal_failed: Option<FailedRenewal>,
+    /// Its first renewal that came back with no answer (`info`): a client that gets none may
+    /// give its connection up, and a lock that lives with the connection with it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub renewal_unanswered: Option<FailedRenewal>,
     /// The last time the holder asked its library whether it still held the lock (a `held`
     /// op) and was told yes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -179,10 +187,14 @@ pub(crate) struct Candidate {
     pub(crate) fence: Option<u64>,
     /// Granted with `renewal: silent`: no recorded renewal extends its lease (rule 1).
     pub(crate) renews_silently: bool,
+    /// Granted with `renewal: connection`.
+    pub(crate) lives_with_connection: bool,
     /// Its client renews the lease: granted with `renewal: reported`, or a `renew` recorded.
     pub(crate) renews: bool,
     /// Its last renewal, where that did not succeed.
     pub(crate) renewal_failed: Option<FailedRenewal>,
+    /// Its first renewal that came back `info`.
+    pub(crate) renewal_unanswered: Option<FailedRenewal>,
     /// Its library's last yes to whether it still held the lock.
     pub(crate) told_held: Option<ToldHeld>,
     /// Granted with `ends_with_write`: the holder's write releases it (rule 2).
@@ -207,7 +219,9 @@ impl Candidate {
             nodes: self.nodes.clone(),
             renews: self.renews,
             renews_silently: self.renews_silently,
+            lives_with_connection: self.lives_with_connection,
             renewal_failed: self.renewal_failed.clone(),
+            renewal_unanswered: self.renewal_unanswered.clone(),
             told_held: self.told_held.clone(),
         }
     }
@@ -275,8 +289,10 @@ impl HoldTracker {
             certain: false,
             fence: None,
             renews_silently: false,
+            lives_with_connection: false,
             renews: false,
             renewal_failed: None,
+            renewal_unanswered: None,
             told_held: None,
             ends_with_write: false,
             seq: self.next_seq(),
@@ -346,11 +362,15 @@ impl HoldTracker {
                 if invoke.f == "renew" {
                     if let Some(hold) = self.open.get_mut(&(op.process, key.to_string())) {
                         hold.renews = true;
-                        hold.renewal_failed = (op.kind != OpType::Ok).then(|| FailedRenewal {
+                        let failed = FailedRenewal {
                             asked_ms: ms(invoke.time),
                             at_ms: ms(op.time),
                             error: op.error.clone(),
-                        });
+                        };
+                        if op.kind == OpType::Info && hold.renewal_unanswered.is_none() {
+                            hold.renewal_unanswered = Some(failed.clone());
+                        }
+                        hold.renewal_failed = (op.kind != OpType::Ok).then_some(failed);
                     }
                 }
                 // A renewal refused (`fail`: the lock was no longer its own) says the lease was
@@ -403,8 +423,10 @@ impl HoldTracker {
                             certain: true,
                             fence: op.fence.or(invoke.fence),
                             renews_silently: op.renewal == Some(Renewal::Silent),
+                            lives_with_connection: op.renewal == Some(Renewal::Connection),
                             renews: op.renewal == Some(Renewal::Reported),
                             renewal_failed: None,
+                            renewal_unanswered: None,
                             told_held: None,
                             ends_with_write: op.ends_with_write,
                             seq: self.next_seq(),

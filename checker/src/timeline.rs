@@ -417,6 +417,13 @@ fn started(op: &Op, fault: &str) -> Vec<Spell> {
 
 /// What a link fault did to the links, by its name: a reset is not a cut, and an explanation
 /// that says which one lets its reader tell a lost request from a slow one.
+impl Spell {
+    /// What a link fault did to the links, as its phrase says it (`reset`, `cut`, `slowed`).
+    pub(crate) fn phrase_verb(&self) -> &'static str {
+        link_change(&self.fault)
+    }
+}
+
 fn link_change(fault: &str) -> &'static str {
     match fault {
         "link-reset" => "reset",

@@ -59,13 +59,18 @@ pub enum Cause {
     /// queue for its own (Curator's `InterProcessMutex`, CURATOR-604); the servers expire the
     /// lost session in their own time and delete that place with it, and grant the next.
     SessionLostInAcquire,
+    /// A holder whose lock lives with its connection (a PostgreSQL or MariaDB session lock)
+    /// had that connection reset, cut or slowed by a fault on its links during its hold: the
+    /// session ended with the connection, and the lock with it, at once, while the holder
+    /// could learn of it only at its next request to the server.
+    ConnectionLost,
     /// No mechanism splitbrain knows explains it.
     Unexplained,
 }
 
 impl Cause {
     /// Every cause, in the order of the enum.
-    pub const ALL: [Cause; 17] = [
+    pub const ALL: [Cause; 18] = [
         Cause::RestartHazard,
         Cause::ClockJump,
         Cause::Failover,
@@ -82,6 +87,7 @@ impl Cause {
         Cause::StaleOwnership,
         Cause::ReleaseLost,
         Cause::SessionLostInAcquire,
+        Cause::ConnectionLost,
         Cause::Unexplained,
     ];
 
@@ -114,6 +120,7 @@ impl Cause {
             Cause::StaleOwnership => "stale ownership",
             Cause::ReleaseLost => "release lost",
             Cause::SessionLostInAcquire => "session lost in acquire",
+            Cause::ConnectionLost => "connection lost",
             Cause::Unexplained => "unexplained",
         }
     }

@@ -44,6 +44,10 @@ pub fn double_grant(grant: &DoubleGrant, releases: &[Release], context: &Context
 /// redis-py adapter granted on a node that came back empty, then released its own key).
 fn hijack(grant: &DoubleGrant, releases: &[Release], context: &Context) -> Option<Explanation> {
     let (first, second) = (&grant.first, &grant.second);
+    // A session lock is released by its own session only: no other's release deletes it.
+    if first.lives_with_connection {
+        return None;
+    }
     let same_node = |release: &Release| match (&release.nodes, &first.nodes) {
         (Some(theirs), Some(ours)) if !theirs.is_empty() && !ours.is_empty() => {
             theirs.iter().any(|n| ours.contains(n))
@@ -256,6 +260,7 @@ fn forgotten(
             (None, Some(spell)) => (Cause::ClockJump, spell),
             (None, None) => {
                 return hijack(grant, releases, context)
+                    .or_else(|| connection_lost(first, second, node, context))
                     .or_else(|| not_kept(grant, node, context))
                     .unwrap_or_else(|| {
                         unexplained(
@@ -679,6 +684,15 @@ fn zombie(grant: &DoubleGrant, context: &Context) -> Explanation {
         return Explanation::new(Cause::RestartHazard, sentence)
             .resting_on(&[first, second], &[kill]);
     }
+    let node = zombie
+        .nodes
+        .iter()
+        .flatten()
+        .next()
+        .map_or("its node", String::as_str);
+    if let Some(lost) = connection_lost(zombie, other, node, context) {
+        return lost;
+    }
     if let Some(stopped) = renewal_stopped(zombie, other, &near, &granted) {
         return stopped.resting_on(&[first, second], &[]);
     }
@@ -846,6 +860,94 @@ fn session_lost_in_acquire(zombie: &Hold, context: &Context, granted: &str) -> O
     );
     let evidence: Vec<&Spell> = cuts.into_iter().chain(kills).collect();
     Some(Explanation::new(Cause::SessionLostInAcquire, sentence).resting_on(&[], &evidence))
+}
+
+/// Rules 1 and 3's story of a lock that lives with its holder's connection (a PostgreSQL or
+/// MariaDB session lock, `renewal: connection`): during the hold, before the other's grant, a
+/// fault on the links from the holder's client group to the node that granted it reset or cut
+/// that connection. The session ends with it, and the lock at once, whatever lease the holder
+/// was told (a reset reaches the server as the connection's end; a cut, once the server's
+/// keepalive or the client gives up on it); the holder learns it only at its next request. A
+/// slowed link is no such fault: a late reply ends no session. The link faults are the
+/// evidence.
+fn connection_lost(
+    holder: &Hold,
+    other: &Hold,
+    node: &str,
+    context: &Context,
+) -> Option<Explanation> {
+    if !holder.lives_with_connection {
+        return None;
+    }
+    let on_its_links = |s: &Spell| {
+        s.state == State::Links
+            && holder
+                .nodes
+                .as_ref()
+                .is_none_or(|nodes| nodes.contains(&s.node))
+            && context.reaches_group(s, holder.process)
+            && s.touches(holder.start_ms, other.start_ms)
+    };
+    // A renewal that met a fault on its links and got no answer before the other's grant:
+    // its client gives such a connection up (MariaDB's does), and the session ends with it.
+    let unanswered = holder
+        .renewal_unanswered
+        .as_ref()
+        .filter(|renewal| renewal.at_ms <= other.start_ms);
+    let ends_connection = |s: &&Spell| {
+        on_its_links(s)
+            && (matches!(s.phrase_verb(), "reset" | "cut" | "made silent")
+                || unanswered.is_some_and(|r| s.touches(r.asked_ms, r.at_ms)))
+    };
+    let faults: Vec<&Spell> = context
+        .timeline
+        .spells
+        .iter()
+        .filter(ends_connection)
+        .collect();
+    if faults.is_empty() {
+        return None;
+    }
+    let mut phrases: Vec<String> = faults
+        .iter()
+        .map(|s| s.phrase_until(other.start_ms))
+        .collect();
+    if let Some(renewal) =
+        unanswered.filter(|r| faults.iter().any(|s| s.touches(r.asked_ms, r.at_ms)))
+    {
+        phrases.push(format!(
+            "its renewal asked at {} got no answer by {}{}, and its client gave the \
+             connection up",
+            seconds(renewal.asked_ms),
+            seconds(renewal.at_ms),
+            renewal
+                .error
+                .as_ref()
+                .map_or(String::new(), |e| format!(" ({e})"))
+        ));
+    }
+    let told = holder
+        .renewal_failed
+        .as_ref()
+        .and_then(|failed| Some((failed.at_ms, failed.error.as_ref()?)))
+        .map_or(String::new(), |(at, error)| {
+            format!(
+                "; its last renewal came back at {} with: {error}",
+                seconds(at)
+            )
+        });
+    let sentence = format!(
+        "process {}'s lock lived with its connection to {node}, and during its hold {}: the \
+         session ended with the connection, and the lock with it; {node} granted process {} at \
+         {}, while process {} went on as holder until {}{told}",
+        holder.process,
+        phrases.join("; "),
+        other.process,
+        seconds(other.start_ms),
+        holder.process,
+        seconds(holder.end_ms),
+    );
+    Some(Explanation::new(Cause::ConnectionLost, sentence).resting_on(&[holder, other], &faults))
 }
 
 /// Rule 1's answer from the library: a holder that asked its library whether it still held

@@ -12,13 +12,18 @@
 //!    library renews silently, whose lease lives on while it reaches the servers, any time in
 //!    its hold before the second grant); a [`Cause::RestartHazard`] where it
 //!    renews its lease and its node was killed during its hold (it came back without the key,
-//!    so the renewals failed); a [`Cause::RenewalStopped`] where it renews and its last
+//!    so the renewals failed); a [`Cause::ConnectionLost`] where its lock lives with its
+//!    connection (`renewal: connection`) and, before the other's grant, a fault reset or cut
+//!    the links from its client group to its node, or one of its renewals got no answer
+//!    while a fault was on those links (its client gives such a connection up); a
+//!    [`Cause::RenewalStopped`] where it renews and its last
 //!    renewal asked before the other's grant failed or timed out (coming back before or after
 //!    that grant) with none tried after (its library gave up renewing without telling it); otherwise, where no fault touched its client or its nodes
 //!    during its hold, a [`Cause::SlowHolder`] (the work outlasted the lease); otherwise
 //!    [`Cause::Unexplained`].
 //! 2. A `lease` double grant (both leases live) that rule 3 finds no node story for is a
-//!    [`Cause::Hijack`] where another process than the first holder released the key,
+//!    [`Cause::Hijack`] where another process than the first holder released the key (never
+//!    of a lock that lives with its holder's connection: only its own session releases it),
 //!    successfully, on a node the first grant came from, between the two grants: a release
 //!    that does not check its token deletes whoever holds the key then (one that does cannot
 //!    succeed while the first holder's key is there).
@@ -26,7 +31,9 @@
 //!    lost the first key while that lease was live: a [`Cause::RestartHazard`] where it was
 //!    killed after the first acquire was asked (it may have voted before it went down) and
 //!    came back before the second grant, a [`Cause::ClockJump`] where its clock was set
-//!    forward (or strobed, or drifted) between them. A shared node with neither is rule 2's;
+//!    forward (or strobed, or drifted) between them. A shared node with neither is rule 2's,
+//!    then, for a lock that lives with its holder's connection, rule 1's
+//!    [`Cause::ConnectionLost`];
 //!    else, in a run with no fault at all, a [`Cause::NoExclusion`] (the server did as told:
 //!    the library's lock kept no key for its lease); else the double grant is unexplained.
 //! 4. Where they share no node, the lock moved to another master: a [`Cause::SplitBrain`]

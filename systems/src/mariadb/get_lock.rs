@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
+use splitbrain_checker::Renewal;
 use splitbrain_workloads::{
     held_by_another, ClientConfig, ClientKind, CrashPoint, Fences, Grant, LockClient, Outcome,
 };
@@ -129,5 +130,11 @@ impl LockClient for GetLock {
     fn retry_delay(&mut self, _failures: u32) -> Duration {
         // The server already made the acquire wait for the lock.
         Duration::from_millis(rand::random_range(5..=25))
+    }
+
+    /// The lock is the session's, and ends with its connection: a reset under the holder
+    /// frees it at once, whatever its last ping promised.
+    fn renewal(&self) -> Option<Renewal> {
+        Some(Renewal::Connection)
     }
 }

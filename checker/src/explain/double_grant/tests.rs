@@ -1308,3 +1308,154 @@ fn a_waiter_cut_off_past_its_session_and_granted_after_the_cut_lost_its_session_
         }
     }
 }
+
+#[test]
+fn a_session_lock_whose_connection_was_reset_under_its_holder_lost_its_connection() {
+    // pg-advisory under link faults (seed 1): process 0 holds a session lock on n1 and renews
+    // it by pings; its client group's links to n1 are reset and n1 grants process 1 at once,
+    // while process 0's lease, by its last ping, still runs; its next ping is refused. A
+    // slowed link ends no session, and a lock that does not live with a connection is no
+    // such story.
+    for (fault, connection, cause) in [
+        ("link-reset", true, Cause::ConnectionLost),
+        ("link-drop", true, Cause::ConnectionLost),
+        ("link-latency", true, Cause::Unexplained),
+        ("link-reset", false, Cause::Unexplained),
+    ] {
+        let mut history = History::default();
+        workers(&mut history);
+        history.grant(0, 1_000, 1_001, 2_000, &["n1"]);
+        if connection {
+            history.0.last_mut().expect("a grant").renewal = Some(crate::Renewal::Connection);
+        }
+        let renew = |kind| {
+            let mut op = Op::new(Process::Client(0), kind, "renew")
+                .key("lock")
+                .token("t0");
+            op.ttl_ms = Some(2_000);
+            op
+        };
+        let links = &["g0->n1"];
+        history
+            .push(renew(OpType::Invoke), 1_600)
+            .push(renew(OpType::Ok), 1_602)
+            .fault("start", 1_900, fault, links, Value::Null, Value::Null)
+            .grant(1, 1_000, 1_905, 2_000, &["n1"])
+            .push(renew(OpType::Invoke), 2_200)
+            .push(
+                renew(OpType::Fail).error("the session is gone: its connection closed"),
+                2_201,
+            )
+            .fault("stop", 2_300, fault, links, Value::Null, Value::Null)
+            .release(0, 2_400, OpType::Fail)
+            .release(1, 3_000, OpType::Ok);
+        let explained = history.explained();
+        assert_eq!(
+            causes(&explained),
+            vec![cause],
+            "{fault}, connection {connection}"
+        );
+        if fault == "link-reset" && connection {
+            assert_eq!(
+                explained[0].sentence,
+                "process 0's lock lived with its connection to n1, and during its hold the \
+                 links to n1 from client group g0 were reset at 1.900s: the session ended with \
+                 the connection, and the lock with it; n1 granted process 1 at 1.905s, while \
+                 process 0 went on as holder until 2.400s; its last renewal came back at \
+                 2.201s with: the session is gone: its connection closed"
+            );
+            assert!(explained[0].spells.iter().all(|s| s.fault == fault));
+        }
+    }
+}
+
+#[test]
+fn a_session_lock_holder_past_its_refused_renewal_lost_its_connection() {
+    // pg-advisory-xact under link faults (seed 1): the reset ends process 0's session and its
+    // next ping is refused, which ends its lease; process 1 is granted after that, while
+    // process 0 still holds out its hold: a stale double grant, and the same story.
+    let mut history = History::default();
+    workers(&mut history);
+    history.grant(0, 1_000, 1_001, 2_000, &["n1"]);
+    history.0.last_mut().expect("a grant").renewal = Some(crate::Renewal::Connection);
+    let renew = |kind| {
+        let mut op = Op::new(Process::Client(0), kind, "renew")
+            .key("lock")
+            .token("t0");
+        op.ttl_ms = Some(2_000);
+        op
+    };
+    let links = &["g0->n1"];
+    history
+        .fault(
+            "start",
+            1_500,
+            "link-reset",
+            links,
+            Value::Null,
+            Value::Null,
+        )
+        .push(renew(OpType::Invoke), 1_800)
+        .push(
+            renew(OpType::Fail).error("the session is gone: its connection closed"),
+            1_801,
+        )
+        .fault("stop", 2_000, "link-reset", links, Value::Null, Value::Null)
+        .grant(1, 1_000, 2_100, 2_000, &["n1"])
+        .release(0, 2_700, OpType::Fail)
+        .release(1, 3_000, OpType::Ok);
+    let explained = history.explained();
+    assert_eq!(causes(&explained), vec![Cause::ConnectionLost]);
+    assert!(
+        explained[0].sentence.contains(
+            "the links to n1 from client group g0 were reset at 1.500s, restored at 2.000s"
+        ),
+        "{}",
+        explained[0].sentence
+    );
+}
+
+#[test]
+fn a_session_lock_whose_renewal_got_no_answer_on_a_slowed_link_lost_its_connection() {
+    // mysql-get-lock under link faults (seed 1): process 0's ping meets its group's slowed
+    // link and gets no reply in time; MariaDB's client gives such a connection up, and n1
+    // grants process 1. Without the unanswered renewal a slowed link explains nothing.
+    for (unanswered, cause) in [(true, Cause::ConnectionLost), (false, Cause::Unexplained)] {
+        let mut history = History::default();
+        workers(&mut history);
+        history.grant(0, 1_000, 1_001, 2_000, &["n1"]);
+        history.0.last_mut().expect("a grant").renewal = Some(crate::Renewal::Connection);
+        let renew = |kind| {
+            let mut op = Op::new(Process::Client(0), kind, "renew")
+                .key("lock")
+                .token("t0");
+            op.ttl_ms = Some(2_000);
+            op
+        };
+        let links = &["g0->n1"];
+        let answer = match unanswered {
+            true => renew(OpType::Info).error("no reply within 666 ms"),
+            false => renew(OpType::Ok),
+        };
+        history
+            .fault("start", 1_100, "link-latency", links, Value::Null, Value::Null)
+            .push(renew(OpType::Invoke), 1_600)
+            .push(answer, 2_266)
+            .fault("stop", 2_300, "link-latency", links, Value::Null, Value::Null)
+            .grant(1, 1_000, 2_400, 2_000, &["n1"])
+            .release(0, 2_900, OpType::Fail)
+            .release(1, 3_000, OpType::Ok);
+        let explained = history.explained();
+        assert_eq!(causes(&explained), vec![cause], "unanswered {unanswered}");
+        if unanswered {
+            assert!(
+                explained[0].sentence.contains(
+                    "its renewal asked at 1.600s got no answer by 2.266s (no reply within \
+                     666 ms), and its client gave the connection up"
+                ),
+                "{}",
+                explained[0].sentence
+            );
+        }
+    }
+}
