@@ -8,6 +8,9 @@ pub enum HarnessError {
     /// Bad arguments, config or input file: nothing was started.
     #[error("{0}")]
     BadInput(String),
+    /// Ctrl-C or SIGTERM before anything started (an adapter's install): nothing to keep.
+    #[error("{0}")]
+    Interrupted(String),
     /// Anything else: Docker, images, I/O, a crashed task.
     #[error(transparent)]
     Crash(#[from] anyhow::Error),
@@ -40,6 +43,7 @@ impl From<&HarnessError> for Exit {
     fn from(e: &HarnessError) -> Exit {
         match e {
             HarnessError::BadInput(_) => Exit::BadInput,
+            HarnessError::Interrupted(_) => Exit::Interrupted,
             HarnessError::Crash(_) => Exit::Crash,
         }
     }

@@ -295,7 +295,9 @@ fn exit_of(result: Result<Exit, HarnessError>) -> Exit {
         Ok(exit) => exit,
         Err(e) => {
             match &e {
-                HarnessError::BadInput(message) => stderrln!("error: {message}"),
+                HarnessError::BadInput(message) | HarnessError::Interrupted(message) => {
+                    stderrln!("error: {message}")
+                }
                 HarnessError::Crash(error) => stderrln!("error: {error:#}"),
             }
             Exit::from(&e)

@@ -72,7 +72,7 @@ pub async fn run(spec: TestSpec, interrupt: CancellationToken) -> Result<Ran, Ha
             "{e:#}: choose a results folder this user can write, with --results"
         ))
     };
-    crate::library::install_for(&spec).await?;
+    crate::library::install_for(&spec, &interrupt).await?;
     let dir = RunDir::create(&spec.results, &spec.name, started).map_err(unwritable)?;
     crate::logging::to_file(&dir.log()).map_err(unwritable)?;
     let run_id = format!("{}-{:04x}", started.format("%H%M%S"), rand::random::<u16>());

@@ -9,8 +9,11 @@
 //! name its path, so one moved after it was made is broken.
 
 use std::fs::File;
+use std::io::Read;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
+use std::time::Duration;
 
 use crate::{Language, Library};
 
@@ -27,7 +30,19 @@ pub enum InstallError {
         command: String,
         why: String,
     },
+    #[error("installing {0} was interrupted; it will start again from scratch next time")]
+    Interrupted(String),
 }
+
+/// Where an install says what its tools print, and whether it should stop (Ctrl-C): asked
+/// while each tool runs, which is then killed with everything it started.
+pub struct Watch<'a> {
+    pub show: &'a mut dyn FnMut(&str),
+    pub stop: &'a dyn Fn() -> bool,
+}
+
+/// How often a running tool is looked at for its end or a stop.
+const POLL: Duration = Duration::from_millis(100);
 
 /// splitbrain's cache: `SPLITBRAIN_CACHE`, or `splitbrain` in `XDG_CACHE_HOME` or in
 /// `~/.cache`.
@@ -109,7 +124,7 @@ impl Library {
 
     /// Installs what the adapter needs into `cache`, unless it is there already; each line
     /// of the installers' output goes to `show`.
-    pub fn install(&self, cache: &Path, show: &mut dyn FnMut(&str)) -> Result<(), InstallError> {
+    pub fn install(&self, cache: &Path, show: &mut Watch) -> Result<(), InstallError> {
         let environment = self.environment(cache)?;
         let unwritable = |e| InstallError::Unreadable(cache.display().to_string(), e);
         std::fs::create_dir_all(environment.parent().unwrap_or(cache)).map_err(unwritable)?;
@@ -137,11 +152,7 @@ impl Library {
         made
     }
 
-    fn python_environment(
-        &self,
-        dir: &Path,
-        show: &mut dyn FnMut(&str),
-    ) -> Result<(), InstallError> {
+    fn python_environment(&self, dir: &Path, show: &mut Watch) -> Result<(), InstallError> {
         self.step(Command::new("python3").arg("-m").arg("venv").arg(dir), show)?;
         self.step(
             Command::new(dir.join("bin").join("pip"))
@@ -152,7 +163,7 @@ impl Library {
     }
 
     /// `cargo build` of the adapter's own workspace, its lock file held to, into `dir`.
-    fn rust_build(&self, dir: &Path, show: &mut dyn FnMut(&str)) -> Result<(), InstallError> {
+    fn rust_build(&self, dir: &Path, show: &mut Watch) -> Result<(), InstallError> {
         self.step(
             Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
                 .args(["build", "--release", "--locked", "--manifest-path"])
@@ -177,7 +188,7 @@ impl Library {
 
     /// The Debian packages the adapter's `[java]` table names, through apt where one is
     /// missing and this is root; otherwise the command that installs them, to run as root.
-    fn java_packages(&self, dir: &Path, show: &mut dyn FnMut(&str)) -> Result<(), InstallError> {
+    fn java_packages(&self, dir: &Path, show: &mut Watch) -> Result<(), InstallError> {
         let failed = |command: String, why: String| InstallError::Failed {
             library: self.name.clone(),
             command,
@@ -237,7 +248,9 @@ impl Library {
     }
 
     /// Runs one step of an install, its output shown line by line.
-    fn step(&self, command: &mut Command, show: &mut dyn FnMut(&str)) -> Result<(), InstallError> {
+    /// Runs one tool in a process group of its own, showing its output once it ends; a stop
+    /// asked meanwhile kills the group (pip's or cargo's own children too).
+    fn step(&self, command: &mut Command, watch: &mut Watch) -> Result<(), InstallError> {
         let described = format!(
             "{} {}",
             command.get_program().to_string_lossy(),
@@ -252,21 +265,64 @@ impl Library {
             command: described.clone(),
             why,
         };
-        let output = command
-            .output()
-            .map_err(|e| failed(format!("could not start: {e}")))?;
-        let text =
-            String::from_utf8_lossy(&output.stdout) + String::from_utf8_lossy(&output.stderr);
-        for line in text.lines() {
-            show(line);
+        if (watch.stop)() {
+            return Err(InstallError::Interrupted(self.name.clone()));
         }
-        if output.status.success() {
+        let mut child = command
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .spawn()
+            .map_err(|e| failed(format!("could not start: {e}")))?;
+        let drain = |pipe: Option<Box<dyn Read + Send>>| {
+            std::thread::spawn(move || {
+                let mut text = Vec::new();
+                if let Some(mut pipe) = pipe {
+                    let _ = pipe.read_to_end(&mut text);
+                }
+                text
+            })
+        };
+        let stdout = drain(
+            child
+                .stdout
+                .take()
+                .map(|p| Box::new(p) as Box<dyn Read + Send>),
+        );
+        let stderr = drain(
+            child
+                .stderr
+                .take()
+                .map(|p| Box::new(p) as Box<dyn Read + Send>),
+        );
+        let status = loop {
+            match child.try_wait() {
+                Ok(Some(status)) => break status,
+                Ok(None) if (watch.stop)() => {
+                    // SAFETY: killpg only sends a signal; a group that is gone gives ESRCH.
+                    unsafe {
+                        libc::killpg(child.id() as libc::pid_t, libc::SIGKILL);
+                    }
+                    let _ = child.wait();
+                    return Err(InstallError::Interrupted(self.name.clone()));
+                }
+                Ok(None) => std::thread::sleep(POLL),
+                Err(e) => return Err(failed(format!("could not be waited for: {e}"))),
+            }
+        };
+        let (stdout, stderr) = (stdout.join(), stderr.join());
+        let text = String::from_utf8_lossy(&stdout.unwrap_or_default()).into_owned()
+            + &String::from_utf8_lossy(&stderr.unwrap_or_default());
+        for line in text.lines() {
+            (watch.show)(line);
+        }
+        if status.success() {
             return Ok(());
         }
         let last: Vec<&str> = text.lines().rev().take(3).collect();
         Err(failed(format!(
-            "failed ({}): {}",
-            output.status,
+            "failed ({status}): {}",
             last.into_iter().rev().collect::<Vec<_>>().join(" / ")
         )))
     }
@@ -304,5 +360,60 @@ fn quoted(path: &Path) -> String {
         text
     } else {
         format!("'{}'", text.replace('\'', "'\\''"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Instant;
+
+    use super::*;
+    use crate::find;
+
+    /// A Ctrl-C during an install's tool kills the tool and whatever it started, at once,
+    /// and says the install was interrupted; a tool that ends by itself has its output shown.
+    #[test]
+    fn a_stop_asked_while_a_tool_runs_kills_its_whole_group() {
+        let adapters = Path::new(env!("CARGO_MANIFEST_DIR")).join("../adapters");
+        let library = find(&adapters, "redis-py").unwrap();
+        let pid_file = tempfile::NamedTempFile::new().unwrap();
+        let started = Instant::now();
+        let stop = || started.elapsed() > Duration::from_millis(300);
+        let mut shown = Vec::new();
+        let mut show = |line: &str| shown.push(line.to_string());
+        let mut watch = Watch {
+            show: &mut show,
+            stop: &stop,
+        };
+        // The tool's child, in the background, writes its pid and sleeps on.
+        let script = format!("sleep 30 & echo $! > {}; wait", pid_file.path().display());
+        let stopped = library.step(Command::new("sh").arg("-c").arg(script), &mut watch);
+        assert!(
+            matches!(stopped, Err(InstallError::Interrupted(ref name)) if name == "redis-py"),
+            "{stopped:?}"
+        );
+        assert!(started.elapsed() < Duration::from_secs(5));
+        let child: u32 = std::fs::read_to_string(pid_file.path())
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(100));
+        // Gone, or a zombie left for whoever reaps orphans here.
+        let state = std::fs::read_to_string(format!("/proc/{child}/stat")).unwrap_or_default();
+        let running = state
+            .rsplit_once(") ")
+            .is_some_and(|(_, rest)| !rest.starts_with('Z'));
+        assert!(!running, "the tool's own child {child} was left running");
+
+        let never = || false;
+        let mut watch = Watch {
+            show: &mut show,
+            stop: &never,
+        };
+        library
+            .step(Command::new("sh").arg("-c").arg("echo made"), &mut watch)
+            .unwrap();
+        assert_eq!(shown, vec!["made".to_string()]);
     }
 }

@@ -77,21 +77,28 @@ pub async fn test(asked: Cards<'_>, interrupt: CancellationToken) -> Result<Exit
     })?;
     let seed_list: Vec<u64> = (1..=seed_runs.seeds).collect();
     let mut cards = Vec::new();
+    // What stopped the cards, if anything did: the page still shows every line run so far.
+    let mut failure = None;
     for (library, card_lines) in libraries {
-        if interrupt.is_cancelled() {
+        if interrupt.is_cancelled() || failure.is_some() {
             break;
         }
-        install(library.clone()).await?;
-        print_lines(&library, &card_lines);
         let mut lines = Vec::new();
+        let mut stopped = None;
+        if let Err(e) = install(library.clone(), &interrupt).await {
+            stopped = Some(format!("installing {} failed: {e}", library.name));
+            failure = Some(e);
+        } else {
+            print_lines(&library, &card_lines);
+        }
         for line in card_lines {
-            if interrupt.is_cancelled() {
+            if interrupt.is_cancelled() || failure.is_some() {
                 break;
             }
             let (claim, cells, file) = cells_of(&library, &line, &seed_list, scenarios)?;
             let cells = matrix::stopping_at_first(cells, asked.stop_at_first);
             let runs = folder.join(format!("{}-{}", library.name, line.name()));
-            let outcome = scenario::run_claim(
+            let ran = scenario::run_claim(
                 line.name(),
                 claim,
                 cells,
@@ -100,7 +107,15 @@ pub async fn test(asked: Cards<'_>, interrupt: CancellationToken) -> Result<Exit
                 seed_runs.parallel,
                 &interrupt,
             )
-            .await?;
+            .await;
+            let outcome = match ran {
+                Ok(outcome) => outcome,
+                Err(e) => {
+                    stopped = Some(format!("{} could not run: {e}", line.name()));
+                    failure = Some(e);
+                    break;
+                }
+            };
             // A line that expects valid may have seeds only the library's own finding made
             // unknown (`[[known-unknown]]`): the card lays those to the finding.
             let own_unknowns = match outcome.expect == Expect::Valid && !outcome.held {
@@ -113,7 +128,10 @@ pub async fn test(asked: Cards<'_>, interrupt: CancellationToken) -> Result<Exit
                 own_unknowns,
             });
         }
-        let card = card_of(&library, lines);
+        let card = Card {
+            stopped,
+            ..card_of(&library, lines)
+        };
         print_card(&card);
         cards.push(card);
     }
@@ -125,6 +143,19 @@ pub async fn test(asked: Cards<'_>, interrupt: CancellationToken) -> Result<Exit
         page::render(&cards, &when, seed_runs.seeds, seed_runs.parallel),
     )
     .map_err(anyhow::Error::from)?;
+    if let Some(e) = failure {
+        stdoutln!(
+            "\nthe cards stopped; what ran is kept -> {}",
+            folder.join("index.html").display()
+        );
+        return match e {
+            HarnessError::Interrupted(why) => {
+                stderrln!("{why}");
+                Ok(Exit::Interrupted)
+            }
+            e => Err(e),
+        };
+    }
     let designed = cards.iter().filter(|c| c.as_designed()).count();
     stdoutln!(
         "\n{designed} of {} libraries as their design predicts -> {}",
@@ -349,6 +380,7 @@ fn card_of(library: &Library, lines: Vec<CardLine>) -> Card {
         renews: manifest.renews.name().to_string(),
         fencing: manifest.fencing,
         lines,
+        stopped: None,
     }
 }
 
@@ -384,6 +416,9 @@ fn print_card(card: &Card) {
                 format!("; causes: {}", outcome.causes)
             }
         );
+    }
+    if let Some(why) = &card.stopped {
+        stdoutln!("  the card stopped here: {why}");
     }
 }
 

@@ -7,8 +7,10 @@ mod page;
 
 pub use card::{test, Cards};
 
-use splitbrain_libraries::install::cache_dir;
+use splitbrain_libraries::install::{cache_dir, InstallError, Watch};
 use splitbrain_libraries::{adapters_dir, catalog, Library};
+
+use tokio_util::sync::CancellationToken;
 
 use crate::error::{Exit, HarnessError};
 use crate::progress;
@@ -93,15 +95,19 @@ fn bad_catalog(e: splitbrain_libraries::CatalogError) -> HarnessError {
 
 /// Installs what the run's library needs, once, before anything of the run starts: an
 /// install that fails stops the run with the installer's last words.
-pub async fn install_for(spec: &TestSpec) -> Result<(), HarnessError> {
+pub async fn install_for(
+    spec: &TestSpec,
+    interrupt: &CancellationToken,
+) -> Result<(), HarnessError> {
     match spec.client().library.clone() {
-        Some(library) => install(*library).await,
+        Some(library) => install(*library, interrupt).await,
         None => Ok(()),
     }
 }
 
-/// Installs `library` into splitbrain's cache unless it is there already, saying so.
-async fn install(library: Library) -> Result<(), HarnessError> {
+/// Installs `library` into splitbrain's cache unless it is there already, saying so; a
+/// Ctrl-C stops it (and what it started) and is an error: nothing ran.
+async fn install(library: Library, interrupt: &CancellationToken) -> Result<(), HarnessError> {
     let cache = cache_dir();
     if library.is_installed(&cache) {
         return Ok(());
@@ -113,8 +119,18 @@ async fn install(library: Library) -> Result<(), HarnessError> {
         library.name,
         cache.join("adapters").display()
     ));
-    tokio::task::spawn_blocking(move || library.install(&cache, &mut progress::tool_output))
-        .await
-        .map_err(|e| HarnessError::Crash(e.into()))?
-        .map_err(|e| HarnessError::BadInput(e.to_string()))
+    let interrupt = interrupt.clone();
+    tokio::task::spawn_blocking(move || {
+        let mut watch = Watch {
+            show: &mut progress::tool_output,
+            stop: &|| interrupt.is_cancelled(),
+        };
+        library.install(&cache, &mut watch)
+    })
+    .await
+    .map_err(|e| HarnessError::Crash(e.into()))?
+    .map_err(|e| match e {
+        InstallError::Interrupted(_) => HarnessError::Interrupted(e.to_string()),
+        _ => HarnessError::BadInput(e.to_string()),
+    })
 }

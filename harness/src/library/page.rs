@@ -21,6 +21,10 @@ pub struct Card {
     pub renews: String,
     pub fencing: bool,
     pub lines: Vec<CardLine>,
+    /// Why the card stopped before its last line (the installation or a line could not run):
+    /// the lines run so far stand, and the card is not as designed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<String>,
 }
 
 /// One check of a card, over its seeds.
@@ -73,7 +77,7 @@ impl CardLine {
 impl Card {
     /// Whether every check got what the library's design predicts.
     pub fn as_designed(&self) -> bool {
-        self.lines.iter().all(CardLine::as_designed)
+        self.stopped.is_none() && self.lines.iter().all(CardLine::as_designed)
     }
 }
 
@@ -132,8 +136,12 @@ pub fn render(cards: &[Card], started: &str, seeds: u64, parallel: usize) -> Str
              <p>{package} {version}: {summary}<br>{kind} · renews: {renews} · fencing tokens: \
              {fencing}</p>\n<table>\n<tr><th>check</th><th>expect</th><th>result</th>\
              <th>verdicts</th><th>causes</th><th>what it rests on</th><th></th></tr>\n\
-             {rows}</table></section>",
+             {rows}</table>{stopped}</section>",
             client = esc(&card.client),
+            stopped = card.stopped.as_ref().map_or(String::new(), |why| format!(
+                "<p class=\"unheld\">The card stopped here: {}</p>",
+                esc(why)
+            )),
             word = if card.as_designed() {
                 "as designed"
             } else {
@@ -223,6 +231,7 @@ mod tests {
             renews: "no".into(),
             fencing: false,
             lines,
+            stopped: None,
         };
         let page = render(
             &[
@@ -273,6 +282,36 @@ mod tests {
         assert!(
             !cure.as_designed(),
             "a seed neither valid nor laid to the finding fails the line"
+        );
+    }
+
+    #[test]
+    fn a_card_that_stopped_keeps_its_lines_and_says_why() {
+        let card = Card {
+            client: "lib:redis-py".into(),
+            package: "redis".into(),
+            version: "8.1.0".into(),
+            summary: "Lock".into(),
+            kind: "single".into(),
+            renews: "no".into(),
+            fencing: false,
+            lines: vec![line("control", Expect::Valid, true)],
+            stopped: Some("redis-zombie could not run: the Docker engine went away".into()),
+        };
+        assert!(card.lines[0].as_designed());
+        assert!(
+            !card.as_designed(),
+            "a card that stopped is not as designed"
+        );
+        let page = render(&[card], "2026-12-06 22:00 UTC", 10, 2);
+        assert!(page.contains("0 of 1 as designed"));
+        assert!(page.contains(
+            "The card stopped here: redis-zombie could not run: the Docker engine went away"
+        ));
+        assert_eq!(
+            page.matches("<tr class=").count(),
+            1,
+            "the line that ran stays"
         );
     }
 }

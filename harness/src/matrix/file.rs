@@ -576,7 +576,7 @@ pub(super) fn check(args: &[String]) -> Result<TestSpec, String> {
         unreachable!("the matrix builds `run` commands");
     };
     run.spec.checked().map_err(|e| match e {
-        HarnessError::BadInput(message) => message,
+        HarnessError::BadInput(message) | HarnessError::Interrupted(message) => message,
         HarnessError::Crash(e) => e.to_string(),
     })
 }
@@ -591,7 +591,7 @@ mod tests {
         std::fs::write(&path, text).unwrap();
         load(&path).map_err(|e| match e {
             HarnessError::BadInput(m) => m.replace(&path.display().to_string(), "m.toml"),
-            HarnessError::Crash(e) => panic!("{e}"),
+            e => panic!("{e}"),
         })
     }
 

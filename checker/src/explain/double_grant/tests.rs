@@ -1438,10 +1438,24 @@ fn a_session_lock_whose_renewal_got_no_answer_on_a_slowed_link_lost_its_connecti
             false => renew(OpType::Ok),
         };
         history
-            .fault("start", 1_100, "link-latency", links, Value::Null, Value::Null)
+            .fault(
+                "start",
+                1_100,
+                "link-latency",
+                links,
+                Value::Null,
+                Value::Null,
+            )
             .push(renew(OpType::Invoke), 1_600)
             .push(answer, 2_266)
-            .fault("stop", 2_300, "link-latency", links, Value::Null, Value::Null)
+            .fault(
+                "stop",
+                2_300,
+                "link-latency",
+                links,
+                Value::Null,
+                Value::Null,
+            )
             .grant(1, 1_000, 2_400, 2_000, &["n1"])
             .release(0, 2_900, OpType::Fail)
             .release(1, 3_000, OpType::Ok);
