@@ -183,7 +183,7 @@ fn close_ups(whole_run: &timeline::TimelineInput) -> String {
                 n = i + 1,
                 from = html::seconds(from_ms),
                 to = html::seconds(to_ms),
-                svg = timeline::close_up(whole_run, list, i, grant),
+                svg = timeline::close_up(whole_run, &id, grant),
             );
         }
     }
@@ -197,7 +197,7 @@ const TIMELINE_LEGEND: &str = "<div class=\"legend\">\
 <span><i class=\"swatch\" style=\"background:#2e8540\"></i>ok</span>\
 <span><i class=\"swatch\" style=\"background:#b8a48e\"></i>fail</span>\
 <span><i class=\"swatch\" style=\"background:#e07b00\"></i>info (unknown)</span>\
-<span><i class=\"swatch\" style=\"background:rgba(215,38,61,.35);border-color:#d7263d\"></i>double grant (click for a close-up)</span>\
+<span><i class=\"swatch\" style=\"background:rgba(215,38,61,.35);border-color:#d7263d\"></i>double grant (click: a close-up of the first five, the details of the rest)</span>\
 <span><i class=\"swatch\" style=\"background:#d7263d\"></i>two masters</span>\
 </div><div class=\"legend\">node lanes:\
 <span><i class=\"swatch\" style=\"background:#3d3d3d\"></i>down</span>\

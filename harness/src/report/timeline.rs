@@ -86,10 +86,11 @@ pub fn close_up_span(grant: &DoubleGrant) -> (f64, f64) {
     )
 }
 
-/// The timeline of `input` from [`CLOSE_UP_MARGIN_MS`] before the `i`th grant of `list` to
-/// as long after its overlap, with only what happened then: where a kill, a pause or a cut
-/// that is a hairline on a minute's axis can be read against each operation.
-pub fn close_up(input: &TimelineInput, list: GrantList, i: usize, grant: &DoubleGrant) -> String {
+/// The timeline of `input` from [`CLOSE_UP_MARGIN_MS`] before `grant` to as long after its
+/// overlap, with only what happened then: where a kill, a pause or a cut that is a hairline
+/// on a minute's axis can be read against each operation. Its ids start with `id`, the
+/// close-up's own, so that none repeats the whole run's.
+pub fn close_up(input: &TimelineInput, id: &str, grant: &DoubleGrant) -> String {
     let (from_ms, to_ms) = close_up_span(grant);
     let scale = TimeScale::window(ns(from_ms), ns(to_ms), input.scale.left, input.scale.width);
     let ms = |ns: u64| ns as f64 / 1e6;
@@ -123,7 +124,7 @@ pub fn close_up(input: &TimelineInput, list: GrantList, i: usize, grant: &Double
         .filter(|s| scale.shows_ms(s.start_ms, s.shown_stop_ms().unwrap_or(f64::INFINITY)))
         .cloned()
         .collect();
-    let ids = format!("{}-", list.close_up(i).unwrap_or_else(|| list.anchor(i)));
+    let ids = format!("{id}-");
     render(&TimelineInput {
         operations: &operations,
         holds: &holds,

@@ -42,6 +42,22 @@ impl History {
         self
     }
 
+    /// The last grant's lock lives with its holder's connection (a session lock).
+    fn with_connection(&mut self) -> &mut Self {
+        let ok = self.0.last_mut().expect("a grant");
+        ok.renewal = Some(crate::Renewal::Connection);
+        self
+    }
+
+    /// `process` renews its 2 s lease at `at_ms`, answered at `done_ms` as `outcome` says.
+    fn renew(&mut self, process: u64, at_ms: u64, done_ms: u64, outcome: Op) -> &mut Self {
+        let mut invoke = Op::new(Process::Client(process), OpType::Invoke, "renew")
+            .key("lock")
+            .token(format!("t{process}"));
+        invoke.ttl_ms = Some(2_000);
+        self.push(invoke, at_ms).push(outcome, done_ms)
+    }
+
     fn release(&mut self, process: u64, at_ms: u64, outcome: OpType) -> &mut Self {
         let op = |kind| Op::new(Process::Client(process), kind, "release").key("lock");
         self.push(op(OpType::Invoke), at_ms)
@@ -1326,25 +1342,19 @@ fn a_session_lock_whose_connection_was_reset_under_its_holder_lost_its_connectio
         workers(&mut history);
         history.grant(0, 1_000, 1_001, 2_000, &["n1"]);
         if connection {
-            history.0.last_mut().expect("a grant").renewal = Some(crate::Renewal::Connection);
+            history.with_connection();
         }
-        let renew = |kind| {
-            let mut op = Op::new(Process::Client(0), kind, "renew")
-                .key("lock")
-                .token("t0");
-            op.ttl_ms = Some(2_000);
-            op
-        };
+        let renewed = |kind| Op::new(Process::Client(0), kind, "renew").key("lock");
         let links = &["g0->n1"];
         history
-            .push(renew(OpType::Invoke), 1_600)
-            .push(renew(OpType::Ok), 1_602)
+            .renew(0, 1_600, 1_602, renewed(OpType::Ok))
             .fault("start", 1_900, fault, links, Value::Null, Value::Null)
             .grant(1, 1_000, 1_905, 2_000, &["n1"])
-            .push(renew(OpType::Invoke), 2_200)
-            .push(
-                renew(OpType::Fail).error("the session is gone: its connection closed"),
+            .renew(
+                0,
+                2_200,
                 2_201,
+                renewed(OpType::Fail).error("the session is gone: its connection closed"),
             )
             .fault("stop", 2_300, fault, links, Value::Null, Value::Null)
             .release(0, 2_400, OpType::Fail)
@@ -1376,15 +1386,10 @@ fn a_session_lock_holder_past_its_refused_renewal_lost_its_connection() {
     // process 0 still holds out its hold: a stale double grant, and the same story.
     let mut history = History::default();
     workers(&mut history);
-    history.grant(0, 1_000, 1_001, 2_000, &["n1"]);
-    history.0.last_mut().expect("a grant").renewal = Some(crate::Renewal::Connection);
-    let renew = |kind| {
-        let mut op = Op::new(Process::Client(0), kind, "renew")
-            .key("lock")
-            .token("t0");
-        op.ttl_ms = Some(2_000);
-        op
-    };
+    history
+        .grant(0, 1_000, 1_001, 2_000, &["n1"])
+        .with_connection();
+    let renewed = |kind| Op::new(Process::Client(0), kind, "renew").key("lock");
     let links = &["g0->n1"];
     history
         .fault(
@@ -1395,10 +1400,11 @@ fn a_session_lock_holder_past_its_refused_renewal_lost_its_connection() {
             Value::Null,
             Value::Null,
         )
-        .push(renew(OpType::Invoke), 1_800)
-        .push(
-            renew(OpType::Fail).error("the session is gone: its connection closed"),
+        .renew(
+            0,
+            1_800,
             1_801,
+            renewed(OpType::Fail).error("the session is gone: its connection closed"),
         )
         .fault("stop", 2_000, "link-reset", links, Value::Null, Value::Null)
         .grant(1, 1_000, 2_100, 2_000, &["n1"])
@@ -1423,19 +1429,14 @@ fn a_session_lock_whose_renewal_got_no_answer_on_a_slowed_link_lost_its_connecti
     for (unanswered, cause) in [(true, Cause::ConnectionLost), (false, Cause::Unexplained)] {
         let mut history = History::default();
         workers(&mut history);
-        history.grant(0, 1_000, 1_001, 2_000, &["n1"]);
-        history.0.last_mut().expect("a grant").renewal = Some(crate::Renewal::Connection);
-        let renew = |kind| {
-            let mut op = Op::new(Process::Client(0), kind, "renew")
-                .key("lock")
-                .token("t0");
-            op.ttl_ms = Some(2_000);
-            op
-        };
+        history
+            .grant(0, 1_000, 1_001, 2_000, &["n1"])
+            .with_connection();
+        let renewed = |kind| Op::new(Process::Client(0), kind, "renew").key("lock");
         let links = &["g0->n1"];
         let answer = match unanswered {
-            true => renew(OpType::Info).error("no reply within 666 ms"),
-            false => renew(OpType::Ok),
+            true => renewed(OpType::Info).error("no reply within 666 ms"),
+            false => renewed(OpType::Ok),
         };
         history
             .fault(
@@ -1446,8 +1447,7 @@ fn a_session_lock_whose_renewal_got_no_answer_on_a_slowed_link_lost_its_connecti
                 Value::Null,
                 Value::Null,
             )
-            .push(renew(OpType::Invoke), 1_600)
-            .push(answer, 2_266)
+            .renew(0, 1_600, 2_266, answer)
             .fault(
                 "stop",
                 2_300,
