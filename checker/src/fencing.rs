@@ -29,7 +29,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::every::{read_as, Registration, Role};
 use crate::explain::cause::{Cause, Explanation};
-use crate::explain::context::{story, Context, MASTER_POLL_MS};
+use crate::explain::context::{story, Context, MASTER_POLL_MS, RECONFIGURED_MS};
 use crate::operation::ms;
 use crate::stream::{replay, Checker, Event, Outline, Smallest};
 use crate::timeline::{Spell, State, Timeline};
@@ -499,6 +499,45 @@ fn explanation(pair: &FencePair, context: &Context) -> Explanation {
     )
 }
 
+/// Rule 9's two masters after a heal: the master that issued the first fence (`old`) had
+/// been cut off, within [`RECONFIGURED_MS`] before it, while `new` was promoted; healed, it
+/// went on granting as master, on the counter it had kept, until the Sentinels made it a
+/// replica, while the promoted one granted on its own.
+fn healed_master(
+    granted: &str,
+    old: &[String],
+    new: &[String],
+    from: f64,
+    context: &Context,
+) -> Option<Explanation> {
+    let spells = &context.timeline.spells;
+    let (cut, promotion) = old.iter().find_map(|node| {
+        let cut = spells
+            .iter()
+            .filter(|s| s.state == State::CutOff && s.node == *node)
+            .filter(|s| {
+                s.stop_ms
+                    .is_some_and(|healed| healed <= from && healed >= from - RECONFIGURED_MS)
+            })
+            .last()?;
+        let promotion = spells.iter().find(|s| {
+            s.state == State::Master
+                && s.promoted_by.is_some()
+                && new.contains(&s.node)
+                && s.start_ms >= cut.start_ms
+        })?;
+        Some((cut, promotion))
+    })?;
+    let sentence = format!(
+        "{granted}: {}, and {} meanwhile; {} went on granting as master after the heal, on its \
+         own fencing counter, until it was made a replica: two masters at once",
+        cut.phrase(),
+        promotion.phrase(),
+        old.join(","),
+    );
+    Some(Explanation::new(Cause::SplitBrain, sentence).resting_on(&[], &[cut, promotion]))
+}
+
 /// Rule 9's grants: the fencing counter behind `later` was behind the one behind `earlier`.
 fn counter_went_back(earlier: &FencedOp, later: &FencedOp, context: &Context) -> Explanation {
     let by = |op: &FencedOp| {
@@ -556,6 +595,9 @@ fn counter_went_back(earlier: &FencedOp, later: &FencedOp, context: &Context) ->
             );
             let evidence: Vec<&Spell> = gone.into_iter().chain(promotion).collect();
             return Explanation::new(Cause::Failover, sentence).resting_on(&[], &evidence);
+        }
+        if let Some(explained) = healed_master(&granted, old, new, from, context) {
+            return explained;
         }
     }
     let restarted = spells
@@ -830,6 +872,55 @@ mod tests {
              18.663s (promoted by cluster); the increments n6 made had not reached n2 when it \
              took over"
         );
+    }
+
+    /// Sentinel under `partition,partition-primary`, seed 2 of the fault sweep: n1, cut off
+    /// from 3.328 s to 10.291 s while n3 was promoted, went on granting after the heal, on
+    /// the counter it had kept, until the Sentinels made it a replica; n3 granted on its own.
+    /// With the heal longer ago than Sentinel takes to reconfigure, nothing explains it.
+    #[test]
+    fn explained_a_master_healed_and_not_yet_demoted_is_a_split_brain() {
+        for (granted_at, cause) in [(10_531, Cause::SplitBrain), (17_000, Cause::Unexplained)] {
+            let mut cut = nemesis("start", "partition-primary", &["n1"]);
+            cut.measured = Some(serde_json::json!({
+                "grudge": {"n1": ["n2", "n3"], "n2": ["n1"], "n3": ["n1"]},
+            }));
+            let mut healed = nemesis("stop", "partition-primary", &["n1"]);
+            healed.measured = Some(serde_json::json!({"ended_ms": 10_060.0}));
+            let mut promoted = nemesis("master", "master", &["n1", "n3"]);
+            promoted.measured = Some(serde_json::json!({"by": "sentinel", "from": ["n1"]}));
+            let granted = |node: &str, process: u64, fence: u64| {
+                let mut op = Op::new(Process::Client(process), OpType::Ok, "acquire")
+                    .key("lock")
+                    .fence(Some(fence));
+                op.node = Some(vec![node.to_string()]);
+                op
+            };
+            let asked =
+                |process: u64| Op::new(Process::Client(process), OpType::Invoke, "acquire").key("lock");
+            let mut s = Script::default();
+            s.push(0, nemesis("master", "master", &["n1"]))
+                .push(3_328, cut)
+                .push(7_513, promoted)
+                .push(10_291, healed)
+                .push(granted_at - 20, asked(0))
+                .push(granted_at, granted("n1", 0, 14))
+                .push(granted_at + 30, asked(8))
+                .push(granted_at + 50, granted("n3", 8, 6));
+            let r = s.check();
+            let explained = r.out_of_order_grants[0].explanation.as_ref().unwrap();
+            assert_eq!(explained.cause, cause, "{}", explained.sentence);
+            if cause == Cause::SplitBrain {
+                assert_eq!(
+                    explained.sentence,
+                    "process 0 was granted fence 14 by n1 at 10.531s, and process 8 fence 6 by \
+                     n3 at 10.581s: n1 was cut off from n2,n3 at 3.328s, healed at 10.060s, and \
+                     n3 became master at 7.513s (promoted by sentinel) meanwhile; n1 went on \
+                     granting as master after the heal, on its own fencing counter, until it \
+                     was made a replica: two masters at once"
+                );
+            }
+        }
     }
 
     #[test]

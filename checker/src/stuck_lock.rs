@@ -48,7 +48,11 @@
 //!    invoked after `held_until` and refused more than `bound` after it. Leases are counted up
 //!    to the refusal, so an acquire running concurrently with the refused one explains it. A
 //!    split vote says only that contenders collided (their failed attempts set keys too, then
-//!    removed them), and unavailability says nothing about the key: neither counts.
+//!    removed them), and unavailability says nothing about the key: neither counts. Nor does a
+//!    refusal of an acquire that ran while a fault was on the servers (a kill, a pause, a
+//!    partition, until its stop was recorded, once the nodes answered again): it may have
+//!    found too few servers, which a library that answers only yes or no reports as held
+//!    (pottery's Redlock, with three of five masters killed).
 //! 3. A **stuck period** begins with the first stuck refusal and lasts until the next acquire
 //!    on the key returns `ok` (recovered) or the history ends (not recovered). It is reported
 //!    from `free_from`, the `held_until` of its first refusal: for `stuck_ms` the key kept out
@@ -280,6 +284,17 @@ impl StuckLockChecker {
         self
     }
 
+    /// Whether a fault on the servers (a kill, a pause, a partition: not one on clients or
+    /// their links alone) was on at some time between `from` and `to` (ns), until it was
+    /// recorded stopped: an acquire refused then may have found too few servers, which a
+    /// library that answers only yes or no (pottery's Redlock) reports as the lock held.
+    fn servers_faulted(&self, from: u64, to: u64) -> bool {
+        self.lifetimes
+            .faults
+            .iter()
+            .any(|w| !Reach::of(&w.fault).spares_servers() && w.start <= to && w.stop >= from)
+    }
+
     /// Whether a link fault reached `process`'s client group between `from` and `to` (ns).
     fn links_faulted(&self, process: Process, from: u64, to: u64) -> bool {
         let Process::Client(process) = process else {
@@ -486,6 +501,9 @@ impl Checker for StuckLockChecker {
                 ),
                 OpType::Fail if Cause::of(completion.error.as_deref()) == Cause::Held => {
                     self.held_refusals += 1;
+                    if self.servers_faulted(invoke.time, completion.time) {
+                        return;
+                    }
                     self.queue(
                         key,
                         Event::Refusal {
@@ -1164,6 +1182,36 @@ mod tests {
             .refused(5_000, 5_001, 2)
             .check();
         assert_eq!((r.valid, r.held_refusals), (Valid::True, 1));
+    }
+
+    /// pottery-redlock's card, busy, seed 9: three of five masters killed past the lease;
+    /// acquires that ran while they were down were refused as `held` (pottery cannot tell no
+    /// quorum from a lock held), which says nothing of the key. A refusal after the nodes
+    /// answered again, or under a fault on clients alone, still counts.
+    #[test]
+    fn rule_2_a_refusal_while_servers_were_down_says_nothing_of_the_key() {
+        let fault = |f: &str, fault: &str| {
+            let mut op = Op::new(Process::NEMESIS, OpType::Info, f).nodes(vec!["n1".into()]);
+            op.fault = Some(fault.into());
+            op
+        };
+        for (fault_name, refused_from, stuck) in [
+            ("kill-holder", 5_555, 0),
+            ("kill-holder", 6_300, 1),
+            ("client-pause", 5_555, 1),
+        ] {
+            let r = Script::default()
+                .acquire(0, 100, 1, OpType::Ok)
+                .push(2_382, fault("start", fault_name))
+                .push(6_239, fault("stop", fault_name))
+                .refused(refused_from, refused_from + 685, 2)
+                .check();
+            assert_eq!(
+                r.stuck_period_count, stuck,
+                "{fault_name}, refused from {refused_from}"
+            );
+            assert_eq!(r.held_refusals, 1, "counted among the refusals all the same");
+        }
     }
 
     #[test]

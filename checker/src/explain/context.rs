@@ -156,6 +156,11 @@ pub(crate) fn client_group(process: u64, workers: usize, groups: u64) -> String 
 /// deployment who is master every 200 ms, and asking takes time of its own.
 pub(crate) const MASTER_POLL_MS: f64 = 500.0;
 
+/// How long after the Sentinels name a new master the old one may still grant to clients
+/// connected to it: until they make it a replica, within Sentinel's failover-timeout (6 s by
+/// default; measured here, a busy machine took 2 to 3 s).
+pub(crate) const RECONFIGURED_MS: f64 = 6_000.0;
+
 impl Explanation {
     /// Adds the holds' acquires and the spells to the evidence.
     pub(crate) fn resting_on(mut self, holds: &[&Hold], spells: &[&Spell]) -> Explanation {

@@ -1,7 +1,7 @@
 //! Why two processes held the lock at once: rules 1 to 6 of [`crate::explain`].
 
 use crate::explain::cause::{Cause, Explanation};
-use crate::explain::context::{Context, Release, MASTER_POLL_MS};
+use crate::explain::context::{Context, Release, MASTER_POLL_MS, RECONFIGURED_MS};
 use crate::holds::{DoubleGrant, Hold};
 use crate::timeline::{Spell, State};
 use crate::words::seconds;
@@ -42,31 +42,50 @@ pub fn double_grant(grant: &DoubleGrant, releases: &[Release], context: &Context
 /// whose own grant came after the first on the same nodes (the first key was gone by then), or
 /// that came after a restart or a clock jump that lost that key, deleted only its own (the
 /// redis-py adapter granted on a node that came back empty, then released its own key).
+/// The second holder's key may be the one deleted, too: set while a release asked before both
+/// grants was held up (a paused server answers its queued commands in an order of its own),
+/// and deleted by it, before the first was granted.
 fn hijack(grant: &DoubleGrant, releases: &[Release], context: &Context) -> Option<Explanation> {
     let (first, second) = (&grant.first, &grant.second);
-    // A session lock is released by its own session only: no other's release deletes it.
-    if first.lives_with_connection {
-        return None;
-    }
-    let same_node = |release: &Release| match (&release.nodes, &first.nodes) {
-        (Some(theirs), Some(ours)) if !theirs.is_empty() && !ours.is_empty() => {
-            theirs.iter().any(|n| ours.contains(n))
-        }
-        _ => true,
-    };
-    let release = releases.iter().find(|r| {
-        r.key == grant.key
-            && r.process != first.process
-            && r.completed_ms >= first.start_ms
-            && r.released_ms <= second.start_ms
-            && same_node(r)
-            && !granted_over(r, first)
-            && !let_in_beside(r, first, context)
+    // The key may have been set from the acquire's ask on; the victim's the first holder's,
+    // after its grant, or the second's, set while the release was in flight.
+    let deleted = |victim: &Hold, other: &Hold, r: &Release, set_from_ms: f64| {
+        let same_node = match (&r.nodes, &victim.nodes) {
+            (Some(theirs), Some(ours)) if !theirs.is_empty() && !ours.is_empty() => {
+                theirs.iter().any(|n| ours.contains(n))
+            }
+            _ => true,
+        };
+        // A session lock is released by its own session only: no other's release deletes it.
+        !victim.lives_with_connection
+            && r.key == grant.key
+            && r.process != victim.process
+            && r.completed_ms >= set_from_ms
+            && r.released_ms <= other.start_ms
+            && same_node
+            && !granted_over(r, victim)
+            && !let_in_beside(r, victim, context)
             && context
-                .key_lost(first.nodes.as_deref(), first.start_ms, r.released_ms)
+                .key_lost(victim.nodes.as_deref(), set_from_ms, r.released_ms)
                 .is_none()
+    };
+    let first_deleted = releases
+        .iter()
+        .find(|r| deleted(first, second, r, first.start_ms))
+        .map(|r| (r, first, second));
+    let (release, victim, other) = first_deleted.or_else(|| {
+        releases
+            .iter()
+            .find(|r| deleted(second, first, r, second.asked_ms))
+            .map(|r| (r, second, first))
     })?;
-    let why = if release.released_ms > release.lease_end_ms {
+    let why = if victim.process == second.process {
+        format!(
+            ", a release held up until {} (one that checks no token deletes whoever holds the \
+             key by then),",
+            seconds(release.completed_ms)
+        )
+    } else if release.released_ms > release.lease_end_ms {
         format!(
             ", after its own lease had ended at {},",
             seconds(release.lease_end_ms)
@@ -76,18 +95,22 @@ fn hijack(grant: &DoubleGrant, releases: &[Release], context: &Context) -> Optio
          holds the key),"
             .to_string()
     };
+    let held_up = match victim.process == second.process {
+        true => ", set while the release was held up",
+        false => "",
+    };
     let mut explained = Explanation::new(
         Cause::Hijack,
         format!(
-            "process {} released the key at {}{why} and so deleted process {}'s key: process {} \
-             was granted at {} while process {}'s lease ran until {}",
+            "process {} released the key at {}{why} and so deleted process {}'s key{held_up}: \
+             process {} was granted at {} while process {}'s lease ran until {}",
             release.process,
             seconds(release.released_ms),
-            first.process,
-            second.process,
-            seconds(second.start_ms),
-            first.process,
-            seconds(first.lease_end_ms),
+            victim.process,
+            other.process,
+            seconds(other.start_ms),
+            victim.process,
+            seconds(victim.lease_end_ms),
         ),
     )
     .resting_on(&[first, second], &[]);
@@ -227,11 +250,6 @@ fn during_acquire(hold: &Hold, spell: &Spell) -> String {
         String::new()
     }
 }
-
-/// How long after the Sentinels name a new master the old one may still grant to clients
-/// connected to it: until they make it a replica, within Sentinel's failover-timeout (6 s by
-/// default; measured here, a busy machine took 2 to 3 s).
-const RECONFIGURED_MS: f64 = 6_000.0;
 
 /// Rule 3: shared nodes that granted both, each having lost the first key.
 fn forgotten(

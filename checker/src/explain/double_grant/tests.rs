@@ -982,6 +982,43 @@ fn a_late_release_that_succeeded_between_two_live_leases_is_a_hijack() {
 }
 
 #[test]
+fn a_release_held_up_by_a_paused_server_that_deleted_the_key_set_meanwhile_is_a_hijack() {
+    // del-release under `kill,pause` (fault sweep, seed 2): n1 is paused; process 0's release
+    // (a DEL, no token) and process 1's acquire wait in it. Resumed, n1 sets process 1's key,
+    // then deletes it for process 0, which is granted again: both hold the lock.
+    let mut history = History::default();
+    workers(&mut history);
+    let release = |kind| Op::new(Process::Client(0), kind, "release").key("lock");
+    let mut asked = Op::new(Process::Client(1), OpType::Invoke, "acquire").key("lock");
+    asked.ttl_ms = Some(2_000);
+    let mut granted = Op::new(Process::Client(1), OpType::Ok, "acquire")
+        .key("lock")
+        .token("t1")
+        .nodes(vec!["n1".into()]);
+    granted.validity_ms = Some(2_000);
+    history
+        .grant(0, 5_000, 5_001, 2_000, &["n1"])
+        .fault("start", 6_617, "pause", &["n1"], Value::Null, Value::Null)
+        .push(asked, 6_643)
+        .push(release(OpType::Invoke), 6_765)
+        .fault("stop", 7_208, "pause", &["n1"], Value::Null, Value::Null)
+        .push(release(OpType::Ok), 7_224)
+        .grant(0, 7_225, 7_226, 2_000, &["n1"])
+        .push(granted, 7_227)
+        .release(1, 7_800, OpType::Ok)
+        .release(0, 8_400, OpType::Ok);
+    let explained = history.explained();
+    assert_eq!(causes(&explained), vec![Cause::Hijack]);
+    assert_eq!(
+        explained[0].sentence,
+        "process 0 released the key at 6.765s, a release held up until 7.224s (one that checks \
+         no token deletes whoever holds the key by then), and so deleted process 1's key, set \
+         while the release was held up: process 0 was granted at 7.226s while process 1's \
+         lease ran until 8.643s"
+    );
+}
+
+#[test]
 fn a_release_of_a_holder_whose_key_was_gone_or_of_the_next_holder_itself_is_a_hijack() {
     // Process 1's key went (nothing says how: a kill long before) and process 0 took the
     // lock; process 1's release, within its own lease, deleted process 0's key. In a run with
