@@ -512,14 +512,12 @@ fn healed_master(
 ) -> Option<Explanation> {
     let spells = &context.timeline.spells;
     let (cut, promotion) = old.iter().find_map(|node| {
-        let cut = spells
-            .iter()
-            .filter(|s| s.state == State::CutOff && s.node == *node)
-            .filter(|s| {
-                s.stop_ms
+        let cut = spells.iter().rev().find(|s| {
+            s.state == State::CutOff
+                && s.node == *node
+                && s.stop_ms
                     .is_some_and(|healed| healed <= from && healed >= from - RECONFIGURED_MS)
-            })
-            .last()?;
+        })?;
         let promotion = spells.iter().find(|s| {
             s.state == State::Master
                 && s.promoted_by.is_some()
