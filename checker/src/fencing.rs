@@ -458,7 +458,9 @@ impl Checked for Fencing {
 /// smaller one, mean the lock's counter went back. Where the grants name different nodes, the
 /// counter moved to another master: a [`Cause::Failover`] (the master that issued the first
 /// was cut off, killed, paused or failed over, and the one that issued the second was
-/// promoted without its last increments). Otherwise a [`Cause::RestartHazard`] where a node
+/// promoted without its last increments), or a [`Cause::SplitBrain`] where the first master,
+/// healed within [`RECONFIGURED_MS`] of a cut in which the other was promoted, had not yet
+/// been made a replica. Otherwise a [`Cause::RestartHazard`] where a node
 /// was killed between the two grants (a counter kept without persistence), a
 /// [`Cause::Failover`] where a node was cut off, failed over or paused around them or a
 /// master promoted between them (a counter left on the old master). A storage access the

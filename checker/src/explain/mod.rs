@@ -26,7 +26,9 @@
 //!    of a lock that lives with its holder's connection: only its own session releases it),
 //!    successfully, on a node the first grant came from, between the two grants: a release
 //!    that does not check its token deletes whoever holds the key then (one that does cannot
-//!    succeed while the first holder's key is there).
+//!    succeed while the first holder's key is there). Or the release was asked before both grants and held up (a paused
+//!    server answers its queued commands in an order of its own): it deleted the second
+//!    holder's key, set meanwhile, and the first was granted after it.
 //! 3. Where both grants name their nodes and share some, each shared node granted both, so it
 //!    lost the first key while that lease was live: a [`Cause::RestartHazard`] where it was
 //!    killed after the first acquire was asked (it may have voted before it went down) and
