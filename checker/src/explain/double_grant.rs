@@ -886,7 +886,8 @@ fn session_lost_in_acquire(zombie: &Hold, context: &Context, granted: &str) -> O
 /// that connection. The session ends with it, and the lock at once, whatever lease the holder
 /// was told (a reset reaches the server as the connection's end; a cut, once the server's
 /// keepalive or the client gives up on it); the holder learns it only at its next request. A
-/// slowed link is no such fault: a late reply ends no session. The link faults are the
+/// slowed link alone ends no session, but one on which the holder's renewal got no answer
+/// does where its client then gives the connection up (MariaDB's). The link faults are the
 /// evidence.
 fn connection_lost(
     holder: &Hold,
