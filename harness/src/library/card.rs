@@ -86,7 +86,8 @@ pub async fn test(asked: Cards<'_>, interrupt: CancellationToken) -> Result<Exit
         let mut lines = Vec::new();
         let mut stopped = None;
         if let Err(e) = install(library.clone(), &interrupt).await {
-            stopped = Some(format!("installing {} failed: {e}", library.name));
+            // The installer's error names the library and what it was doing.
+            stopped = Some(e.to_string());
             failure = Some(e);
         } else {
             print_lines(&library, &card_lines);
