@@ -13,6 +13,7 @@ mod etcd;
 mod mariadb;
 mod postgres;
 mod redis;
+mod session_error;
 mod zookeeper;
 
 use std::net::{IpAddr, SocketAddr};

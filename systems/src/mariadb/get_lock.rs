@@ -14,8 +14,9 @@ use splitbrain_workloads::{
     held_by_another, ClientConfig, ClientKind, CrashPoint, Fences, Grant, LockClient, Outcome,
 };
 
-use super::session::{MyError, MySession};
+use super::session::MySession;
 use super::Server;
+use crate::session_error::SessionError;
 
 pub(crate) const KIND: ClientKind = ClientKind {
     name: "mysql-get-lock",
@@ -56,11 +57,11 @@ struct GetLock {
 }
 
 /// A call's result as an operation's outcome.
-fn outcome<T>(result: Result<T, MyError>) -> Outcome<T> {
+fn outcome<T>(result: Result<T, SessionError>) -> Outcome<T> {
     match result {
         Ok(value) => Outcome::Ok(value),
-        Err(MyError::Busy(e) | MyError::Definite(e)) => Outcome::Fail(e),
-        Err(MyError::Indeterminate(e)) => Outcome::Info(e),
+        Err(SessionError::Busy(e) | SessionError::Definite(e)) => Outcome::Fail(e),
+        Err(SessionError::Indeterminate(e)) => Outcome::Info(e),
     }
 }
 
@@ -89,12 +90,12 @@ impl LockClient for GetLock {
                     fence: Some(fence),
                 })
             }
-            Err(MyError::Busy(_)) => Outcome::Fail(held_by_another()),
-            Err(MyError::Definite(e)) => Outcome::Fail(e),
+            Err(SessionError::Busy(_)) => Outcome::Fail(held_by_another()),
+            Err(SessionError::Definite(e)) => Outcome::Fail(e),
             // As etcd's clients revoke the lease of such an attempt: once the session it ran
             // on is gone, the attempt certainly holds nothing (a lock it may have been granted
             // went with the session, and its client never acted under it).
-            Err(MyError::Indeterminate(e)) => {
+            Err(SessionError::Indeterminate(e)) => {
                 match self.session.end_abandoned(GIVE_BACK_PATIENCE).await {
                     Ok(()) => Outcome::Fail(format!(
                         "{e}; ended the session that may have been granted it, so nothing is \

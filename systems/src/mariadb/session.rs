@@ -18,26 +18,14 @@ use futures_util::future::BoxFuture;
 use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, DriverError, Error, OptsBuilder};
 
+use crate::session_error::SessionError;
+
 /// How long a call may take beyond the server-side lock wait before its outcome is unknown.
 pub const OP_TIMEOUT: Duration = Duration::from_secs(2);
 /// The counter that numbers grants: a holder draws from it once its lock is granted, so each
 /// grant's number is above every earlier holder's, a fencing token. A row, not a sequence:
 /// a sequence's cache hands out numbers again after a crash.
 const DRAW_FENCE: &str = "UPDATE splitbrain.fence SET n = LAST_INSERT_ID(n + 1)";
-
-/// What went wrong with one call.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum MyError {
-    /// The lock wait ran out: another session holds the lock.
-    #[error("{0}")]
-    Busy(String),
-    /// The server refused the statement, or it was never sent: it took no effect.
-    #[error("{0}")]
-    Definite(String),
-    /// It may have taken effect: a timeout, a connection lost mid-statement.
-    #[error("{0}")]
-    Indeterminate(String),
-}
 
 /// One client process's session.
 pub struct MySession {
@@ -111,14 +99,14 @@ impl MySession {
     /// Takes the named lock `resource`, the server waiting for it up to the session's lock
     /// wait, and draws the grant's fencing token once it is granted. A grant whose token could
     /// not be drawn is an unknown outcome: the session is dropped and ended, lock and all.
-    pub async fn get_lock(&mut self, resource: &str) -> Result<u64, MyError> {
+    pub async fn get_lock(&mut self, resource: &str) -> Result<u64, SessionError> {
         // A session silent for half its lease may be about to be ended by the server, and
         // one that holds no lock is as good as a new one: a new one it is, as a connection
         // pool checks an idle connection before it lends it out.
         if self.last_heard.elapsed() > self.ttl / 2 {
             self.close();
         }
-        self.connect().await.map_err(MyError::Definite)?;
+        self.connect().await.map_err(SessionError::Definite)?;
         let (resource, wait) = (resource.to_string(), self.wait.as_secs_f64());
         let limit = self.wait + OP_TIMEOUT;
         let answer = self
@@ -129,8 +117,10 @@ impl MySession {
                         .await?;
                     match granted.flatten() {
                         Some(1) => {}
-                        Some(_) => return Ok(Err(MyError::Busy("GET_LOCK timed out".into()))),
-                        None => return Ok(Err(MyError::Definite("GET_LOCK returned NULL".into()))),
+                        Some(_) => return Ok(Err(SessionError::Busy("GET_LOCK timed out".into()))),
+                        None => {
+                            return Ok(Err(SessionError::Definite("GET_LOCK returned NULL".into())))
+                        }
                     }
                     let untokened = |why: String| {
                         Error::Other(
@@ -151,8 +141,8 @@ impl MySession {
     }
 
     /// Releases the named lock `resource`: whether this session held it.
-    pub async fn release_lock(&mut self, resource: &str) -> Result<bool, MyError> {
-        self.connect().await.map_err(MyError::Definite)?;
+    pub async fn release_lock(&mut self, resource: &str) -> Result<bool, SessionError> {
+        self.connect().await.map_err(SessionError::Definite)?;
         let resource = resource.to_string();
         self.call(OP_TIMEOUT, move |conn| {
             Box::pin(async move {
@@ -168,18 +158,18 @@ impl MySession {
     /// Whether the session still answers, within `patience`: the server has just heard from
     /// its client, and will keep the session, and its locks, for another TTL. The connection
     /// is never made again here: a new one would be another session, holding nothing.
-    pub async fn ping(&mut self, patience: Duration) -> Result<(), MyError> {
+    pub async fn ping(&mut self, patience: Duration) -> Result<(), SessionError> {
         self.call(patience, |conn| Box::pin(conn.ping())).await
     }
 
     /// Runs `call` on the session's connection within `limit`, sorting its error. After an
     /// unknown outcome the session is dropped, and remembered as abandoned.
-    async fn call<T, F>(&mut self, limit: Duration, call: F) -> Result<T, MyError>
+    async fn call<T, F>(&mut self, limit: Duration, call: F) -> Result<T, SessionError>
     where
         F: for<'c> FnOnce(&'c mut Conn) -> BoxFuture<'c, Result<T, Error>>,
     {
         let Some(mut conn) = self.conn.take() else {
-            return Err(MyError::Definite(
+            return Err(SessionError::Definite(
                 "the session is gone: its connection closed".into(),
             ));
         };
@@ -188,20 +178,20 @@ impl MySession {
                 self.last_heard = Instant::now();
                 Ok(value)
             }
-            Ok(Err(Error::Server(e))) => Err(MyError::Definite(e.to_string())),
+            Ok(Err(Error::Server(e))) => Err(SessionError::Definite(e.to_string())),
             // The connection was closed before the call was sent (the server ended the
             // session): nothing happened, and nothing is held any more.
             Ok(Err(e @ Error::Driver(DriverError::ConnectionClosed))) => {
                 self.close();
-                return Err(MyError::Definite(format!("the session is gone: {e}")));
+                return Err(SessionError::Definite(format!("the session is gone: {e}")));
             }
-            Ok(Err(e)) => Err(MyError::Indeterminate(e.to_string())),
-            Err(_) => Err(MyError::Indeterminate(format!(
+            Ok(Err(e)) => Err(SessionError::Indeterminate(e.to_string())),
+            Err(_) => Err(SessionError::Indeterminate(format!(
                 "no reply within {} ms",
                 limit.as_millis()
             ))),
         };
-        if matches!(outcome, Err(MyError::Indeterminate(_))) {
+        if matches!(outcome, Err(SessionError::Indeterminate(_))) {
             self.abandoned = self.marker.take();
             self.close();
         } else {

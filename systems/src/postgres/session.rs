@@ -14,25 +14,13 @@ use std::time::Duration;
 use tokio_postgres::error::SqlState;
 use tokio_postgres::{Client, NoTls};
 
+use crate::session_error::SessionError;
+
 /// How long a call may take beyond the server-side lock wait before its outcome is unknown.
 pub const OP_TIMEOUT: Duration = Duration::from_secs(2);
 /// The sequence that numbers grants: a holder draws from it once its lock is granted, so each
 /// grant's number is above every earlier holder's, a fencing token.
 const FENCE_SEQUENCE: &str = "splitbrain_fence";
-
-/// What went wrong with one call.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum PgError {
-    /// The lock wait ran out (`lock_timeout`): another session holds the lock.
-    #[error("{0}")]
-    Busy(String),
-    /// The server refused the statement, or it was never sent: it took no effect.
-    #[error("{0}")]
-    Definite(String),
-    /// It may have taken effect: a timeout, a connection lost mid-statement.
-    #[error("{0}")]
-    Indeterminate(String),
-}
 
 /// One client process's session.
 pub struct PgSession {
@@ -157,17 +145,17 @@ impl PgSession {
     /// Whether the session still answers, within `patience`: a live session still holds
     /// its locks. The connection is kept either way, and never made again: a new one would be
     /// another session, holding nothing.
-    pub async fn ping(&self, patience: Duration) -> Result<(), PgError> {
+    pub async fn ping(&self, patience: Duration) -> Result<(), SessionError> {
         let Some(client) = self.client.as_ref().filter(|c| !c.is_closed()) else {
-            return Err(PgError::Definite(
+            return Err(SessionError::Definite(
                 "the session is gone: its connection closed".into(),
             ));
         };
         match tokio::time::timeout(patience, client.simple_query("SELECT 1")).await {
             Ok(Ok(_)) => Ok(()),
-            Ok(Err(e)) if e.as_db_error().is_some() => Err(PgError::Definite(e.to_string())),
-            Ok(Err(e)) => Err(PgError::Indeterminate(e.to_string())),
-            Err(_) => Err(PgError::Indeterminate(format!(
+            Ok(Err(e)) if e.as_db_error().is_some() => Err(SessionError::Definite(e.to_string())),
+            Ok(Err(e)) => Err(SessionError::Indeterminate(e.to_string())),
+            Err(_) => Err(SessionError::Indeterminate(format!(
                 "no reply within {} ms",
                 patience.as_millis()
             ))),
@@ -248,27 +236,27 @@ impl PgSession {
 
     /// Runs one call on the session, bounded by the lock wait and [`OP_TIMEOUT`]; the session
     /// is closed after an unknown outcome.
-    pub async fn call<T, F, Fut>(&mut self, call: F) -> Result<T, PgError>
+    pub async fn call<T, F, Fut>(&mut self, call: F) -> Result<T, SessionError>
     where
         F: FnOnce(Arc<Client>) -> Fut,
         Fut: Future<Output = Result<T, tokio_postgres::Error>>,
     {
-        let client = self.connected().await.map_err(PgError::Definite)?;
+        let client = self.connected().await.map_err(SessionError::Definite)?;
         let outcome = match tokio::time::timeout(self.wait + OP_TIMEOUT, call(client)).await {
             Ok(Ok(value)) => Ok(value),
             Ok(Err(e)) if e.code() == Some(&SqlState::LOCK_NOT_AVAILABLE) => {
-                Err(PgError::Busy(e.to_string()))
+                Err(SessionError::Busy(e.to_string()))
             }
             // The server refused the statement (a terminated session says so too, and its
             // transaction is gone with it).
-            Ok(Err(e)) if e.as_db_error().is_some() => Err(PgError::Definite(e.to_string())),
-            Ok(Err(e)) => Err(PgError::Indeterminate(e.to_string())),
-            Err(_) => Err(PgError::Indeterminate(format!(
+            Ok(Err(e)) if e.as_db_error().is_some() => Err(SessionError::Definite(e.to_string())),
+            Ok(Err(e)) => Err(SessionError::Indeterminate(e.to_string())),
+            Err(_) => Err(SessionError::Indeterminate(format!(
                 "no reply within {} ms",
                 (self.wait + OP_TIMEOUT).as_millis()
             ))),
         };
-        if matches!(outcome, Err(PgError::Indeterminate(_))) {
+        if matches!(outcome, Err(SessionError::Indeterminate(_))) {
             self.abandoned = self.backend.take();
             self.close();
         }
@@ -286,7 +274,7 @@ pub async fn lock(
     lock: &'static str,
     resource: &str,
     fence: bool,
-) -> Result<(i32, Option<i64>), PgError> {
+) -> Result<(i32, Option<i64>), SessionError> {
     let resource = resource.to_string();
     let token = if fence {
         format!("nextval('{FENCE_SEQUENCE}')")

@@ -11,14 +11,16 @@ use tokio_postgres::Client;
 
 use splitbrain_workloads::storage::Storage;
 
-use super::{ClientConfig, CrashPoint, Grant, LockClient, Outcome, PgError, PgSession, Server};
+use super::{
+    ClientConfig, CrashPoint, Grant, LockClient, Outcome, PgSession, Server, SessionError,
+};
 
 /// A call's result as an operation's outcome.
-pub fn outcome<T>(result: Result<T, PgError>) -> Outcome<T> {
+pub fn outcome<T>(result: Result<T, SessionError>) -> Outcome<T> {
     match result {
         Ok(value) => Outcome::Ok(value),
-        Err(PgError::Busy(e) | PgError::Definite(e)) => Outcome::Fail(e),
-        Err(PgError::Indeterminate(e)) => Outcome::Info(e),
+        Err(SessionError::Busy(e) | SessionError::Definite(e)) => Outcome::Fail(e),
+        Err(SessionError::Indeterminate(e)) => Outcome::Info(e),
     }
 }
 

@@ -9,5 +9,6 @@ use splitbrain_workloads::{
     Outcome,
 };
 
-use super::session::{lock, PgError, PgSession};
+use super::session::{lock, PgSession};
 use super::Server;
+use crate::session_error::SessionError;

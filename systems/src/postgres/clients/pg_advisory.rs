@@ -12,7 +12,7 @@ use async_trait::async_trait;
 
 use super::advisory::{give_back, outcome, Advisory, AdvisoryClient};
 use super::{held_by_another, ClientConfig, ClientKind, Fences, Grant, LockClient, Outcome};
-use super::{lock, PgError, PgSession};
+use super::{lock, PgSession, SessionError};
 
 pub(crate) const KIND: ClientKind = ClientKind {
     name: "pg-advisory",
@@ -48,9 +48,9 @@ impl Advisory for SessionLock {
                     fence: Some(fence as u64),
                 })
             }
-            Err(PgError::Busy(_)) => Outcome::Fail(held_by_another()),
-            Err(PgError::Definite(e)) => Outcome::Fail(e),
-            Err(PgError::Indeterminate(e)) => give_back(session, e).await,
+            Err(SessionError::Busy(_)) => Outcome::Fail(held_by_another()),
+            Err(SessionError::Definite(e)) => Outcome::Fail(e),
+            Err(SessionError::Indeterminate(e)) => give_back(session, e).await,
         }
     }
 

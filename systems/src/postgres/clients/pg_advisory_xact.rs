@@ -14,7 +14,7 @@ use super::advisory::{give_back, outcome, Advisory, AdvisoryClient};
 use super::{
     held_by_another, new_token, ClientConfig, ClientKind, Fences, Grant, LockClient, Outcome,
 };
-use super::{lock, PgError, PgSession};
+use super::{lock, PgSession, SessionError};
 
 pub(crate) const KIND: ClientKind = ClientKind {
     name: "pg-advisory-xact",
@@ -40,7 +40,7 @@ impl TransactionLock {
         &mut self,
         session: &mut PgSession,
         statement: &'static str,
-    ) -> Result<(), PgError> {
+    ) -> Result<(), SessionError> {
         self.open = false;
         session
             .call(|client| async move { client.batch_execute(statement).await })
@@ -73,15 +73,15 @@ impl Advisory for TransactionLock {
                     fence: None,
                 })
             }
-            Err(refused @ (PgError::Busy(_) | PgError::Definite(_))) => {
+            Err(refused @ (SessionError::Busy(_) | SessionError::Definite(_))) => {
                 // The failed statement aborted the transaction: end it before the next try.
                 let _ = self.end(session, "ROLLBACK").await;
                 match refused {
-                    PgError::Busy(_) => Outcome::Fail(held_by_another()),
+                    SessionError::Busy(_) => Outcome::Fail(held_by_another()),
                     other => Outcome::Fail(other.to_string()),
                 }
             }
-            Err(PgError::Indeterminate(e)) => give_back(session, e).await,
+            Err(SessionError::Indeterminate(e)) => give_back(session, e).await,
         }
     }
 
