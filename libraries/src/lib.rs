@@ -6,11 +6,14 @@
 
 pub mod card;
 pub mod install;
+pub mod kind;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
+
+pub use kind::Kind;
 
 /// The folder adapters are read from, unless `SPLITBRAIN_ADAPTERS` says otherwise.
 pub const ADAPTERS: &str = "adapters";
@@ -33,8 +36,10 @@ pub struct Manifest {
     pub adapter: String,
     /// The deployments it is written for (`single`, `redlock`, `sentinel`, ...).
     pub deployments: Vec<String>,
-    /// What kind of lock it is, which says which hazards apply to it.
-    pub kind: Kind,
+    /// What kind of lock it is, which says which hazards apply to it: a file of
+    /// `libraries/kinds/`.
+    #[serde(deserialize_with = "kind::deserialize")]
+    pub kind: &'static Kind,
     /// Whether it extends its lease while held, and whether the adapter reports it.
     pub renews: Renewal,
     /// Whether a grant returns a fencing token.
@@ -139,34 +144,6 @@ impl Language {
 pub struct Java {
     pub debian_packages: Vec<String>,
     pub classpath: Vec<String>,
-}
-
-/// What kind of lock a library takes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Kind {
-    /// A lease on one Redis server.
-    SingleRedis,
-    /// Redlock over independent Redis masters.
-    Redlock,
-    /// A lease on the master Sentinel names.
-    Sentinel,
-    /// A ZooKeeper lock recipe.
-    Zookeeper,
-    /// An etcd lease or lock.
-    Etcd,
-}
-
-impl Kind {
-    pub fn name(self) -> &'static str {
-        match self {
-            Kind::SingleRedis => "single-redis",
-            Kind::Redlock => "redlock",
-            Kind::Sentinel => "sentinel",
-            Kind::Zookeeper => "zookeeper",
-            Kind::Etcd => "etcd",
-        }
-    }
 }
 
 /// Whether a library extends its lease while the lock is held.

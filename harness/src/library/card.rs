@@ -377,7 +377,7 @@ fn card_of(library: &Library, lines: Vec<CardLine>) -> Card {
         package: manifest.package.clone(),
         version: manifest.version.clone(),
         summary: manifest.summary.clone(),
-        kind: manifest.kind.name().to_string(),
+        kind: manifest.kind.name.to_string(),
         renews: manifest.renews.name().to_string(),
         fencing: manifest.fencing,
         lines,

@@ -32,7 +32,7 @@ pub fn list() -> Result<Exit, HarnessError> {
                 format!("{} {}", manifest.package, manifest.version),
                 manifest.language.name().to_string(),
                 manifest.deployments.join(","),
-                manifest.kind.name().to_string(),
+                manifest.kind.name.to_string(),
                 manifest.renews.name().to_string(),
                 if manifest.fencing { "yes" } else { "no" }.to_string(),
                 if library.is_installed(&cache) {
