@@ -17,6 +17,7 @@ use splitbrain_checker::stuck_lock::StuckLock;
 use splitbrain_checker::Valid;
 
 use crate::matrix::{causes_named, CellOutcome, Claim, Expect, Judge};
+use crate::report::html;
 use crate::store::Results;
 
 /// One scenario, run over its seeds.
@@ -265,21 +266,9 @@ pub fn render(outcomes: &[ClaimOutcome], started: &str, seeds: usize, parallel: 
             seeds_page = esc(&outcome.seeds_page),
         );
     }
-    format!(
-        r#"<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>The article, checked: {held} of {total} claims reproduced</title>
-<style>
-body {{ font: 14px/1.4 system-ui, sans-serif; margin: 2em; color: #222; max-width: 80em; }}
-table {{ border-collapse: collapse; }}
-th, td {{ padding: .4em .7em; border-bottom: 1px solid #ddd; text-align: left; vertical-align: top; }}
-th {{ background: #f4f4f4; }}
-.source {{ color: #666; font-size: 90%; margin-top: .2em; }}
-td.held {{ color: #17752b; font-weight: 600; }}
-td.unheld {{ color: #b3261e; font-weight: 600; }}
-tr.unheld {{ background: #fdecea; }}
-</style></head>
-<body>
-<h1>The article, checked</h1>
+    let total = outcomes.len();
+    let body = format!(
+        r#"<h1>The article, checked</h1>
 <p>Each claim of <em>Distributed locking with Redis</em> and the literature around it, run as a
 scenario of splitbrain over {seeds} seeds ({at_once}) against real servers in containers, started {started}.
 A hazard is reproduced when at least nine seeds in ten get the verdict it predicts (invalid); a
@@ -288,11 +277,13 @@ cure only when every seed is valid with a fault on a lock's holder.
 <table>
 <tr><th>claim</th><th>expect</th><th>result</th><th>what it rests on</th><th>time</th><th></th></tr>
 {rows}</table>
-</body></html>
 "#,
-        total = outcomes.len(),
         started = esc(started),
         at_once = at_once(parallel),
+    );
+    html::page(
+        &format!("The article, checked: {held} of {total} claims reproduced"),
+        &body,
     )
 }
 

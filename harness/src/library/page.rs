@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use super::known::OwnUnknowns;
 use crate::claims::{self, ClaimOutcome};
-use crate::report::html::esc;
+use crate::report::html::{self, esc};
 
 /// One library's card.
 #[derive(Debug, Serialize)]
@@ -155,33 +155,22 @@ pub fn render(cards: &[Card], started: &str, seeds: u64, parallel: usize) -> Str
             fencing = if card.fencing { "yes" } else { "no" },
         );
     }
-    format!(
-        r#"<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>Lock libraries, judged: {designed} of {total} as designed</title>
-<style>
-body {{ font: 14px/1.4 system-ui, sans-serif; margin: 2em; color: #222; max-width: 90em; }}
-table {{ border-collapse: collapse; margin-bottom: 2em; }}
-th, td {{ padding: .4em .7em; border-bottom: 1px solid #ddd; text-align: left; vertical-align: top; }}
-th {{ background: #f4f4f4; }}
-.source {{ color: #666; font-size: 90%; margin-top: .2em; }}
-.held {{ color: #17752b; font-weight: 600; }}
-.unheld {{ color: #b3261e; font-weight: 600; }}
-tr.unheld {{ background: #fdecea; }}
-tr.held {{ color: inherit; font-weight: normal; }}
-</style></head>
-<body>
-<h1>Lock libraries, judged</h1>
+    let total = cards.len();
+    let body = format!(
+        r#"<h1>Lock libraries, judged</h1>
 <p>Each real lock library of splitbrain's catalog, run as its documentation says to use it,
 through the scenarios of the catalog whose hazard applies to its kind of lock and a no-fault
 control, over {seeds} seed{plural} ({at_once}) against real servers in containers, started {started}. A hazard is
 as designed when at least nine seeds in ten show it; a cure and the control only when every
 seed is valid. <strong>{designed} of {total}</strong> libraries as their design predicts.</p>
 <ul>{index}</ul>
-{sections}</body></html>
-"#,
-        total = cards.len(),
+{sections}"#,
         started = esc(started),
         plural = if seeds == 1 { "" } else { "s" },
+    );
+    html::page(
+        &format!("Lock libraries, judged: {designed} of {total} as designed"),
+        &body,
     )
 }
 

@@ -7,6 +7,7 @@ use splitbrain_checker::Valid;
 
 use super::junit::escape;
 use super::{MatrixRecord, Met};
+use crate::report::html;
 
 pub fn render(record: &MatrixRecord) -> String {
     let met = record.cells.iter().filter(|c| c.met == Met::Yes).count();
@@ -52,33 +53,23 @@ pub fn render(record: &MatrixRecord) -> String {
             escape(&outcome.log),
         );
     }
-    format!(
-        r#"<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>splitbrain matrix: {met} of {total} as expected</title>
-<style>
-body {{ font: 14px/1.4 system-ui, sans-serif; margin: 2em; color: #222; }}
-table {{ border-collapse: collapse; }}
-th, td {{ padding: .3em .7em; border-bottom: 1px solid #ddd; text-align: left; vertical-align: top; }}
-th {{ background: #f4f4f4; }}
-.valid {{ color: #17752b; font-weight: 600; }}
-.invalid {{ color: #b3261e; font-weight: 600; }}
-.unknown, .error {{ color: #9a6700; font-weight: 600; }}
-tr.unmet {{ background: #fdecea; }}
-</style></head>
-<body>
-<h1>splitbrain matrix</h1>
+    let total = record.cells.len();
+    let body = format!(
+        r#"<h1>splitbrain matrix</h1>
 <p>{file} · started {started}{shard} · <strong>{met} of {total}</strong> cells as expected</p>
 <table>
 <tr><th>#</th><th>deployment</th><th>client</th><th>workload</th><th>faults</th><th>seed</th><th>expect</th><th>verdict</th><th></th><th>time</th><th></th></tr>
 {rows}</table>
-</body></html>
 "#,
-        total = record.cells.len(),
         file = escape(&record.file),
         started = escape(&record.started),
         shard = record
             .shard
             .map(|s| format!(" · shard {} of {}", s.index, s.count))
             .unwrap_or_default(),
+    );
+    html::page(
+        &format!("splitbrain matrix: {met} of {total} as expected"),
+        &body,
     )
 }

@@ -123,6 +123,12 @@ a { color: #1f5fbf; }
 .legend span { display: inline-flex; align-items: center; gap: 5px; }
 .swatch { display: inline-block; width: 14px; height: 10px; border: 1px solid rgba(0,0,0,.25); }
 .note { color: #5b6673; font-size: 12.5px; }
+.source { color: #5b6673; font-size: 90%; margin-top: .2em; }
+.valid, .held { color: #17752b; font-weight: 600; }
+.invalid, .unheld { color: #b3261e; font-weight: 600; }
+.unknown, .error { color: #9a6700; font-weight: 600; }
+tr.unmet, tr.unheld { background: #fdecea; }
+tr.held, tr.unheld { color: inherit; font-weight: normal; }
 svg text { font: 11px system-ui, sans-serif; fill: #38424f; }
 svg .axis line { stroke: #c5ccd5; }
 svg .lane-bg { fill: #f7f9fb; }
