@@ -5,9 +5,9 @@ use crate::explain::context::{Context, Release, MASTER_POLL_MS, RECONFIGURED_MS}
 use crate::holds::{DoubleGrant, Hold};
 use crate::timeline::{Spell, State};
 use crate::words::seconds;
-use crate::Process;
 
 use moved::moved;
+use zombie::zombie;
 
 /// Explains a double grant (rules 1 to 5); `releases` are those on its key.
 pub fn double_grant(grant: &DoubleGrant, releases: &[Release], context: &Context) -> Explanation {
@@ -306,7 +306,28 @@ fn forgotten(
         }
     }
     let names: Vec<&str> = shared.iter().map(|n| n.as_str()).collect();
-    let what: Vec<String> = stories
+    let what = what_they_lost(&stories, &names, first, to);
+    let quorums = quorums(first, second, &names);
+    let sentence = format!(
+        "{} granted both: {}, while process {}'s lease ran until {}{}",
+        and_list(&names),
+        what.join("; "),
+        first.process,
+        seconds(first.lease_end_ms),
+        quorums
+    );
+    Explanation::new(stories[0].0, sentence).resting_on(&[first, second], &evidence)
+}
+
+/// Rule 3's words for what each shared node did between the grants: killed and back without
+/// the key, or its clock set forward; `names` are all the shared nodes, `to` the second grant.
+fn what_they_lost(
+    stories: &[(Cause, &Spell, Vec<&str>)],
+    names: &[&str],
+    first: &Hold,
+    to: f64,
+) -> Vec<String> {
+    stories
         .iter()
         .map(|(cause, spell, nodes)| {
             let all = nodes.len() == names.len();
@@ -342,8 +363,12 @@ fn forgotten(
                 ),
             }
         })
-        .collect();
-    let quorums = match (&first.nodes, &second.nodes) {
+        .collect()
+}
+
+/// Rule 3's words for how the two grants' nodes overlapped in `names`, the shared nodes.
+fn quorums(first: &Hold, second: &Hold, names: &[&str]) -> String {
+    match (&first.nodes, &second.nodes) {
         (Some(a), Some(b)) if a.len() > 1 && same_nodes(a, b) => format!(
             "; process {}'s quorum was process {}'s, {}",
             second.process,
@@ -369,155 +394,7 @@ fn forgotten(
             second.process,
             seconds(second.start_ms)
         ),
-    };
-    let sentence = format!(
-        "{} granted both: {}, while process {}'s lease ran until {}{}",
-        and_list(&names),
-        what.join("; "),
-        first.process,
-        seconds(first.lease_end_ms),
-        quorums
-    );
-    Explanation::new(stories[0].0, sentence).resting_on(&[first, second], &evidence)
-}
-
-/// Rule 1: a holder that had outlived its lease.
-fn zombie(grant: &DoubleGrant, context: &Context) -> Explanation {
-    let (first, second) = (&grant.first, &grant.second);
-    let outlived = |h: &Hold| h.end_ms.min(h.lease_end_ms) <= second.start_ms;
-    let (zombie, other) = if outlived(first) || !outlived(second) {
-        (first, second)
-    } else {
-        (second, first)
-    };
-    let granted = format!(
-        "its lease ended at {}; process {} was granted at {}; process {} went on as holder \
-         until {}{}",
-        seconds(zombie.lease_end_ms),
-        other.process,
-        seconds(other.start_ms),
-        zombie.process,
-        seconds(zombie.end_ms),
-        if grant.kind == "fenced" {
-            ", and the storage refused every access it made after its lease (fenced)"
-        } else {
-            ""
-        }
-    );
-    let near = context.spells_near(zombie, zombie.start_ms, zombie.end_ms);
-    if let Some(told) = stale_ownership(zombie, other, &near, &granted) {
-        return told.resting_on(&[first, second], &[]);
     }
-    let client = context.worker(zombie.process);
-    let frozen = near
-        .iter()
-        .find(|s| s.state == State::ClientPaused && client.as_deref() == Some(s.node.as_str()));
-    if let Some(pause) = frozen {
-        let sentence = format!(
-            "process {} (on {}) was frozen from {} to {}, inside its critical section; {}",
-            zombie.process,
-            pause.node,
-            seconds(pause.start_ms.max(zombie.start_ms)),
-            pause.shown_stop_ms().map_or("the end".to_string(), seconds),
-            granted
-        );
-        return Explanation::new(Cause::Zombie, sentence).resting_on(&[first, second], &[pause]);
-    }
-    // A lock its library renews silently lives on past the lease it promised for as long as
-    // the renewals reach the servers: a cut at any time in the hold, before the second grant,
-    // is what ended it (under load, the acquire alone can take most of the lease).
-    let cut_by = if zombie.renews_silently {
-        zombie.end_ms.min(other.start_ms)
-    } else {
-        zombie.lease_end_ms
-    };
-    let cut = near.iter().find(|s| {
-        matches!(s.state, State::Links | State::CutOff)
-            && s.holder.map(Process::Client) == Some(zombie.process)
-            && s.start_ms <= cut_by
-    });
-    if let Some(cut) = cut {
-        let sentence = if zombie.renews_silently && cut.start_ms > zombie.lease_end_ms {
-            format!(
-                "process {} was granted at {} a lock its library renews silently, and was cut \
-                 off during its hold ({}, {}): its renewals stopped reaching the servers; \
-                 process {} was granted at {}; process {} went on as holder until {}",
-                zombie.process,
-                seconds(zombie.start_ms),
-                cut.fault,
-                cut.phrase_until(zombie.end_ms),
-                other.process,
-                seconds(other.start_ms),
-                zombie.process,
-                seconds(zombie.end_ms),
-            )
-        } else {
-            format!(
-                "process {} was cut off just after its grant at {} ({}, {}); {}",
-                zombie.process,
-                seconds(zombie.start_ms),
-                cut.fault,
-                cut.phrase_until(zombie.end_ms),
-                granted
-            )
-        };
-        let cuts: Vec<&Spell> = near
-            .iter()
-            .copied()
-            .filter(|s| s.start_index == cut.start_index)
-            .collect();
-        return Explanation::new(Cause::CutOffHolder, sentence).resting_on(&[first, second], &cuts);
-    }
-    // A renewing holder whose node came back empty: its renewals found no key from then on,
-    // so its lease ran out under it.
-    let restart = zombie
-        .renews
-        .then(|| context.key_lost(zombie.nodes.as_deref(), zombie.start_ms, other.start_ms));
-    if let Some(kill) = restart.flatten().filter(|s| s.state == State::Down) {
-        let sentence = format!(
-            "process {} renews its lease, and during its hold {}, without its key: its renewals \
-             failed from then; {}",
-            zombie.process,
-            kill.phrase_until(other.start_ms),
-            granted
-        );
-        return Explanation::new(Cause::RestartHazard, sentence)
-            .resting_on(&[first, second], &[kill]);
-    }
-    let node = zombie
-        .nodes
-        .iter()
-        .flatten()
-        .next()
-        .map_or("its node", String::as_str);
-    if let Some(lost) = connection_lost(zombie, other, node, context) {
-        return lost;
-    }
-    if let Some(stopped) = renewal_stopped(zombie, other, &near, &granted) {
-        return stopped.resting_on(&[first, second], &[]);
-    }
-    if let Some(lost) = session_lost_in_acquire(zombie, context, &granted) {
-        return lost.resting_on(&[first, second], &[]);
-    }
-    // A link fault on the holder's client group (a scripted cut of some of its links) is a
-    // fault on it, though it names neither the holder nor the nodes of its grant.
-    let links_cut = context.timeline.spells.iter().any(|s| {
-        s.state == State::Links
-            && s.touches(zombie.start_ms, zombie.end_ms)
-            && context.reaches_group(s, zombie.process)
-    });
-    if near.is_empty() && !links_cut {
-        let sentence = format!(
-            "process {} held the lock past its lease with no fault on it or its nodes: {}",
-            zombie.process, granted
-        );
-        return Explanation::new(Cause::SlowHolder, sentence).resting_on(&[first, second], &[]);
-    }
-    unexplained(
-        grant,
-        context,
-        &format!("process {} outlived its lease", zombie.process),
-    )
 }
 
 /// Rule 3's last word: `node` granted both in a run with no fault at all (a master named is
@@ -539,127 +416,6 @@ fn not_kept(grant: &DoubleGrant, node: &str, context: &Context) -> Option<Explan
         );
         Explanation::new(Cause::NoExclusion, sentence).resting_on(&[first, second], &[])
     })
-}
-
-/// Rule 1's renewal story: a holder whose client renews its lease, whose last renewal asked
-/// before the other's grant did not succeed and was followed by no other: its library gave up
-/// renewing and went on without telling it (python-redis-lock's renewal thread ends on its
-/// first exception). The renewal may come back after the other's grant: held up by a stalled
-/// server, it was still in flight when the lease ran out. The faults that renewal met (a
-/// server stalled past the client's socket timeout) are named.
-fn renewal_stopped(
-    zombie: &Hold,
-    other: &Hold,
-    near: &[&Spell],
-    granted: &str,
-) -> Option<Explanation> {
-    let failed = zombie.renewal_failed.as_ref()?;
-    if !zombie.renews || failed.asked_ms > other.start_ms {
-        return None;
-    }
-    let met: Vec<&Spell> = near
-        .iter()
-        .copied()
-        .filter(|s| s.touches(failed.asked_ms, failed.at_ms))
-        .collect();
-    let phrases: Vec<String> = met.iter().map(|s| s.phrase()).collect();
-    // A fault over before the lease ended did not cost the lock: one more renewal would have
-    // kept it.
-    let over = met
-        .iter()
-        .filter_map(|s| s.stop_ms)
-        .fold(None, |latest: Option<f64>, stop| {
-            Some(latest.map_or(stop, |l| l.max(stop)))
-        })
-        .filter(|&stop| stop < zombie.lease_end_ms);
-    let sentence = format!(
-        "process {}'s last renewal came back at {} without success{}{}; its library renewed no \
-         more and told it nothing{}: {granted}",
-        zombie.process,
-        seconds(failed.at_ms),
-        failed
-            .error
-            .as_ref()
-            .map_or(String::new(), |e| format!(" ({e})")),
-        match phrases.is_empty() {
-            true => String::new(),
-            false => format!(" while {}", phrases.join(" and ")),
-        },
-        over.map_or(String::new(), |stop| format!(
-            ", though the fault was over at {}, before its lease ended: one more renewal would \
-             have kept the lock",
-            seconds(stop)
-        )),
-    );
-    Some(Explanation::new(Cause::RenewalStopped, sentence).resting_on(&[], &met))
-}
-
-/// Rule 1's story of a session lost while the acquire waited: a holder whose library keeps
-/// the lock with a session (renewed silently), whose client group was cut off, from the time
-/// it asked until before its grant, for longer than the session (the lease it was told). Its
-/// library gave that session up and made a new one, and then took the place the lost session
-/// had made in the lock's queue for its own (Curator's `InterProcessMutex` trusts its node by
-/// name, CURATOR-604): the servers expire the lost session in their own time and delete that
-/// place with it, granting the next in line while the holder works on. The cut's spells on
-/// every node are the evidence.
-fn session_lost_in_acquire(zombie: &Hold, context: &Context, granted: &str) -> Option<Explanation> {
-    let session_ms = zombie.validity_ms.filter(|_| zombie.renews_silently)?;
-    let silences = |s: &Spell| {
-        s.state == State::Links
-            && (s.fault.starts_with("link-drop") || s.fault == "link-blackhole")
-            && context.reaches_group(s, zombie.process)
-    };
-    let cut = context.timeline.spells.iter().find(|s| {
-        silences(s)
-            && s.earliest_ms() >= zombie.asked_ms
-            && s.stop_ms
-                .is_some_and(|stop| stop <= zombie.start_ms && stop - s.earliest_ms() > session_ms)
-    })?;
-    let cuts: Vec<&Spell> = context
-        .timeline
-        .spells
-        .iter()
-        .filter(|s| s.start_index == cut.start_index && silences(s))
-        .collect();
-    // When the cut acted, not when it was logged: an aimed fault records when it saw its grant.
-    let (from, stop) = (cut.earliest_ms(), cut.stop_ms.unwrap_or(zombie.start_ms));
-    let nodes: Vec<&str> = cuts.iter().map(|s| s.node.as_str()).collect();
-    // Servers expire sessions from their leader, and a new leader gives every session a
-    // fresh timeout: kills in the cut are how the lost session outlived it.
-    let kills: Vec<&Spell> = context
-        .timeline
-        .spells
-        .iter()
-        .filter(|s| s.state == State::Down && s.touches(from, stop))
-        .collect();
-    let killed: Vec<&str> = kills.iter().map(|s| s.node.as_str()).collect();
-    let sentence = format!(
-        "process {} asked for the lock at {} and, while it waited, was cut off for {:.1} s, \
-         longer than its {:.1} s session ({}, the links to {} from client group {}, {}-{}{}): \
-         granted at {}, after the cut, it held the lock by the place its lost session had \
-         taken in the lock's queue, which the servers delete when they expire that session; \
-         {granted}",
-        zombie.process,
-        seconds(zombie.asked_ms),
-        (stop - from) / 1000.0,
-        session_ms / 1000.0,
-        cut.fault,
-        and_list(&nodes),
-        cut.peers.join(","),
-        seconds(from),
-        seconds(stop),
-        match killed.as_slice() {
-            [] => String::new(),
-            _ => format!(
-                "; {} killed in the cut, each election after giving every session, the lost \
-                 one too, a fresh timeout",
-                and_list(&killed)
-            ),
-        },
-        seconds(zombie.start_ms),
-    );
-    let evidence: Vec<&Spell> = cuts.into_iter().chain(kills).collect();
-    Some(Explanation::new(Cause::SessionLostInAcquire, sentence).resting_on(&[], &evidence))
 }
 
 /// Rules 1 and 3's story of a lock that lives with its holder's connection (a PostgreSQL or
@@ -751,64 +507,6 @@ fn connection_lost(
     Some(Explanation::new(Cause::ConnectionLost, sentence).resting_on(&[holder, other], &faults))
 }
 
-/// Rule 1's answer from the library: a holder that asked its library whether it still held
-/// the lock, after the other's grant and with nothing cutting it off or freezing it at that
-/// moment, and was told yes. A library that asks its servers, or that forgets the lock when
-/// it learns that its session is gone, says no there; kazoo's `Lock.is_acquired` stays True
-/// after the session is lost. The faults on the holder before the question are named: they
-/// are how the lease ended under it.
-fn stale_ownership(
-    zombie: &Hold,
-    other: &Hold,
-    near: &[&Spell],
-    granted: &str,
-) -> Option<Explanation> {
-    let told = zombie
-        .told_held
-        .as_ref()
-        .filter(|told| told.asked_ms > other.start_ms)?;
-    let cut_off_then = near.iter().any(|s| {
-        s.touches(told.asked_ms, told.at_ms)
-            && matches!(s.state, State::Links | State::CutOff | State::ClientPaused)
-    });
-    if cut_off_then {
-        return None;
-    }
-    // The faults on the holder before the question: how its lease ended under it; the last
-    // to end is named.
-    let over: Vec<&Spell> = near
-        .iter()
-        .copied()
-        .filter(|s| s.stop_ms.is_some_and(|stop| stop <= told.asked_ms))
-        .collect();
-    let last_over = over.iter().max_by(|a, b| {
-        a.stop_ms
-            .unwrap_or(0.0)
-            .total_cmp(&b.stop_ms.unwrap_or(0.0))
-    });
-    let sentence = format!(
-        "process {} asked its library at {} whether it still held the lock and was told yes, \
-         {:.1} s after process {} was granted it{}; it was told yes {} times in its hold; \
-         {granted}",
-        zombie.process,
-        seconds(told.asked_ms),
-        (told.asked_ms - other.start_ms) / 1000.0,
-        other.process,
-        last_over.map_or(String::new(), |spell| {
-            let stop = spell.stop_ms.unwrap_or(told.asked_ms);
-            format!(
-                " and {:.1} s after the last fault on it was over ({}, {}-{})",
-                (told.asked_ms - stop) / 1000.0,
-                spell.fault,
-                seconds(spell.start_ms),
-                seconds(stop)
-            )
-        }),
-        told.times,
-    );
-    Some(Explanation::new(Cause::StaleOwnership, sentence).resting_on(&[], &over))
-}
-
 /// Rule 5's last word: grants that name no nodes, in a run with no fault at all: the lock
 /// service did as it was told, so the library let the second in while the first held (a
 /// python-etcd3 `with` block enters when its acquire timed out). How long the second acquire
@@ -870,3 +568,4 @@ fn and_list(names: &[&str]) -> String {
 mod moved;
 #[cfg(test)]
 mod tests;
+mod zombie;

@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::lock_safety::check;
-use crate::{Op, OpType};
+use crate::{Op, OpType, Process};
 use serde_json::{json, Value};
 
 /// A history made op by op, in time order; indexes are given at the end.
