@@ -290,26 +290,7 @@ async fn exercise(
         key: workload.key(),
         grants: shared.recorder.grants(),
     };
-    let mut faults = spec.faults();
-    for fault in spec.faults() {
-        if let Err(why) = fault.preflight(&target).await {
-            if !spec.nemesis.nemesis.every {
-                return Err(Unsupported(why).into());
-            }
-            progress::step(&format!("skipping {}: {why}", fault.name()));
-            faults.retain(|f| f.name() != fault.name());
-        }
-    }
-    let nemesis = Nemesis {
-        faults,
-        options: spec.nemesis_options(),
-        seed: spec.seed(),
-        script: spec
-            .nemesis
-            .script
-            .as_ref()
-            .map(|script| script.faults.clone()),
-    };
+    let nemesis = nemesis(spec, &target).await?;
     let stop = interrupt.child_token();
     progress::step(&format!(
         "running {} clients for {} with faults: {}",
@@ -338,7 +319,6 @@ async fn exercise(
         }
         result.map(|_| ()).map_err(anyhow::Error::from)
     };
-    let history_lost = recorder.failed();
     let stopped_at_first = std::sync::OnceLock::new();
     let watcher = async {
         if let Some(causes) = &spec.limits.stop_at_first {
@@ -350,45 +330,7 @@ async fn exercise(
             }
         }
     };
-    let timer = async {
-        let started = tokio::time::Instant::now();
-        let deadline = started + spec.time_limit();
-        let mut ticks = tokio::time::interval(progress::status_interval());
-        ticks.tick().await;
-        let mut load = crate::busy::Load::default();
-        loop {
-            tokio::select! {
-                () = tokio::time::sleep_until(deadline) => break,
-                () = stop.cancelled() => break,
-                () = history_lost.cancelled() => break,
-                _ = ticks.tick() => {
-                    load.sample();
-                    let faults = recorder.active_faults();
-                    progress::status(&format!(
-                        "running: {:.0} of {:.0} s, {} ops, faults now: {}",
-                        started.elapsed().as_secs_f64(),
-                        spec.time_limit().as_secs_f64(),
-                        recorder.len(),
-                        if faults.is_empty() { "none".to_string() } else { faults.join("; ") }
-                    ));
-                }
-            }
-        }
-        stop.cancel();
-        if history_lost.is_cancelled() {
-            progress::step("the history cannot be written: stopping clients, healing faults");
-        } else if interrupt.is_cancelled() {
-            progress::step("interrupted: stopping clients, healing faults, cleaning up");
-        } else if let Some(found) = stopped_at_first.get() {
-            progress::step(&format!("{found}: stopping clients, healing faults"));
-        } else {
-            progress::step("time limit reached: stopping clients, healing faults");
-        }
-        load.sample();
-        if let Some(warning) = load.warning() {
-            progress::step(&warning);
-        }
-    };
+    let timer = keep_time(spec, &recorder, &stop, interrupt, &stopped_at_first);
     let roles = async {
         if deployment.replication().fails_over() {
             let watching = stop.clone();
@@ -411,6 +353,82 @@ async fn exercise(
     faults?;
     final_read?;
     Ok(())
+}
+
+/// The nemesis of the run: its faults, less those this machine cannot inject where the run
+/// asked for every fault (`every`), which are skipped with a word; otherwise such a fault
+/// refuses the run.
+async fn nemesis(spec: &TestSpec, target: &Target) -> anyhow::Result<Nemesis> {
+    let mut faults = spec.faults();
+    for fault in spec.faults() {
+        if let Err(why) = fault.preflight(target).await {
+            if !spec.nemesis.nemesis.every {
+                return Err(Unsupported(why).into());
+            }
+            progress::step(&format!("skipping {}: {why}", fault.name()));
+            faults.retain(|f| f.name() != fault.name());
+        }
+    }
+    Ok(Nemesis {
+        faults,
+        options: spec.nemesis_options(),
+        seed: spec.seed(),
+        script: spec
+            .nemesis
+            .script
+            .as_ref()
+            .map(|script| script.faults.clone()),
+    })
+}
+
+/// Says how the run goes every few seconds until the time limit, a stop, or the history
+/// cannot be written; then stops the clients and the nemesis, says why, and warns where the
+/// machine was too busy for the run's timing to be trusted.
+async fn keep_time(
+    spec: &TestSpec,
+    recorder: &Recorder,
+    stop: &CancellationToken,
+    interrupt: &CancellationToken,
+    stopped_at_first: &std::sync::OnceLock<String>,
+) {
+    let history_lost = recorder.failed();
+    let started = tokio::time::Instant::now();
+    let deadline = started + spec.time_limit();
+    let mut ticks = tokio::time::interval(progress::status_interval());
+    ticks.tick().await;
+    let mut load = crate::busy::Load::default();
+    loop {
+        tokio::select! {
+            () = tokio::time::sleep_until(deadline) => break,
+            () = stop.cancelled() => break,
+            () = history_lost.cancelled() => break,
+            _ = ticks.tick() => {
+                load.sample();
+                let faults = recorder.active_faults();
+                progress::status(&format!(
+                    "running: {:.0} of {:.0} s, {} ops, faults now: {}",
+                    started.elapsed().as_secs_f64(),
+                    spec.time_limit().as_secs_f64(),
+                    recorder.len(),
+                    if faults.is_empty() { "none".to_string() } else { faults.join("; ") }
+                ));
+            }
+        }
+    }
+    stop.cancel();
+    if history_lost.is_cancelled() {
+        progress::step("the history cannot be written: stopping clients, healing faults");
+    } else if interrupt.is_cancelled() {
+        progress::step("interrupted: stopping clients, healing faults, cleaning up");
+    } else if let Some(found) = stopped_at_first.get() {
+        progress::step(&format!("{found}: stopping clients, healing faults"));
+    } else {
+        progress::step("time limit reached: stopping clients, healing faults");
+    }
+    load.sample();
+    if let Some(warning) = load.warning() {
+        progress::step(&warning);
+    }
 }
 
 /// `--stop-at-first`: looks at the history at `path` (whose time 0 is `started`) as it is
