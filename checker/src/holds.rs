@@ -310,136 +310,145 @@ impl HoldTracker {
                     ended.push(hold);
                 }
             }
-            Event::Invoke(op) => {
-                let held = || (op.process, op.key.clone().unwrap_or_default());
-                match op.f.as_str() {
-                    // A hold never released ended with its lease; a later release is not its.
-                    "acquire" => {
-                        self.pending_acquires.insert(op.process, op.time);
-                        ended.extend(self.open.remove(&held()));
-                    }
-                    "release" => {
-                        if let Some(mut hold) = self.open.remove(&held()) {
-                            hold.end = op.time.max(hold.start);
-                            hold.ended_by = "release";
-                            ended.push(hold);
-                        }
-                    }
-                    "add" => {
-                        let committing = self
-                            .open
-                            .iter()
-                            .find(|((process, _), hold)| {
-                                *process == op.process && hold.ends_with_write
-                            })
-                            .map(|(held, _)| held.clone());
-                        if let Some(mut hold) = committing.and_then(|held| self.open.remove(&held))
-                        {
-                            hold.end = op.time.max(hold.start);
-                            hold.ended_by = "write";
-                            ended.push(hold);
-                        }
-                    }
-                    _ => {}
+            Event::Invoke(op) => self.invoked(op, ended),
+            Event::Complete { invoke, completion } => {
+                self.told_or_renewed(invoke, completion);
+                if invoke.f == "acquire" {
+                    self.acquired(invoke, completion, ended);
                 }
             }
-            Event::Complete {
-                invoke,
-                completion: op,
-            } => {
-                let key = invoke.key.as_deref().unwrap_or_default();
-                let told_yes = op.kind == OpType::Ok && op.value == Some(true.into());
-                if invoke.f == "held" && told_yes {
-                    if let Some(hold) = self.open.get_mut(&(op.process, key.to_string())) {
-                        let times = hold.told_held.as_ref().map_or(0, |told| told.times);
-                        hold.told_held = Some(ToldHeld {
-                            asked_ms: ms(invoke.time),
-                            at_ms: ms(op.time),
-                            times: times + 1,
-                        });
-                    }
-                }
-                if invoke.f == "renew" {
-                    if let Some(hold) = self.open.get_mut(&(op.process, key.to_string())) {
-                        hold.renews = true;
-                        let failed = FailedRenewal {
-                            asked_ms: ms(invoke.time),
-                            at_ms: ms(op.time),
-                            error: op.error.clone(),
-                        };
-                        if op.kind == OpType::Info && hold.renewal_unanswered.is_none() {
-                            hold.renewal_unanswered = Some(failed.clone());
-                        }
-                        hold.renewal_failed = (op.kind != OpType::Ok).then_some(failed);
-                    }
-                }
-                // A renewal refused (`fail`: the lock was no longer its own) says the lease was
-                // over by the time it came back, whatever the renewals before it promised: the
-                // server had let the key go. A grant after it is to a holder that outlived its
-                // lease, not two live leases.
-                if invoke.f == "renew" && op.kind == OpType::Fail {
-                    if let Some(hold) = self.open.get_mut(&(op.process, key.to_string())) {
-                        hold.lease_end = hold.lease_end.min(op.time).max(hold.start);
-                        if hold.ended_by == "validity" {
-                            hold.end = hold.lease_end;
-                        }
-                    }
-                }
-                if invoke.f == "renew" && op.kind == OpType::Ok {
-                    let open_hold = self
-                        .open
-                        .get_mut(&(op.process, key.to_string()))
-                        .filter(|hold| !hold.renews_silently);
-                    if let (Some(hold), Some(ttl)) = (open_hold, invoke.ttl_ms) {
-                        hold.lease_end = hold.lease_end.max(invoke.time + ttl * 1_000_000);
-                        if hold.ended_by == "validity" {
-                            hold.end = hold.lease_end;
-                        }
-                    }
-                }
-                if invoke.f != "acquire" {
-                    return;
-                }
-                self.pending_acquires.remove(&invoke.process);
-                match op.kind {
-                    OpType::Ok => {
-                        let validity = op.validity_ms.or(invoke.ttl_ms);
-                        let lease_end = validity.map_or(self.end_of_history, |v| {
-                            (invoke.time + v * 1_000_000).max(op.time)
-                        });
-                        self.certain += 1;
-                        let hold = Candidate {
-                            process: op.process,
-                            key: key.to_string(),
-                            acquire_index: invoke.index,
-                            token: op.token.clone().or_else(|| invoke.token.clone()),
-                            nodes: op.node.clone(),
-                            asked: invoke.time,
-                            start: op.time,
-                            end: lease_end,
-                            lease_end,
-                            validity_ms: validity,
-                            ended_by: "validity",
-                            certain: true,
-                            fence: op.fence.or(invoke.fence),
-                            renews_silently: op.renewal == Some(Renewal::Silent),
-                            lives_with_connection: op.renewal == Some(Renewal::Connection),
-                            renews: op.renewal == Some(Renewal::Reported),
-                            renewal_failed: None,
-                            renewal_unanswered: None,
-                            told_held: None,
-                            ends_with_write: op.ends_with_write,
-                            seq: self.next_seq(),
-                        };
-                        ended.extend(self.open.insert((op.process, key.to_string()), hold));
-                    }
-                    OpType::Info => {
-                        let hold = self.possible_hold(invoke);
-                        ended.push(hold);
-                    }
-                    OpType::Fail | OpType::Invoke => {}
+        }
+    }
+
+    /// An op asked: an acquire ends its process's hold of the key (a hold never released
+    /// ended with its lease), a release ends it, and a write ends a hold that ends with it.
+    fn invoked(&mut self, op: &Op, ended: &mut Vec<Candidate>) {
+        let held = || (op.process, op.key.clone().unwrap_or_default());
+        match op.f.as_str() {
+            // A hold never released ended with its lease; a later release is not its.
+            "acquire" => {
+                self.pending_acquires.insert(op.process, op.time);
+                ended.extend(self.open.remove(&held()));
+            }
+            "release" => {
+                if let Some(mut hold) = self.open.remove(&held()) {
+                    hold.end = op.time.max(hold.start);
+                    hold.ended_by = "release";
+                    ended.push(hold);
                 }
             }
+            "add" => {
+                let committing = self
+                    .open
+                    .iter()
+                    .find(|((process, _), hold)| *process == op.process && hold.ends_with_write)
+                    .map(|(held, _)| held.clone());
+                if let Some(mut hold) = committing.and_then(|held| self.open.remove(&held)) {
+                    hold.end = op.time.max(hold.start);
+                    hold.ended_by = "write";
+                    ended.push(hold);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// A `held` answered yes, or a renewal answered, on a hold still open.
+    fn told_or_renewed(&mut self, invoke: &Op, op: &Op) {
+        let key = invoke.key.as_deref().unwrap_or_default();
+        let told_yes = op.kind == OpType::Ok && op.value == Some(true.into());
+        if invoke.f == "held" && told_yes {
+            if let Some(hold) = self.open.get_mut(&(op.process, key.to_string())) {
+                let times = hold.told_held.as_ref().map_or(0, |told| told.times);
+                hold.told_held = Some(ToldHeld {
+                    asked_ms: ms(invoke.time),
+                    at_ms: ms(op.time),
+                    times: times + 1,
+                });
+            }
+        }
+        if invoke.f == "renew" {
+            if let Some(hold) = self.open.get_mut(&(op.process, key.to_string())) {
+                hold.renews = true;
+                let failed = FailedRenewal {
+                    asked_ms: ms(invoke.time),
+                    at_ms: ms(op.time),
+                    error: op.error.clone(),
+                };
+                if op.kind == OpType::Info && hold.renewal_unanswered.is_none() {
+                    hold.renewal_unanswered = Some(failed.clone());
+                }
+                hold.renewal_failed = (op.kind != OpType::Ok).then_some(failed);
+            }
+        }
+        // A renewal refused (`fail`: the lock was no longer its own) says the lease was
+        // over by the time it came back, whatever the renewals before it promised: the
+        // server had let the key go. A grant after it is to a holder that outlived its
+        // lease, not two live leases.
+        if invoke.f == "renew" && op.kind == OpType::Fail {
+            if let Some(hold) = self.open.get_mut(&(op.process, key.to_string())) {
+                hold.lease_end = hold.lease_end.min(op.time).max(hold.start);
+                if hold.ended_by == "validity" {
+                    hold.end = hold.lease_end;
+                }
+            }
+        }
+        if invoke.f == "renew" && op.kind == OpType::Ok {
+            let open_hold = self
+                .open
+                .get_mut(&(op.process, key.to_string()))
+                .filter(|hold| !hold.renews_silently);
+            if let (Some(hold), Some(ttl)) = (open_hold, invoke.ttl_ms) {
+                hold.lease_end = hold.lease_end.max(invoke.time + ttl * 1_000_000);
+                if hold.ended_by == "validity" {
+                    hold.end = hold.lease_end;
+                }
+            }
+        }
+    }
+
+    /// An acquire answered: a grant opens a hold (ending the process's last one on the key),
+    /// an unknown outcome is a possible hold.
+    fn acquired(&mut self, invoke: &Op, op: &Op, ended: &mut Vec<Candidate>) {
+        let key = invoke.key.as_deref().unwrap_or_default();
+        self.pending_acquires.remove(&invoke.process);
+        match op.kind {
+            OpType::Ok => {
+                let validity = op.validity_ms.or(invoke.ttl_ms);
+                let lease_end = validity.map_or(self.end_of_history, |v| {
+                    (invoke.time + v * 1_000_000).max(op.time)
+                });
+                self.certain += 1;
+                let hold = Candidate {
+                    process: op.process,
+                    key: key.to_string(),
+                    acquire_index: invoke.index,
+                    token: op.token.clone().or_else(|| invoke.token.clone()),
+                    nodes: op.node.clone(),
+                    asked: invoke.time,
+                    start: op.time,
+                    end: lease_end,
+                    lease_end,
+                    validity_ms: validity,
+                    ended_by: "validity",
+                    certain: true,
+                    fence: op.fence.or(invoke.fence),
+                    renews_silently: op.renewal == Some(Renewal::Silent),
+                    lives_with_connection: op.renewal == Some(Renewal::Connection),
+                    renews: op.renewal == Some(Renewal::Reported),
+                    renewal_failed: None,
+                    renewal_unanswered: None,
+                    told_held: None,
+                    ends_with_write: op.ends_with_write,
+                    seq: self.next_seq(),
+                };
+                ended.extend(self.open.insert((op.process, key.to_string()), hold));
+            }
+            OpType::Info => {
+                let hold = self.possible_hold(invoke);
+                ended.push(hold);
+            }
+            OpType::Fail | OpType::Invoke => {}
         }
     }
 
