@@ -86,18 +86,48 @@ pub fn causes(runs: &[Results]) -> String {
 
 /// What the runs that met a claim's expectation measured, in one line.
 pub fn figure(runs: &[Results], expect: Expect, judge: Judge) -> String {
-    let range = |values: Vec<usize>, what: &str| -> Option<String> {
-        let (low, high) = (values.iter().min()?, values.iter().max()?);
-        (*high > 0).then(|| match low == high {
-            true => format!("{high} {what}"),
-            false => format!("{low}-{high} {what}"),
-        })
-    };
+    let mut parts = grant_figures(runs, judge);
+    parts.extend(judged_figure(runs, judge));
+    let stuck: Vec<f64> = runs
+        .iter()
+        .filter_map(|r| r.checkers.get::<StuckLock>())
+        .flat_map(|s| s.stuck_periods.iter().map(|p| p.stuck_ms))
+        .collect();
+    if let Some(longest) = stuck.iter().copied().reduce(f64::max) {
+        parts.push(format!("a lock stuck for up to {:.1} s", longest / 1000.0));
+    }
+    if expect == Expect::Valid {
+        parts.extend(range(
+            runs.iter()
+                .filter_map(|r| r.checkers.get::<Coverage>())
+                .map(|c| c.grants_faulted)
+                .collect(),
+            "grants a fault reached a run",
+        ));
+    }
+    if parts.is_empty() {
+        "no violation and no fault on a holder".to_string()
+    } else {
+        parts.join("; ")
+    }
+}
+
+/// `low-high what` over runs (`high what` where all agree), or `None` where none counted any.
+fn range(values: Vec<usize>, what: &str) -> Option<String> {
+    let (low, high) = (values.iter().min()?, values.iter().max()?);
+    (*high > 0).then(|| match low == high {
+        true => format!("{high} {what}"),
+        false => format!("{low}-{high} {what}"),
+    })
+}
+
+/// The double grants of each kind and the writes lost, a run.
+fn grant_figures(runs: &[Results], judge: Judge) -> Vec<String> {
+    let mut parts = Vec::new();
     let safety: Vec<_> = runs
         .iter()
         .filter_map(|r| r.checkers.get::<LockSafety>())
         .collect();
-    let mut parts = Vec::new();
     // A claim judged on leases rests on the double grants with both leases live; the stale
     // ones beside them are said apart.
     let leases_only = judge == Judge::Leases;
@@ -146,6 +176,11 @@ pub fn figure(runs: &[Results], expect: Expect, judge: Judge) -> String {
             .collect(),
         "acknowledged writes lost a run",
     ));
+    parts
+}
+
+/// What a claim judged on starvation, a livelock or an outage rests on.
+fn judged_figure(runs: &[Results], judge: Judge) -> Option<String> {
     if judge == Judge::Starvation {
         let starved: Vec<&Starvation> = runs.iter().filter_map(|r| r.checkers.get()).collect();
         if let Some(waits) = range(
@@ -157,7 +192,7 @@ pub fn figure(runs: &[Results], expect: Expect, judge: Judge) -> String {
                 .flat_map(|s| &s.starved)
                 .map(|w| (w.passed_over_until_ms - w.from_ms) / w.ttl_ms as f64)
                 .fold(0.0, f64::max);
-            parts.push(format!(
+            return Some(format!(
                 "{waits}, the longest passed over for {longest:.1} TTLs"
             ));
         }
@@ -177,7 +212,7 @@ pub fn figure(runs: &[Results], expect: Expect, judge: Judge) -> String {
                 .iter()
                 .map(|s| s.to_ms - s.from_ms)
                 .fold(0.0, f64::max);
-            parts.push(format!(
+            return Some(format!(
                 "split votes {rounds} in a row, the longest streak lasting {:.1} s",
                 longest / 1000.0
             ));
@@ -197,34 +232,13 @@ pub fn figure(runs: &[Results], expect: Expect, judge: Judge) -> String {
         let shortest = outages.iter().copied().reduce(f64::min);
         let longest = outages.iter().copied().reduce(f64::max);
         if let (Some(shortest), Some(longest)) = (shortest, longest) {
-            parts.push(format!(
+            return Some(format!(
                 "the lock free and granted to nobody for {shortest:.1} to {longest:.1} TTLs at \
                  the longest"
             ));
         }
     }
-    let stuck: Vec<f64> = runs
-        .iter()
-        .filter_map(|r| r.checkers.get::<StuckLock>())
-        .flat_map(|s| s.stuck_periods.iter().map(|p| p.stuck_ms))
-        .collect();
-    if let Some(longest) = stuck.iter().copied().reduce(f64::max) {
-        parts.push(format!("a lock stuck for up to {:.1} s", longest / 1000.0));
-    }
-    if expect == Expect::Valid {
-        parts.extend(range(
-            runs.iter()
-                .filter_map(|r| r.checkers.get::<Coverage>())
-                .map(|c| c.grants_faulted)
-                .collect(),
-            "grants a fault reached a run",
-        ));
-    }
-    if parts.is_empty() {
-        "no violation and no fault on a holder".to_string()
-    } else {
-        parts.join("; ")
-    }
+    None
 }
 
 /// The page.
