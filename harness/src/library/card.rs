@@ -75,7 +75,6 @@ pub async fn test(asked: Cards<'_>, interrupt: CancellationToken) -> Result<Exit
             folder.display()
         ))
     })?;
-    let seed_list: Vec<u64> = (1..=seed_runs.seeds).collect();
     let mut cards = Vec::new();
     // What stopped the cards, if anything did: the page still shows every line run so far.
     let mut failure = None;
@@ -83,58 +82,10 @@ pub async fn test(asked: Cards<'_>, interrupt: CancellationToken) -> Result<Exit
         if interrupt.is_cancelled() || failure.is_some() {
             break;
         }
-        let mut lines = Vec::new();
-        let mut stopped = None;
-        if let Err(e) = install(library.clone(), &interrupt).await {
-            // The installer's error names the library and what it was doing.
-            stopped = Some(e.to_string());
-            failure = Some(e);
-        } else {
-            print_lines(&library, &card_lines);
-        }
-        for line in card_lines {
-            if interrupt.is_cancelled() || failure.is_some() {
-                break;
-            }
-            let (claim, cells, file) = cells_of(&library, &line, &seed_list, scenarios)?;
-            let cells = matrix::stopping_at_first(cells, asked.stop_at_first);
-            let runs = folder.join(format!("{}-{}", library.name, line.name()));
-            let ran = scenario::run_claim(
-                line.name(),
-                claim,
-                cells,
-                &file,
-                &runs,
-                seed_runs.parallel,
-                &interrupt,
-            )
-            .await;
-            let outcome = match ran {
-                Ok(outcome) => outcome,
-                Err(e) => {
-                    stopped = Some(format!("{} could not run: {e}", line.name()));
-                    failure = Some(e);
-                    break;
-                }
-            };
-            // A line that expects valid may have seeds only the library's own finding made
-            // unknown (`[[known-unknown]]`): the card lays those to the finding.
-            let own_unknowns = match outcome.expect == Expect::Valid && !outcome.held {
-                true => own_unknowns(&library.manifest.known_unknowns, &outcome.unknown_runs),
-                false => None,
-            };
-            lines.push(CardLine {
-                expected: line.expected().to_string(),
-                outcome,
-                own_unknowns,
-            });
-        }
-        let card = Card {
-            stopped,
-            ..card_of(&library, lines)
-        };
+        let (card, stopped_by) = run_card(&asked, library, card_lines, &folder, &interrupt).await?;
         print_card(&card);
         cards.push(card);
+        failure = stopped_by;
     }
     let when = started.format("%Y-%m-%d %H:%M UTC").to_string();
     let json = serde_json::to_string_pretty(&cards).map_err(anyhow::Error::from)?;
@@ -170,6 +121,72 @@ pub async fn test(asked: Cards<'_>, interrupt: CancellationToken) -> Result<Exit
         true => Exit::Success,
         false => Exit::Verdict(splitbrain_checker::Valid::False),
     })
+}
+
+/// Installs a library and runs its card's lines, one after another; returns the card and,
+/// where they stopped early (a failed install, a line that could not run, an interrupt), the
+/// error that stopped them. The card keeps every line run before it.
+async fn run_card(
+    asked: &Cards<'_>,
+    library: Library,
+    card_lines: Vec<Line>,
+    folder: &Path,
+    interrupt: &CancellationToken,
+) -> Result<(Card, Option<HarnessError>), HarnessError> {
+    let (scenarios, seed_runs) = (asked.scenarios, asked.runs);
+    let seed_list: Vec<u64> = (1..=seed_runs.seeds).collect();
+    let mut failure = None;
+    let mut lines = Vec::new();
+    let mut stopped = None;
+    if let Err(e) = install(library.clone(), interrupt).await {
+        // The installer's error names the library and what it was doing.
+        stopped = Some(e.to_string());
+        failure = Some(e);
+    } else {
+        print_lines(&library, &card_lines);
+    }
+    for line in card_lines {
+        if interrupt.is_cancelled() || failure.is_some() {
+            break;
+        }
+        let (claim, cells, file) = cells_of(&library, &line, &seed_list, scenarios)?;
+        let cells = matrix::stopping_at_first(cells, asked.stop_at_first);
+        let runs = folder.join(format!("{}-{}", library.name, line.name()));
+        let ran = scenario::run_claim(
+            line.name(),
+            claim,
+            cells,
+            &file,
+            &runs,
+            seed_runs.parallel,
+            interrupt,
+        )
+        .await;
+        let outcome = match ran {
+            Ok(outcome) => outcome,
+            Err(e) => {
+                stopped = Some(format!("{} could not run: {e}", line.name()));
+                failure = Some(e);
+                break;
+            }
+        };
+        // A line that expects valid may have seeds only the library's own finding made
+        // unknown (`[[known-unknown]]`): the card lays those to the finding.
+        let own_unknowns = match outcome.expect == Expect::Valid && !outcome.held {
+            true => own_unknowns(&library.manifest.known_unknowns, &outcome.unknown_runs),
+            false => None,
+        };
+        lines.push(CardLine {
+            expected: line.expected().to_string(),
+            outcome,
+            own_unknowns,
+        });
+    }
+    let card = Card {
+        stopped,
+        ..card_of(&library, lines)
+    };
+    Ok((card, failure))
 }
 
 /// One line of a card: a check of the library's kind of lock, or one of its own findings.
