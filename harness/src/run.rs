@@ -103,36 +103,14 @@ pub async fn run(spec: TestSpec, interrupt: CancellationToken) -> Result<Ran, Ha
         dir.path.clone(),
         interrupt.clone(),
     ));
-    let mut unsupported = None;
-    let mut broken_client = None;
-    let (versions, error) = match core.await {
-        Ok(Ok(versions)) => (Some(versions), None),
-        Ok(Err(e)) => match e.downcast::<Unsupported>() {
-            Ok(Unsupported(why)) => {
-                unsupported = Some(why);
-                (None, None)
-            }
-            Err(e) => match e.downcast_ref::<WorkloadError>() {
-                Some(WorkloadError::Broken(why)) => {
-                    broken_client = Some(why.clone());
-                    (None, Some(why.clone()))
-                }
-                _ => (None, Some(format!("{e:#}"))),
-            },
-        },
-        Err(e) if e.is_panic() => (None, Some(format!("the harness panicked: {e}"))),
-        Err(e) => (None, Some(format!("the run was cancelled: {e}"))),
-    };
+    let Ended {
+        versions,
+        error,
+        unsupported,
+        broken_client,
+    } = ended(core.await);
     // Whatever happened above, nothing of this run may stay behind.
-    match splitbrain_compose::remove_run(&docker, &run_id).await {
-        Ok(left) if !left.containers.is_empty() => {
-            progress::step(&format!("removed {} container(s)", left.containers.len()))
-        }
-        Ok(_) => {}
-        Err(e) => progress::step(&format!(
-            "could not remove the run's containers ({e}); run `splitbrain clean`"
-        )),
-    }
+    remove_left(&docker, &run_id).await;
     if let Some(why) = unsupported {
         return Err(HarnessError::BadInput(why));
     }
@@ -183,6 +161,57 @@ pub async fn run(spec: TestSpec, interrupt: CancellationToken) -> Result<Ran, Ha
         exit,
         dir: dir.path,
     })
+}
+
+/// How a run's core ended: the versions it found, or the error that ended it, a fault this
+/// machine cannot inject, or a client that broke the protocol (bad input, not a crash).
+struct Ended {
+    versions: Option<Versions>,
+    error: Option<String>,
+    unsupported: Option<String>,
+    broken_client: Option<String>,
+}
+
+fn ended(joined: Result<anyhow::Result<Versions>, tokio::task::JoinError>) -> Ended {
+    let mut unsupported = None;
+    let mut broken_client = None;
+    let (versions, error) = match joined {
+        Ok(Ok(versions)) => (Some(versions), None),
+        Ok(Err(e)) => match e.downcast::<Unsupported>() {
+            Ok(Unsupported(why)) => {
+                unsupported = Some(why);
+                (None, None)
+            }
+            Err(e) => match e.downcast_ref::<WorkloadError>() {
+                Some(WorkloadError::Broken(why)) => {
+                    broken_client = Some(why.clone());
+                    (None, Some(why.clone()))
+                }
+                _ => (None, Some(format!("{e:#}"))),
+            },
+        },
+        Err(e) if e.is_panic() => (None, Some(format!("the harness panicked: {e}"))),
+        Err(e) => (None, Some(format!("the run was cancelled: {e}"))),
+    };
+    Ended {
+        versions,
+        error,
+        unsupported,
+        broken_client,
+    }
+}
+
+/// Removes whatever of the run is left in Docker, saying what it removed.
+async fn remove_left(docker: &splitbrain_compose::Docker, run_id: &str) {
+    match splitbrain_compose::remove_run(docker, run_id).await {
+        Ok(left) if !left.containers.is_empty() => {
+            progress::step(&format!("removed {} container(s)", left.containers.len()))
+        }
+        Ok(_) => {}
+        Err(e) => progress::step(&format!(
+            "could not remove the run's containers ({e}); run `splitbrain clean`"
+        )),
+    }
 }
 
 /// A fault this machine cannot inject (a kernel feature it lacks): the run stops before any
