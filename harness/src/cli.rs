@@ -15,8 +15,8 @@ pub const SHOWN_AFTER_A_RUN: usize = 3;
 /// The folder scenarios are read from, unless `--dir` says otherwise.
 pub const SCENARIOS: &str = "scenarios";
 
-/// A Jepsen-style chaos harness for distributed locks: Redis, and the etcd, ZooKeeper and
-/// PostgreSQL locks people are told to use instead.
+/// A Jepsen-style chaos harness for distributed locks: Redis, and the etcd, ZooKeeper,
+/// PostgreSQL and MariaDB locks people are told to use instead.
 #[derive(Debug, Parser)]
 #[command(
     name = "splitbrain",
@@ -53,8 +53,7 @@ pub enum Command {
         #[command(subcommand)]
         command: LibraryCommand,
     },
-    /// Build every server's image (Redis versions, etcd, ZooKeeper), the storage image and
-    /// their Debian base, locally.
+    /// Build every server's image, the storage image and their Debian base, locally.
     Images {
         #[command(subcommand)]
         command: ImagesCommand,

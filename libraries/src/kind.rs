@@ -62,8 +62,8 @@ static KINDS: LazyLock<Vec<Kind>> = LazyLock::new(|| {
         .map(|&(name, text)| {
             // The files are built into the program and a test reads each: a bad one cannot
             // reach a user.
-            let file: KindFile = toml::from_str(text)
-                .unwrap_or_else(|e| panic!("libraries/kinds/{name}.toml: {e}"));
+            let file: KindFile =
+                toml::from_str(text).unwrap_or_else(|e| panic!("libraries/kinds/{name}.toml: {e}"));
             Kind {
                 name,
                 summary: file.summary,
@@ -104,12 +104,24 @@ mod tests {
     #[test]
     fn every_kind_file_reads_and_names_scenarios_of_the_catalog() {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-        let on_disk = std::fs::read_dir(root.join("libraries/kinds")).unwrap().count();
-        assert_eq!(kinds().len(), on_disk, "every file of libraries/kinds/ is in FILES");
+        let on_disk = std::fs::read_dir(root.join("libraries/kinds"))
+            .unwrap()
+            .count();
+        assert_eq!(
+            kinds().len(),
+            on_disk,
+            "every file of libraries/kinds/ is in FILES"
+        );
         for kind in kinds() {
-            assert!(!kind.summary.is_empty() && !kind.lines.is_empty(), "{}", kind.name);
+            assert!(
+                !kind.summary.is_empty() && !kind.lines.is_empty(),
+                "{}",
+                kind.name
+            );
             for line in &kind.lines {
-                let file = root.join("scenarios").join(format!("{}.toml", line.scenario));
+                let file = root
+                    .join("scenarios")
+                    .join(format!("{}.toml", line.scenario));
                 assert!(file.is_file(), "{}: {}", kind.name, file.display());
             }
         }
@@ -122,7 +134,9 @@ mod tests {
             #[serde(deserialize_with = "deserialize")]
             kind: &'static Kind,
         }
-        let refused = toml::from_str::<Named>("kind = \"redis\"").unwrap_err().to_string();
+        let refused = toml::from_str::<Named>("kind = \"redis\"")
+            .unwrap_err()
+            .to_string();
         assert!(
             refused.contains("unknown kind `redis`: one of single-redis, redlock, sentinel"),
             "{refused}"

@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use splitbrain_workloads::ClientOptions;
 
+use super::catalog::client_help;
 use super::names::{self, Acquire, ChosenClient};
 use super::parse;
 use super::part::part;
@@ -12,13 +13,8 @@ part! {
     /// Who takes the lock.
     pub struct ClientPart {
         @shown
-        /// Lock algorithm: setnx-expire | del-release | set-nx-px | watchdog | wait | fenced |
-        /// redlock | etcd-lease | etcd-lock | zk-recipe | pg-advisory | pg-advisory-xact |
-        /// mysql-get-lock | exec:<command> (your own client, over the JSON-lines protocol) |
-        /// lib:<library> (a real lock library of the catalog: `splitbrain library list`).
-        /// Default: the deployment's own lock (redlock on Redis, etcd-lease on etcd, zk-recipe
-        /// on zookeeper, pg-advisory on postgres, mysql-get-lock on mariadb).
-        #[arg(long, value_parser = parse::client)]
+        /// Lock algorithm (the help lists every one, from the registry of systems).
+        #[arg(long, value_parser = parse::client, help = client_help())]
         #[serde(default, skip_serializing_if = "Option::is_none")]
         pub client: Option<ChosenClient>,
         /// Redlock: retry after a fixed backoff, with no random jitter (the split-vote livelock).

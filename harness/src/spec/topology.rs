@@ -8,6 +8,7 @@ use splitbrain_compose::topology::{
 use splitbrain_compose::{System, Topology};
 use splitbrain_systems::{find_topology, Service};
 
+use super::catalog::{deployment_help, server_help};
 use super::part::part;
 use super::{names, parse};
 
@@ -15,14 +16,12 @@ part! {
     /// Where the lock lives.
     pub struct TopologyPart {
         @shown
-        /// Deployment: single | redlock | sentinel | cluster | etcd | zookeeper | postgres |
-        /// mariadb.
-        #[arg(long, default_value = "redlock", value_parser = parse::deployment)]
+        /// Deployment (the help lists every one, from the registry of systems).
+        #[arg(long, default_value = "redlock", value_parser = parse::deployment, help = deployment_help())]
         #[serde(with = "names::by_name")]
         pub deployment: &'static dyn Topology,
-        /// The server version the deployment runs: redis-7.0 (the default on Redis
-        /// deployments) | redis-8.0 | valkey-8.1; etcd-3.4 on etcd; zookeeper-3.8 on zookeeper.
-        #[arg(long, value_parser = parse::server)]
+        /// The server version the deployment runs (the help lists them, from the registry).
+        #[arg(long, value_parser = parse::server, help = server_help())]
         #[serde(default, with = "names::opt_by_name", skip_serializing_if = "Option::is_none")]
         pub server: Option<&'static dyn System>,
         /// Number of nodes, for deployments where it can vary (redlock: 5).
