@@ -1,7 +1,8 @@
 //! Bring your own client: `--client exec:<command>` runs `<command>` (through `sh -c`) once
 //! per client process and drives it over JSON lines on its stdin and stdout, so that a lock
-//! library in any language can be put under test. The README documents the protocol with a
-//! worked exchange; in short, one request per line, one reply per line, in order:
+//! library in any language can be put under test. `docs/exec-protocol.md` documents the
+//! protocol with a worked exchange; in short, one request per line, one reply per line, in
+//! order:
 //!
 //! ```text
 //! -> {"op":"hello","protocol":1,"deployment":"redlock","nodes":[{"name":"n1","host":"10.98.0.11","port":6379,"role":"master"},...],"ttl_ms":2000}
