@@ -312,11 +312,12 @@ impl Deployment {
             .ok_or_else(|| ComposeError::UnknownNode(name.to_string()))
     }
 
-    /// Crashes a node: SIGKILLs its Redis (and its Sentinel) inside the running container, and
-    /// returns once the server no longer accepts connections. Without persistence it forgets
-    /// every key. The container's entry point supervises the processes (see
-    /// `images/redis-node/splitbrain-node`): a process restart takes tens of milliseconds where a
-    /// container restart takes seconds on a busy machine, longer than the leases at stake.
+    /// Crashes a node: SIGKILLs its server (and any process beside it, a Redis node's
+    /// Sentinel) inside the running container, and returns once the server no longer accepts
+    /// connections; what it keeps is what its system persists. The container's entry point
+    /// supervises the processes (see `compose/images/node/splitbrain-node`): a process restart
+    /// takes tens of milliseconds where a container restart takes seconds on a busy machine,
+    /// longer than the leases at stake.
     pub async fn kill(&self, name: &str) -> Result<(), ComposeError> {
         let node = self.node(name)?;
         self.signal(node, "SIGUSR1").await?;
