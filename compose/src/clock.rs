@@ -87,28 +87,19 @@ impl Deployment {
         }
     }
 
-    /// How far the node's Redis clock (`TIME`) is from the host's, in milliseconds.
+    /// How far the node's clock is from the host's, in milliseconds, as its server reads it.
     pub async fn measured_skew_ms(&self, node: &str) -> Result<f64, ComposeError> {
         let node = self.node(node)?;
-        let client = redis::Client::open(format!("redis://{}/", node.addr))?;
-        let ask = async {
-            let mut conn = client.get_multiplexed_async_connection().await?;
-            let before = now_ns();
-            let (secs, micros): (i64, i64) = redis::cmd("TIME").query_async(&mut conn).await?;
-            let after = now_ns();
-            Ok::<_, redis::RedisError>((
-                secs * 1_000_000_000 + micros * 1_000,
-                (before + after) / 2,
-            ))
+        let unread = |last_error: String| ComposeError::NodeNotReady {
+            node: node.name.clone(),
+            seconds: 2,
+            last_error,
         };
-        let (node_ns, host_ns) = tokio::time::timeout(Duration::from_secs(2), ask)
+        let ask = self.system().clock_skew_ms(node.addr);
+        tokio::time::timeout(Duration::from_secs(2), ask)
             .await
-            .map_err(|_| ComposeError::NodeNotReady {
-                node: node.name.clone(),
-                seconds: 2,
-                last_error: "TIME timed out".into(),
-            })??;
-        Ok((node_ns - host_ns) as f64 / 1e6)
+            .map_err(|_| unread("asking its clock timed out".into()))?
+            .map_err(unread)
     }
 }
 

@@ -39,6 +39,12 @@ pub trait System: Sync {
     }
     /// The program and version a node reports: `redis 7.0.15`, `valkey 8.1.1`.
     fn version(&self, addr: SocketAddr) -> BoxFuture<'static, Option<String>>;
+    /// How far a node's own clock is from the host's, in milliseconds, as the server reads it
+    /// (Redis's `TIME`), so that a clock fault records what it did; `Err` says why not.
+    fn clock_skew_ms(&self, _addr: SocketAddr) -> BoxFuture<'static, Result<f64, String>> {
+        let name = self.name();
+        Box::pin(async move { Err(format!("{name} does not tell its clock")) })
+    }
     /// The file name a node's log is saved under, in the run's `nodes/<node>/`.
     fn log_file(&self) -> &'static str;
     /// Whether the clock faults reach the server: the node image preloads a shim under libc's

@@ -30,7 +30,7 @@ fn ms(value: &serde_json::Value, field: &str) -> i64 {
     value[field].as_i64().unwrap_or_default()
 }
 
-/// The Redis `TIME` skew of each target, in ms, as observed right after a change.
+/// The clock skew of each target as its server reads it, in ms, right after a change.
 pub(super) async fn measure(
     deployment: &Deployment,
     targets: &[String],

@@ -5,6 +5,7 @@ use std::net::SocketAddr;
 
 use futures_util::future::BoxFuture;
 
+use splitbrain_compose::clock::now_ns;
 use splitbrain_compose::image::{Recipe, NODE_ENTRY_POINT};
 use splitbrain_compose::{ask_redis as ask, System};
 
@@ -100,6 +101,26 @@ impl System for Redis {
 
     fn probe(&self, addr: SocketAddr) -> BoxFuture<'static, Result<(), String>> {
         Box::pin(async move { ask::<String>(addr, &redis::cmd("PING")).await.map(drop) })
+    }
+
+    fn clock_skew_ms(&self, addr: SocketAddr) -> BoxFuture<'static, Result<f64, String>> {
+        Box::pin(async move {
+            let client =
+                redis::Client::open(format!("redis://{addr}/")).map_err(|e| e.to_string())?;
+            let mut conn = client
+                .get_multiplexed_async_connection()
+                .await
+                .map_err(|e| e.to_string())?;
+            // The host's time is taken either side of the question alone, the connection made.
+            let before = now_ns();
+            let (secs, micros): (i64, i64) = redis::cmd("TIME")
+                .query_async(&mut conn)
+                .await
+                .map_err(|e| e.to_string())?;
+            let after = now_ns();
+            let node_ns = secs * 1_000_000_000 + micros * 1_000;
+            Ok((node_ns - (before + after) / 2) as f64 / 1e6)
+        })
     }
 
     fn version(&self, addr: SocketAddr) -> BoxFuture<'static, Option<String>> {
