@@ -79,15 +79,32 @@ pub(crate) struct Split<'h> {
 }
 
 /// Pairs the client operations of `history` and splits those of the model's `fs` by key.
+/// A `renew` is a lock library's own (its watchdog thread's), made beside whatever its
+/// process is doing: it pairs with the process's next `renew`, apart from its other ops. A
+/// renewal still out when the next begins was never answered (the hold it renewed ended, and
+/// its thread with it): it never completed.
 pub(crate) fn split<'h>(history: &'h [Op], fs: &[&str]) -> Result<Split<'h>, CheckError> {
-    let mut pending: HashMap<u64, usize> = HashMap::new();
+    let mut pending: HashMap<(u64, bool), usize> = HashMap::new();
     let mut records = Vec::with_capacity(history.len() / 2 + 1);
+    let unanswered = |invoke_position| CallRecord {
+        invoke: &history[invoke_position],
+        completion: None,
+        invoke_position,
+        return_position: None,
+    };
     for (position, op) in history.iter().enumerate() {
         let Process::Client(process) = op.process else {
             continue;
         };
+        let renewal = op.f == "renew";
+        let process = (process, renewal);
         if op.kind == OpType::Invoke {
             if let Some(&earlier) = pending.get(&process) {
+                if renewal {
+                    records.push(unanswered(earlier));
+                    pending.insert(process, position);
+                    continue;
+                }
                 return Err(CheckError::InvokeWhilePending {
                     index: op.index,
                     process: op.process,
@@ -112,12 +129,7 @@ pub(crate) fn split<'h>(history: &'h [Op], fs: &[&str]) -> Result<Split<'h>, Che
             });
         }
     }
-    records.extend(pending.into_values().map(|invoke_position| CallRecord {
-        invoke: &history[invoke_position],
-        completion: None,
-        invoke_position,
-        return_position: None,
-    }));
+    records.extend(pending.into_values().map(unanswered));
     records.sort_unstable_by_key(|record| record.invoke_position);
 
     let mut ignored = 0;
@@ -238,5 +250,35 @@ mod tests {
         assert_eq!(keys, [None, Some("a"), Some("b")]);
         assert_eq!(split.ignored, 1);
         assert_eq!(split.ignored_fs.into_iter().collect::<Vec<_>>(), ["renew"]);
+    }
+
+    /// A library's watchdog renews while its holder releases (python-redis-lock under a
+    /// client pause): the renewal is still out when the release is asked.
+    #[test]
+    fn a_renewal_in_flight_beside_its_holders_ops_pairs_on_its_own() {
+        let history = vec![
+            op(0, 3, OpType::Invoke, "acquire").key("lock"),
+            op(1, 3, OpType::Ok, "acquire"),
+            op(2, 3, OpType::Invoke, "renew").key("lock"),
+            op(3, 3, OpType::Invoke, "release").key("lock"),
+            op(4, 3, OpType::Ok, "release"),
+            op(5, 3, OpType::Ok, "renew"),
+        ];
+        let paired = split(&history, &["acquire", "release"]).unwrap();
+        assert_eq!(paired.parts[0].calls.len(), 2, "{:?}", paired.parts);
+        assert_eq!(paired.ignored, 1);
+        // A renewal never answered, the hold released, and the next hold's renewal.
+        let unanswered = [
+            op(0, 3, OpType::Invoke, "renew"),
+            op(1, 3, OpType::Invoke, "release"),
+            op(2, 3, OpType::Ok, "release"),
+            op(3, 3, OpType::Invoke, "renew"),
+            op(4, 3, OpType::Ok, "renew"),
+        ];
+        let paired = split(&unanswered, &["release"]).unwrap();
+        assert_eq!(
+            paired.ignored, 2,
+            "both renewals, the first never completed"
+        );
     }
 }
