@@ -107,16 +107,30 @@ impl<'a> Moved<'a> {
         Explanation::new(cause, sentence).resting_on(&[self.first, self.second], &spells)
     }
 
+    /// The first spell in one of `states`, on one of `nodes`, touching the time from the
+    /// first grant to the second, that `keep` takes.
+    fn between_grants(
+        &self,
+        nodes: &'a [String],
+        states: &'a [State],
+        keep: impl Fn(&Spell) -> bool,
+    ) -> Option<&'a Spell> {
+        let (from, to) = (self.first.start_ms, self.second.start_ms);
+        nodes.iter().find_map(|node| {
+            self.context
+                .timeline
+                .on(node, states, from, to)
+                .find(|s| keep(s))
+        })
+    }
+
     /// The first holder's master was cut off before its grant and went on granting while
     /// the other side promoted another.
     fn master_cut_off(&self) -> Option<Explanation> {
         let (first, second) = (self.first, self.second);
-        let (from, to) = (first.start_ms, second.start_ms);
-        let cut = self.first_nodes.iter().find_map(|node| {
-            self.context
-                .timeline
-                .on(node, &[State::CutOff], from, to)
-                .find(|s| s.earliest_ms() <= from && s.stop_ms.is_none_or(|stop| stop >= from))
+        let from = first.start_ms;
+        let cut = self.between_grants(self.first_nodes, &[State::CutOff], |s| {
+            s.earliest_ms() <= from && s.stop_ms.is_none_or(|stop| stop >= from)
         })?;
         let sentence = format!(
             "{} and went on granting as master: process {} at {}; {} granted process {} at {}, \
@@ -240,16 +254,9 @@ impl<'a> Moved<'a> {
     fn first_nodes_went_away(&self) -> Option<Explanation> {
         let (first, second) = (self.first, self.second);
         let (from, to) = (first.start_ms, second.start_ms);
-        let spell = self.first_nodes.iter().find_map(|node| {
-            self.context
-                .timeline
-                .on(
-                    node,
-                    &[State::CutOff, State::Down, State::Paused, State::Failover],
-                    from,
-                    to,
-                )
-                .find(|s| s.state == State::Failover || s.start_ms >= from)
+        let went = &[State::CutOff, State::Down, State::Paused, State::Failover];
+        let spell = self.between_grants(self.first_nodes, went, |s| {
+            s.state == State::Failover || s.start_ms >= from
         })?;
         let sentence = format!(
             "process {} held the lock on {} from {}; {}; {} granted process {} at {} while \
@@ -274,12 +281,7 @@ impl<'a> Moved<'a> {
     /// one replacing it both granted before the old one stepped down.
     fn stepping_down(&self) -> Option<Explanation> {
         let (first, second) = (self.first, self.second);
-        let spell = self.second_nodes.iter().find_map(|node| {
-            self.context
-                .timeline
-                .on(node, &[State::Failover], first.start_ms, second.start_ms)
-                .next()
-        })?;
+        let spell = self.between_grants(self.second_nodes, &[State::Failover], |_| true)?;
         let sentence = format!(
             "{}; {} granted process {} at {} and {}, the master being replaced, granted \
              process {} at {}, while process {}'s lease ran until {}: both granted before the \
