@@ -181,64 +181,54 @@ fn grant_figures(runs: &[Results], judge: Judge) -> Vec<String> {
 
 /// What a claim judged on starvation, a livelock or an outage rests on.
 fn judged_figure(runs: &[Results], judge: Judge) -> Option<String> {
-    if judge == Judge::Starvation {
-        let starved: Vec<&Starvation> = runs.iter().filter_map(|r| r.checkers.get()).collect();
-        if let Some(waits) = range(
-            starved.iter().map(|s| s.starved_count).collect(),
-            "starved waits a run",
-        ) {
+    let stats = || {
+        runs.iter()
+            .filter_map(|r| r.checkers.get::<AcquisitionStats>())
+    };
+    match judge {
+        Judge::Starvation => {
+            let starved: Vec<&Starvation> = runs.iter().filter_map(|r| r.checkers.get()).collect();
+            let waits = range(
+                starved.iter().map(|s| s.starved_count).collect(),
+                "starved waits a run",
+            )?;
             let longest = starved
                 .iter()
                 .flat_map(|s| &s.starved)
                 .map(|w| (w.passed_over_until_ms - w.from_ms) / w.ttl_ms as f64)
                 .fold(0.0, f64::max);
-            return Some(format!(
+            Some(format!(
                 "{waits}, the longest passed over for {longest:.1} TTLs"
-            ));
+            ))
         }
-    }
-    if judge == Judge::Livelock {
-        let streaks: Vec<_> = runs
-            .iter()
-            .filter_map(|r| {
-                r.checkers
-                    .get::<AcquisitionStats>()?
-                    .longest_split_vote_streak
-                    .as_ref()
-            })
-            .collect();
-        if let Some(rounds) = range(streaks.iter().map(|s| s.rounds).collect(), "rounds") {
+        Judge::Livelock => {
+            let streaks: Vec<_> = stats()
+                .filter_map(|s| s.longest_split_vote_streak.as_ref())
+                .collect();
+            let rounds = range(streaks.iter().map(|s| s.rounds).collect(), "rounds")?;
             let longest = streaks
                 .iter()
                 .map(|s| s.to_ms - s.from_ms)
                 .fold(0.0, f64::max);
-            return Some(format!(
+            Some(format!(
                 "split votes {rounds} in a row, the longest streak lasting {:.1} s",
                 longest / 1000.0
-            ));
+            ))
         }
-    }
-    if judge == Judge::Outage {
-        let outages: Vec<f64> = runs
-            .iter()
-            .filter_map(|r| {
-                r.checkers
-                    .get::<AcquisitionStats>()?
-                    .longest_outage
-                    .as_ref()
-            })
-            .map(|o| o.ttls)
-            .collect();
-        let shortest = outages.iter().copied().reduce(f64::min);
-        let longest = outages.iter().copied().reduce(f64::max);
-        if let (Some(shortest), Some(longest)) = (shortest, longest) {
-            return Some(format!(
+        Judge::Outage => {
+            let outages: Vec<f64> = stats()
+                .filter_map(|s| s.longest_outage.as_ref())
+                .map(|o| o.ttls)
+                .collect();
+            let shortest = outages.iter().copied().reduce(f64::min)?;
+            let longest = outages.iter().copied().reduce(f64::max)?;
+            Some(format!(
                 "the lock free and granted to nobody for {shortest:.1} to {longest:.1} TTLs at \
                  the longest"
-            ));
+            ))
         }
+        _ => None,
     }
-    None
 }
 
 /// The page.

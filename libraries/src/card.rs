@@ -3,7 +3,7 @@
 //! should show, and a no-fault control. The scenarios themselves are the catalog's (`scenarios/NAME.toml`), run
 //! with the library in place of splitbrain's own client.
 
-use crate::kind::{Line, Trait};
+use crate::kind::{Feature, Line};
 use crate::{Manifest, Renewal};
 
 /// One line of a card.
@@ -41,8 +41,8 @@ impl Check {
 pub fn checks(manifest: &Manifest) -> Vec<Check> {
     let applies = |line: &Line| match line.only_if {
         None => true,
-        Some(Trait::Renews) => manifest.renews != Renewal::No,
-        Some(Trait::Fences) => manifest.fencing,
+        Some(Feature::Renews) => manifest.renews != Renewal::No,
+        Some(Feature::Fences) => manifest.fencing,
     };
     let scenarios = manifest.kind.lines.iter().filter(|line| applies(line));
     std::iter::once(Check::Control)

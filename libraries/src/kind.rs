@@ -37,13 +37,13 @@ pub struct Line {
     /// Where the line is only for some libraries of the kind: those that renew their lease
     /// (a watchdog's zombie), or those whose grants carry a fencing token (the fenced cure).
     #[serde(default)]
-    pub only_if: Option<Trait>,
+    pub only_if: Option<Feature>,
 }
 
 /// What a library may do that puts a line on its card.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Trait {
+pub enum Feature {
     Renews,
     Fences,
 }
