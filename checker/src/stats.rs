@@ -8,7 +8,7 @@
 //! Rules, each with a unit test below:
 //!
 //! 1. **Operations.** Every client invoke is one operation, paired with its process's next op by
-//!    [`operations`]: `ok`, `fail`, `info`, or never completed. Nemesis ops are not client
+//!    [`crate::operation::operations`]: `ok`, `fail`, `info`, or never completed. Nemesis ops are not client
 //!    operations; a completion without an invoke counts for nothing.
 //! 2. **Nothing happened.** A history without a client operation is unknown.
 //! 3. **Needed.** Each entry of `needed` names an `f`, or several separated by `|` of which any

@@ -17,13 +17,14 @@ use futures_util::StreamExt;
 
 use crate::docker::{remove_run, run_labels, Leftovers};
 use crate::system::System;
-use crate::topology::{NodeSpec, Replication, Topology, TopologyOptions, SENTINEL_PORT};
+use crate::topology::{Masters, NodeSpec, Replication, Topology, TopologyOptions};
 use crate::ComposeError;
 
-pub(crate) mod roles;
+/// The variables the node image's entry point starts a companion from: its program, and its
+/// configuration.
+const COMPANION_ENV: &str = "SPLITBRAIN_COMPANION";
+const COMPANION_CONF_ENV: &str = "SPLITBRAIN_COMPANION_CONF";
 
-/// The variable the node image's entry point writes a Sentinel's configuration from.
-const SENTINEL_CONF_ENV: &str = "SPLITBRAIN_SENTINEL_CONF";
 /// How long a node may take to answer after it is started.
 const READY_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -37,8 +38,8 @@ pub struct Node {
     /// Where the harness (and every client) reaches this node's server. Fixed for the run,
     /// across restarts.
     pub addr: SocketAddr,
-    /// Where the Sentinel beside it listens, if one does.
-    pub sentinel: Option<SocketAddr>,
+    /// Where the companion beside its server listens, if one does (a Redis node's Sentinel).
+    pub companion: Option<SocketAddr>,
 }
 
 /// A deployment's containers on the run's own internal network. Cloning is cheap and every
@@ -56,8 +57,8 @@ pub struct Deployment {
     storage: Option<Storage>,
     /// What runs on the nodes.
     system: &'static dyn System,
-    /// How the nodes relate.
-    replication: Replication,
+    /// How the nodes are laid out and relate, and who among them is master.
+    topology: &'static dyn Topology,
     /// Nodes whose server was crashed by [`Deployment::kill`] and not restarted yet; shared by
     /// every clone.
     crashed: Arc<Mutex<HashSet<String>>>,
@@ -114,7 +115,7 @@ impl Deployment {
     pub async fn up(
         docker: &Docker,
         run_id: &str,
-        (topology, server): (&dyn Topology, &'static dyn System),
+        (topology, server): (&'static dyn Topology, &'static dyn System),
         options: &TopologyOptions,
         image: &str,
     ) -> Result<Deployment, ComposeError> {
@@ -133,7 +134,7 @@ impl Deployment {
         docker: &Docker,
         run_id: &str,
         specs: &[NodeSpec],
-        (topology, system): (&dyn Topology, &'static dyn System),
+        (topology, system): (&'static dyn Topology, &'static dyn System),
         formation: Option<Vec<String>>,
         image: &str,
     ) -> Result<Deployment, ComposeError> {
@@ -141,7 +142,7 @@ impl Deployment {
         let (network, prefix) = create_network(docker, run_id).await?;
         let ip_of =
             |i: usize| Ipv4Addr::new(prefix[0], prefix[1], prefix[2], FIRST_NODE_HOST + i as u8);
-        // `{n1}` in a node's arguments or Sentinel configuration is n1's address.
+        // `{n1}` in a node's arguments or its companion's configuration is n1's address.
         let addresses: Vec<(String, String)> = specs
             .iter()
             .enumerate()
@@ -159,10 +160,10 @@ impl Deployment {
                 name: spec.name.clone(),
                 container: format!("splitbrain-{run_id}-{}", spec.name),
                 addr: SocketAddr::new(ip_of(i).into(), system.port()),
-                sentinel: spec
-                    .sentinel
-                    .is_some()
-                    .then(|| SocketAddr::new(ip_of(i).into(), SENTINEL_PORT)),
+                companion: spec
+                    .companion
+                    .as_ref()
+                    .map(|companion| SocketAddr::new(ip_of(i).into(), companion.port)),
             })
             .collect();
         // Every node is created and started at once: Docker does the work of each in its
@@ -182,11 +183,15 @@ impl Deployment {
                 // Partition faults write iptables rules inside the node's namespace.
                 cap_add: vec!["NET_ADMIN".into()],
                 env: spec
-                    .sentinel
-                    .as_deref()
-                    .map(|conf| format!("{SENTINEL_CONF_ENV}={}", resolve(conf)))
-                    .into_iter()
-                    .collect(),
+                    .companion
+                    .as_ref()
+                    .map(|companion| {
+                        vec![
+                            format!("{COMPANION_ENV}={}", companion.program),
+                            format!("{COMPANION_CONF_ENV}={}", resolve(&companion.conf)),
+                        ]
+                    })
+                    .unwrap_or_default(),
             })
             .collect();
         // Every start is waited for, failed or not: a start still in flight when the first
@@ -206,7 +211,7 @@ impl Deployment {
             nodes,
             storage: None,
             system,
-            replication: topology.replication(),
+            topology,
             crashed: Arc::default(),
             bring_up: BringUp::default(),
         };
@@ -218,15 +223,19 @@ impl Deployment {
         )
         .await?;
         deployment.bring_up.ready = started.elapsed();
-        deployment.wait_formed().await?;
+        let system_formed = || system.formed(deployment.addresses());
+        deployment.wait_until(system.name(), system_formed).await?;
         if let Some(formation) = formation {
             let command: Vec<String> = formation.iter().map(|word| resolve(word)).collect();
             let command: Vec<&str> = command.iter().map(String::as_str).collect();
             deployment
                 .exec_ok(&deployment.nodes[0].name, &command)
                 .await?;
-            deployment.wait_cluster_ok().await?;
         }
+        let topology_formed = || topology.formed(deployment.addresses());
+        deployment
+            .wait_until(topology.name(), topology_formed)
+            .await?;
         deployment.bring_up.formed = started.elapsed();
         tracing::info!(
             ready_ms = deployment.bring_up.ready.as_millis() as u64,
@@ -267,16 +276,6 @@ impl Deployment {
         Ok(storage)
     }
 
-    /// How many replicas the master has: every node but the first, where Sentinels watch
-    /// the nodes; none where the nodes stand alone (or form a cluster, where masters and
-    /// replicas are the cluster's business).
-    pub fn replicas(&self) -> usize {
-        match self.replication {
-            Replication::Sentinel => self.nodes.len().saturating_sub(1),
-            Replication::Standalone | Replication::Cluster | Replication::Consensus => 0,
-        }
-    }
-
     /// What runs on the nodes.
     pub fn system(&self) -> &'static dyn System {
         self.system
@@ -284,7 +283,35 @@ impl Deployment {
 
     /// How the nodes relate.
     pub fn replication(&self) -> Replication {
-        self.replication
+        self.topology.replication()
+    }
+
+    /// Who acts as master for `key` now, as the deployment says it (Jepsen's `Primary`).
+    pub async fn masters(&self, key: &str) -> Masters {
+        self.topology
+            .masters(self.system, self.addresses(), key.to_string())
+            .await
+    }
+
+    /// Every node that acts as master for `key`, sorted: one in a healthy deployment, two in
+    /// a split brain, none when nobody answers (or the nodes stand alone).
+    pub async fn masters_of(&self, key: &str) -> Vec<String> {
+        self.masters(key).await.all
+    }
+
+    /// The master for `key` that the deployment's majority follows, if it is known.
+    pub async fn master_of(&self, key: &str) -> Option<String> {
+        self.masters(key).await.followed
+    }
+
+    /// Asks the deployment to promote a replica of `key`'s master while it is up, as an
+    /// operator does (see [`Topology::failover`]).
+    pub async fn failover(
+        &self,
+        key: &str,
+        pick: usize,
+    ) -> Result<serde_json::Value, ComposeError> {
+        self.topology.failover(self, key, pick).await
     }
 
     pub fn network(&self) -> &str {
@@ -521,30 +548,31 @@ impl Deployment {
         ))
     }
 
-    /// Waits until the nodes form one deployment: the Sentinels agree, the cluster is ok, or
-    /// every member follows one leader.
-    async fn wait_formed(&self) -> Result<(), ComposeError> {
-        if self.nodes.iter().any(|n| n.sentinel.is_some()) {
-            return self.wait_sentinels_agree().await;
-        }
+    /// Waits until `check` says yes, polling it, for as long as a deployment may take to come
+    /// up; the error names `what` (the system or the topology) and its last answer.
+    async fn wait_until<F, Fut>(&self, what: &str, check: F) -> Result<(), ComposeError>
+    where
+        F: Fn() -> Fut,
+        Fut: std::future::Future<Output = Result<(), String>>,
+    {
         let started = Instant::now();
         let mut last_error = String::from("no answer");
         while started.elapsed() < READY_TIMEOUT {
-            match self.system.formed(self.addresses()).await {
+            match check().await {
                 Ok(()) => return Ok(()),
                 Err(e) => last_error = e,
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
         Err(ComposeError::NodeNotReady {
-            node: self.system.name().into(),
+            node: what.into(),
             seconds: READY_TIMEOUT.as_secs(),
             last_error,
         })
     }
 
     /// Every node's name and address.
-    fn addresses(&self) -> Vec<(String, SocketAddr)> {
+    pub fn addresses(&self) -> Vec<(String, SocketAddr)> {
         self.nodes
             .iter()
             .map(|n| (n.name.clone(), n.addr))

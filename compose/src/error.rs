@@ -31,8 +31,6 @@ pub enum ComposeError {
     },
     #[error("unknown node {0}")]
     UnknownNode(String),
-    #[error("redis: {0}")]
-    Redis(redis::RedisError),
     #[error("docker: {0}")]
     Docker(bollard::errors::Error),
     #[error("{context}: {error}")]
@@ -40,12 +38,6 @@ pub enum ComposeError {
         context: String,
         error: std::io::Error,
     },
-}
-
-impl From<redis::RedisError> for ComposeError {
-    fn from(error: redis::RedisError) -> ComposeError {
-        ComposeError::Redis(error)
-    }
 }
 
 impl From<bollard::errors::Error> for ComposeError {

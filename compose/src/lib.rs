@@ -15,7 +15,6 @@ pub mod system;
 pub mod topology;
 
 pub use bollard::Docker;
-pub use deployment::roles::ask_redis;
 pub use deployment::{BringUp, Deployment, ExecOutput, Node, NodeState, Storage, MOST_NODES};
 pub use docker::{
     abandoned, clean, connect, list_run, remove_owned, remove_run, Cleaned, Leftovers, RUN_LABEL,

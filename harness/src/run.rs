@@ -511,13 +511,13 @@ async fn client_links(
     } else {
         Links::default()
     };
-    // A group cut off from a node is cut off from the Sentinel on it too.
+    // A group cut off from a node is cut off from the companion on it too (its Sentinel).
     for node in deployment.nodes() {
-        if let Some(sentinel) = node.sentinel {
+        if let Some(companion) = node.companion {
             links
-                .carry(&node.name, sentinel)
+                .carry(&node.name, companion)
                 .await
-                .context("starting the client link proxies to the Sentinels")?;
+                .context("starting the client link proxies to the nodes' companions")?;
         }
     }
     if !spec.nemesis.link_jitter.is_zero() {
@@ -555,9 +555,9 @@ fn client_configs(spec: &TestSpec, deployment: &Deployment, links: &Links) -> Ve
         .iter()
         .map(|n| (n.name.clone(), n.addr.ip()))
         .collect();
-    let config = |nodes, sentinels| {
+    let config = |nodes, companions| {
         let reach = Reach {
-            sentinels,
+            companions,
             announced: announced.clone(),
         };
         let connection = spec.service().connection(spec.deployment(), reach);
@@ -572,7 +572,7 @@ fn client_configs(spec: &TestSpec, deployment: &Deployment, links: &Links) -> Ve
             nodes.iter().map(|n| (n.name.clone(), n.addr)).collect(),
             nodes
                 .iter()
-                .filter_map(|n| Some((n.name.clone(), n.sentinel?)))
+                .filter_map(|n| Some((n.name.clone(), n.companion?)))
                 .collect(),
         )];
     }
@@ -586,7 +586,7 @@ fn client_configs(spec: &TestSpec, deployment: &Deployment, links: &Links) -> Ve
                 nodes
                     .iter()
                     .filter_map(|n| {
-                        let carried = links.carried_address(group, &n.name, n.sentinel?)?;
+                        let carried = links.carried_address(group, &n.name, n.companion?)?;
                         Some((n.name.clone(), carried))
                     })
                     .collect(),

@@ -531,7 +531,7 @@ fn an_option_that_would_do_nothing_here_is_refused_with_what_to_do_instead() {
         ),
         (
             &["--deployment", "etcd", "--persistence", "always"],
-            "keeps its own log",
+            "use --deployment single, redlock, sentinel, or cluster",
         ),
         (
             &[

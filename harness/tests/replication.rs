@@ -41,7 +41,7 @@ async fn fail_over(fx: &Fixture) -> String {
     fx.fault("start", "kill", &["n1"]);
     let started = Instant::now();
     loop {
-        if let Some(master) = fx.deployment.sentinel_master().await {
+        if let Some(master) = fx.deployment.master_of("lock").await {
             if master != "n1" {
                 return master;
             }
@@ -60,7 +60,7 @@ async fn a_lock_taken_on_the_master_is_lost_when_a_replica_is_promoted() {
         return;
     }
     let fx = Fixture::up("sentinel", None).await;
-    assert_eq!(fx.deployment.sentinel_master().await.as_deref(), Some("n1"));
+    assert_eq!(fx.deployment.master_of("lock").await.as_deref(), Some("n1"));
     cut_replication(&fx).await;
     let mut a = fx.client("set-nx-px", TTL);
     let grant = fx

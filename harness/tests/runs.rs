@@ -468,8 +468,9 @@ fn every_fault_kind_is_recorded_healed_and_reproducible_from_its_seed() {
         nodes: (1..=5).map(|i| format!("n{i}")).collect(),
         clients: 5,
         groups: 2,
-        replication: splitbrain_compose::Replication::Standalone,
+        replication: splitbrain_compose::Replication::default(),
         clock_faults: true,
+        deployments: Vec::new(),
     };
     for kind in splitbrain_nemesis::all_faults() {
         if kind.fits(&redlock).is_err() {

@@ -9,5 +9,5 @@ mod runner;
 pub mod schedule;
 pub mod script;
 
-pub use faults::{all_faults, find_fault, Action, Fault, Layout, Target, FAULTS};
+pub use faults::{all_faults, find_fault, Action, Elsewhere, Fault, Layout, Target, FAULTS};
 pub use runner::{heal, nemesis_op, Nemesis, NemesisError, NemesisOptions};

@@ -8,15 +8,15 @@ use splitbrain_compose::Deployment;
 use splitbrain_workloads::Recorder;
 use tokio_util::sync::CancellationToken;
 
-/// How often the Sentinels are asked.
+/// How often the deployment is asked.
 const POLL: Duration = Duration::from_millis(200);
 
 /// Records a nemesis `master` op for `key` at the start and at every change, until `stop`:
-/// `node` lists every node that acts as master for it (two during a split brain): those some
-/// reachable Sentinel names, on a cluster those that claim the key's slot, in a consensus
-/// group the members some member names its leader. `measured` says who was master before
-/// and who promotes (`sentinel`, the `cluster`'s vote, or an `election`); the
-/// nemesis op before it in the history says what set it off. While nobody answers, the last
+/// `node` lists every node that acts as master for it (two during a split brain), as the
+/// deployment says it ([`splitbrain_compose::Topology::masters`]: those some reachable
+/// Sentinel names, say, or the members some member names its leader). `measured` says who
+/// was master before and who promotes (`sentinel`, the `cluster`'s vote, or an `election`);
+/// the nemesis op before it in the history says what set it off. While nobody answers, the last
 /// record stands.
 pub async fn watch_master(
     deployment: Deployment,
@@ -25,7 +25,7 @@ pub async fn watch_master(
     stop: CancellationToken,
 ) {
     let mut last: Vec<String> = Vec::new();
-    let promoter = deployment.replication().promoter();
+    let promoter = deployment.replication().promoter.unwrap_or("nobody");
     while !stop.is_cancelled() {
         let masters = deployment.masters_of(key).await;
         if !masters.is_empty() && masters != last {

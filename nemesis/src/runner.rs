@@ -101,6 +101,8 @@ impl Nemesis {
             groups: target.links.groups(),
             replication: target.deployment.replication(),
             clock_faults: target.deployment.system().clock_faults_reach(),
+            // A schedule that runs was checked against the deployments already.
+            deployments: Vec::new(),
         };
         let outcome = match &self.script {
             Some(script) => match script::plan(script, &layout, &self.options, self.seed) {

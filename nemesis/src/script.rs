@@ -368,12 +368,16 @@ mod tests {
             why.contains("overlaps kill n1 at 0.00 s for 2.00 s on n1"),
             "{why}"
         );
-        // A failover asks Sentinel, and needs no targets.
-        let sentinel = Layout {
-            replication: splitbrain_compose::Replication::Sentinel,
+        // A failover asks the deployment, and needs no targets.
+        let failing_over = Layout {
+            replication: splitbrain_compose::Replication {
+                promoter: Some("a vote"),
+                operator_failover: true,
+                ..Default::default()
+            },
             ..layout()
         };
-        check(&[step(0, "failover", &[], 3000)], &sentinel).unwrap();
+        check(&[step(0, "failover", &[], 3000)], &failing_over).unwrap();
         // Different families on different targets may overlap; a fault that aims when it
         // starts needs no targets.
         check(

@@ -47,9 +47,9 @@ impl std::fmt::Debug for dyn Service {
 /// What a group of clients is told of a deployment besides its nodes' addresses.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Reach {
-    /// Each Sentinel by the node it runs on, where these clients reach it (on deployments
-    /// that Sentinel watches).
-    pub sentinels: Vec<(String, SocketAddr)>,
+    /// Each companion (a Redis node's Sentinel) by the node it runs on, where these clients
+    /// reach it, on deployments whose nodes run one.
+    pub companions: Vec<(String, SocketAddr)>,
     /// Each node's own address on the run's network: what a node answers when it names
     /// another.
     pub announced: Vec<(String, IpAddr)>,

@@ -425,8 +425,8 @@ fn not_kept(grant: &DoubleGrant, node: &str, context: &Context) -> Option<Explan
 /// was told (a reset reaches the server as the connection's end; a cut, once the server's
 /// keepalive or the client gives up on it); the holder learns it only at its next request. A
 /// slowed link alone ends no session, but one on which the holder's renewal got no answer
-/// does where its client then gives the connection up (MariaDB's). The link faults are the
-/// evidence.
+/// does where its client then gives the connection up (MariaDB's) or the server's
+/// `tcp_user_timeout` runs out (PostgreSQL's). The link faults are the evidence.
 fn connection_lost(
     holder: &Hold,
     other: &Hold,
@@ -446,7 +446,8 @@ fn connection_lost(
             && s.touches(holder.start_ms, other.start_ms)
     };
     // A renewal that met a fault on its links and got no answer before the other's grant:
-    // its client gives such a connection up (MariaDB's does), and the session ends with it.
+    // the session ends with such a connection, given up by its client (MariaDB's) or by the
+    // server once its unacknowledged data outlives `tcp_user_timeout` (PostgreSQL's).
     let unanswered = holder
         .renewal_unanswered
         .as_ref()
@@ -473,8 +474,8 @@ fn connection_lost(
         unanswered.filter(|r| faults.iter().any(|s| s.touches(r.asked_ms, r.at_ms)))
     {
         phrases.push(format!(
-            "its renewal asked at {} got no answer by {}{}, and its client gave the \
-             connection up",
+            "its renewal asked at {} got no answer by {}{}, on a connection that had \
+             stopped carrying its requests",
             seconds(renewal.asked_ms),
             seconds(renewal.at_ms),
             renewal

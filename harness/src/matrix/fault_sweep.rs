@@ -9,7 +9,6 @@
 
 use std::fmt::Write;
 
-use splitbrain_compose::topology::Replication;
 use splitbrain_workloads::EXEC_PREFIX;
 
 use super::file::check;
@@ -73,7 +72,7 @@ fn groups() -> Vec<Group> {
                     Some(group) => group.clients.push(client),
                     None => groups.push(Group {
                         deployment,
-                        majority_commits: topology.replication() == Replication::Consensus,
+                        majority_commits: topology.replication().majority_commits,
                         faults,
                         clients: vec![client],
                     }),

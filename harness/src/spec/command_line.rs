@@ -49,8 +49,6 @@ impl TestSpec {
         let workload = self.workload_kind();
         Combination {
             deployment: self.deployment().name(),
-            replication: self.deployment().replication(),
-            family: self.service().name(),
             client: self.client().to_string(),
             workload: workload.name,
             data_workload: workload.data.is_some(),

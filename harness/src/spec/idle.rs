@@ -3,16 +3,11 @@
 //! a run again. An option counts as given when it differs from its default (one passed at its
 //! default changes nothing either way).
 
-use splitbrain_compose::topology::Replication;
-
 use super::part::Printed;
 
 /// What an option's effect depends on, as `run` resolved it.
 pub struct Combination<'a> {
     pub deployment: &'a str,
-    pub replication: Replication,
-    /// The program the deployment runs: `redis`, `etcd`, `zookeeper`, `postgres`.
-    pub family: &'a str,
     /// The lock client's registry name (`exec:<command>` for any exec client).
     pub client: String,
     pub workload: &'a str,
@@ -52,11 +47,21 @@ pub fn idle(id: &str, run: &Combination) -> Option<String> {
             )
         })
     };
-    let only_on = |wanted: Replication, what: &str, use_instead: &str| {
-        (run.replication != wanted).then(|| {
+    // An option that only some deployments take (`Topology::takes`).
+    let taken_elsewhere = || {
+        let takers: Vec<&str> = splitbrain_systems::topologies()
+            .filter(|topology| topology.takes().contains(&id))
+            .map(|topology| topology.name())
+            .collect();
+        (!takers.is_empty() && !takers.contains(&run.deployment)).then(|| {
+            let takers = match takers.as_slice() {
+                [one] => one.to_string(),
+                [rest @ .., last] => format!("{}, or {last}", rest.join(", ")),
+                [] => unreachable!("some deployment takes the option"),
+            };
             format!(
-                "configures {what}, and --deployment {} has none; use --deployment \
-                 {use_instead} (or leave the option out)",
+                "is taken by --deployment {takers} only, and --deployment {} is another; use \
+                 --deployment {takers} (or leave the option out)",
                 run.deployment
             )
         })
@@ -85,19 +90,7 @@ pub fn idle(id: &str, run: &Combination) -> Option<String> {
             })
         })
     };
-    let sentinel = || only_on(Replication::Sentinel, "Sentinel", "sentinel");
-    let cluster = || only_on(Replication::Cluster, "Redis Cluster", "cluster");
     match id {
-        "sentinel_quorum" | "down_after" | "failover_timeout" => sentinel(),
-        "min_replicas_to_write" => only_on(Replication::Sentinel, "Sentinel's master", "sentinel"),
-        "cluster_replicas" | "cluster_node_timeout" => cluster(),
-        "persistence" => (run.family != "redis").then(|| {
-            format!(
-                "sets Redis's AOF and snapshots, and --deployment {} runs {}, which keeps \
-                 its own log on disk; leave the option out",
-                run.deployment, run.family
-            )
-        }),
         // A data workload talks to the deployment itself.
         "client" => run.data_workload.then(|| {
             format!(
@@ -112,15 +105,7 @@ pub fn idle(id: &str, run: &Combination) -> Option<String> {
         "wait_replicas" => only_client("wait", "the wait client's WAIT"),
         "exec_start_timeout" => only_client("exec:", "the start of an exec:<command> client"),
         "hold" => no_lock_client(),
-        "hash_tag" => no_lock_client().or_else(|| {
-            (run.replication != Replication::Cluster).then(|| {
-                format!(
-                    "keeps the lock keys in one Redis Cluster slot, and --deployment {} is \
-                     no cluster; use --deployment cluster (or leave the option out)",
-                    run.deployment
-                )
-            })
-        }),
+        "hash_tag" => no_lock_client().or_else(taken_elsewhere),
         "resources" => (run.workload == "set").then(|| {
             "is how many locks or registers to use, and --workload set adds to one set; \
              leave the option out"
@@ -149,6 +134,6 @@ pub fn idle(id: &str, run: &Combination) -> Option<String> {
              --link-jitter use; add a link- fault (or leave the option out)"
                 .to_string()
         }),
-        _ => None,
+        _ => taken_elsewhere(),
     }
 }

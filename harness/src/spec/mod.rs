@@ -23,9 +23,9 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use splitbrain_checker::stream::RunFacts;
-use splitbrain_compose::topology::{NodeSpec, Replication, TopologyOptions};
+use splitbrain_compose::topology::{NodeSpec, TopologyOptions};
 use splitbrain_compose::{System, Topology};
-use splitbrain_nemesis::{Fault, Layout, NemesisOptions};
+use splitbrain_nemesis::{Elsewhere, Fault, Layout, NemesisOptions};
 use splitbrain_systems::{one_of, speaks_to, Reach, Service};
 use splitbrain_workloads::storage::StorageConfig;
 use splitbrain_workloads::workload::lock::LockWorkload;
@@ -91,7 +91,7 @@ fn placeholder_config(
         .map(|n| (n.name.clone(), ([127, 0, 0, 1], 6379).into()))
         .collect();
     let reach = Reach {
-        sentinels: nodes.clone(),
+        companions: nodes.clone(),
         announced: nodes.iter().map(|(n, a)| (n.clone(), a.ip())).collect(),
     };
     let connection = service.connection(topology, reach);
@@ -214,13 +214,13 @@ impl TestSpec {
             self.run_script(script)?;
         }
         let replication = topology.replication();
-        if replication == Replication::Cluster && self.nemesis.shapes_links() {
-            return Err(bad(
-                "--link-jitter and --toxiproxy-port work on client links, and Redis Cluster \
-                 clients follow MOVED replies to the nodes' own addresses, around the links; \
-                 leave them out on --deployment cluster"
-                    .into(),
-            ));
+        if replication.clients_bypass_links && self.nemesis.shapes_links() {
+            return Err(bad(format!(
+                "--link-jitter and --toxiproxy-port work on client links, and the clients of \
+                 --deployment {} follow redirects to the nodes' own addresses, around the \
+                 links; leave them out here",
+                topology.name()
+            )));
         }
         let client_groups = self.client_groups();
         let layout = Layout {
@@ -229,6 +229,13 @@ impl TestSpec {
             groups: client_groups,
             replication,
             clock_faults: topology.system().clock_faults_reach(),
+            deployments: splitbrain_systems::topologies()
+                .map(|topology| Elsewhere {
+                    name: topology.name(),
+                    replication: topology.replication(),
+                    clock_faults: topology.system().clock_faults_reach(),
+                })
+                .collect(),
         };
         let every = self.nemesis.nemesis.every;
         for fault in self.faults() {
@@ -247,15 +254,10 @@ impl TestSpec {
             splitbrain_nemesis::script::check(&script.faults, &layout)
                 .map_err(|why| bad(format!("--script {}: {why}", script.from.display())))?;
         }
-        // Each worker holds a connection to each node (and to its Sentinel), twice over
-        // through the link proxies.
-        let connections = nodes.len() as u64
-            * if replication == Replication::Sentinel {
-                2
-            } else {
-                1
-            }
-            * if client_groups > 0 { 2 } else { 1 };
+        // Each worker holds a connection to each node (and to its companion, a Sentinel),
+        // twice over through the link proxies.
+        let companions = nodes.iter().filter(|n| n.companion.is_some()).count();
+        let connections = (nodes.len() + companions) as u64 * if client_groups > 0 { 2 } else { 1 };
         let (most, why) = crate::limits::most_workers(connections, client.command.is_some());
         if self.limits.concurrency as u64 > most {
             return Err(bad(format!(
@@ -413,11 +415,12 @@ impl TestSpec {
     }
 
     /// Client groups with links of their own through the link proxy; 0 when no link fault
-    /// or link option runs, and clients connect straight to the nodes. Redis Cluster clients
-    /// follow MOVED replies around the links, so its link faults cut the nodes' own.
+    /// or link option runs, and clients connect straight to the nodes. Clients that follow
+    /// redirects around the links (a Redis Cluster's) have none: their link faults cut the
+    /// nodes' own.
     pub fn client_groups(&self) -> usize {
-        let is_cluster = self.topology.deployment.replication() == Replication::Cluster;
-        let faults_need_links = self.faults().iter().any(|f| f.needs_links()) && !is_cluster;
+        let bypassed = self.topology.deployment.replication().clients_bypass_links;
+        let faults_need_links = self.faults().iter().any(|f| f.needs_links()) && !bypassed;
         if faults_need_links || self.nemesis.shapes_links() {
             self.nemesis.client_groups
         } else {
@@ -435,7 +438,7 @@ impl TestSpec {
             concurrency: Some(self.limits.concurrency),
             client_groups: Some(self.client_groups()),
             detector_ms: detector.map(|d| d.after.as_millis() as u64),
-            majority_commits: self.topology.deployment.replication() == Replication::Consensus,
+            majority_commits: self.topology.deployment.replication().majority_commits,
         }
     }
 

@@ -180,14 +180,14 @@ impl Fixture {
         (find_client(name).expect("known client").build)(&config).expect("client fits")
     }
 
-    /// The config every client of this deployment starts from: its nodes, and its Sentinels
-    /// if it has any.
+    /// The config every client of this deployment starts from: its nodes, and their
+    /// companions (Sentinels) if they have any.
     pub fn client_config(&self, ttl: Duration) -> ClientConfig {
         let nodes = self.deployment.nodes();
         let reach = Reach {
-            sentinels: nodes
+            companions: nodes
                 .iter()
-                .filter_map(|n| Some((n.name.clone(), n.sentinel?)))
+                .filter_map(|n| Some((n.name.clone(), n.companion?)))
                 .collect(),
             announced: nodes
                 .iter()

@@ -73,14 +73,14 @@ pub(super) fn reaches(layout: &Layout) -> Result<(), String> {
     if layout.clock_faults {
         return Ok(());
     }
-    Err(
-        "the clock faults move the clock that programs read through libc, by a shim that only \
-         the Redis nodes preload; this deployment's server never reads the clock through it \
-         (etcd's Go reads it through the vDSO, ZooKeeper's JVM runs without the shim), and \
-         times its leases and sessions on the monotonic clock, which no container can move; \
-         leave clock faults out here"
-            .into(),
-    )
+    Err(format!(
+        "the clock faults move the clock that programs read through libc, by a shim the node \
+         image preloads; this deployment's server never reads the clock through it (a Go \
+         program reads it through the vDSO, a JVM runs without the shim), and times its leases \
+         and sessions on the monotonic clock, which no container can move; leave clock faults \
+         out here, or use {}",
+        layout.deployments_where(|d| d.clock_faults)
+    ))
 }
 
 #[async_trait]

@@ -8,7 +8,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use rand::rngs::StdRng;
 use rand::Rng;
-use splitbrain_compose::{ComposeError, Replication};
+use splitbrain_compose::ComposeError;
 
 use super::{jepsen_targets, Action, Fault, Layout, Started, Target};
 use crate::links::{
@@ -222,11 +222,10 @@ impl Fault for Link {
 /// Why a fault on the client links named `fault` cannot run on `layout`, if it cannot; `drop`
 /// for one that cuts them at the firewall, by the groups' source ports.
 pub(super) fn links_fit(fault: &str, layout: &Layout, drop: bool) -> Result<(), String> {
-    if layout.replication == Replication::Cluster {
+    if layout.replication.clients_bypass_links {
         return Err(format!(
-            "{fault} works on client links, and Redis Cluster clients follow MOVED replies to \
-             the nodes' own addresses, around the links; use partition or packet faults on \
-             cluster"
+            "{fault} works on client links, and this deployment's clients follow redirects to \
+             the nodes' own addresses, around the links; use partition or packet faults here"
         ));
     }
     if layout.groups == 0 {

@@ -60,6 +60,34 @@ pub struct Layout {
     /// Whether the clock faults reach the nodes' servers (see
     /// [`splitbrain_compose::System::clock_faults_reach`]).
     pub clock_faults: bool,
+    /// Every deployment there is: a refusal names those where the fault would fit.
+    pub deployments: Vec<Elsewhere>,
+}
+
+/// Another deployment, as a refusal names it: what the faults ask of a deployment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Elsewhere {
+    pub name: &'static str,
+    pub replication: Replication,
+    pub clock_faults: bool,
+}
+
+impl Layout {
+    /// The deployments where `fits` holds, for a refusal to name: `--deployment sentinel or
+    /// cluster`.
+    pub fn deployments_where(&self, fits: impl Fn(&Elsewhere) -> bool) -> String {
+        let names: Vec<&str> = self
+            .deployments
+            .iter()
+            .filter(|deployment| fits(deployment))
+            .map(|deployment| deployment.name)
+            .collect();
+        match names.as_slice() {
+            [] => "another deployment".into(),
+            [one] => format!("--deployment {one}"),
+            [rest @ .., last] => format!("--deployment {} or {last}", rest.join(", ")),
+        }
+    }
 }
 
 /// One step's plan for a fault: whom it hits and with what, fixed by the seeded schedule.
@@ -253,8 +281,9 @@ pub(crate) fn five_masters() -> Layout {
         nodes: (1..=5).map(|i| format!("n{i}")).collect(),
         clients: 5,
         groups: 2,
-        replication: Replication::Standalone,
+        replication: Replication::default(),
         clock_faults: true,
+        deployments: Vec::new(),
     }
 }
 

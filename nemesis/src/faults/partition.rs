@@ -279,7 +279,6 @@ fn with_on_minority_side(grudge: &Grudge, master: &str) -> Grudge {
 mod tests {
     use super::*;
     use rand::SeedableRng;
-    use splitbrain_compose::Replication;
 
     fn nodes(n: usize) -> Vec<String> {
         (1..=n).map(|i| format!("n{i}")).collect()
@@ -290,8 +289,9 @@ mod tests {
             nodes: nodes(n),
             clients: 1,
             groups: 0,
-            replication: Replication::Standalone,
+            replication: Default::default(),
             clock_faults: true,
+            deployments: Vec::new(),
         }
     }
 

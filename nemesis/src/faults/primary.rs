@@ -45,11 +45,10 @@ impl Fault for PrimaryPartition {
 
     fn fits(&self, layout: &Layout) -> Result<(), String> {
         if !layout.replication.fails_over() {
-            return Err(
-                "partition-primary needs a master with replicas: use --deployment sentinel or \
-                 cluster"
-                    .into(),
-            );
+            return Err(format!(
+                "partition-primary needs a master with replicas: use {}",
+                layout.deployments_where(|d| d.replication.fails_over())
+            ));
         }
         Ok(())
     }

@@ -58,9 +58,9 @@ impl Fault for PrimaryNode {
     fn fits(&self, layout: &Layout) -> Result<(), String> {
         if !layout.replication.fails_over() {
             return Err(format!(
-                "{} needs a master with replicas: use --deployment sentinel or cluster \
-                 ({} hits random nodes anywhere)",
+                "{} needs a master with replicas: use {} ({} hits random nodes anywhere)",
                 self.name(),
+                layout.deployments_where(|d| d.replication.fails_over()),
                 self.node_fault().name()
             ));
         }

@@ -33,7 +33,7 @@ impl Topology for Etcd {
     }
 
     fn replication(&self) -> Replication {
-        Replication::Consensus
+        Replication::CONSENSUS
     }
 
     fn nodes(&self, options: &TopologyOptions) -> Result<Vec<NodeSpec>, String> {

@@ -1,10 +1,14 @@
-use splitbrain_compose::topology::{
-    node_name, seconds, FailureDetector, NodeSpec, Replication, Topology, TopologyOptions, ELECTION,
-};
-use splitbrain_compose::System;
+use std::net::SocketAddr;
 
-use super::persistence_args;
+use futures_util::future::BoxFuture;
+use splitbrain_compose::topology::{
+    node_name, seconds, FailureDetector, Masters, NodeSpec, Replication, Topology, TopologyOptions,
+    ELECTION,
+};
+use splitbrain_compose::{ComposeError, Deployment, System};
+
 use super::server::REDIS_7_0;
+use super::{persistence_args, roles};
 
 /// Three masters with one replica each, the smallest cluster Redis recommends.
 const DEFAULT_NODES: usize = 6;
@@ -42,8 +46,45 @@ impl Topology for Cluster {
         "cluster"
     }
 
+    fn takes(&self) -> &'static [&'static str] {
+        &[
+            "persistence",
+            "cluster_replicas",
+            "cluster_node_timeout",
+            // A hash tag keeps the lock keys in one slot.
+            "hash_tag",
+        ]
+    }
+
     fn replication(&self) -> Replication {
-        Replication::Cluster
+        Replication {
+            promoter: Some("cluster"),
+            majority_commits: false,
+            operator_failover: true,
+            clients_bypass_links: true,
+        }
+    }
+
+    fn formed(&self, nodes: Vec<(String, SocketAddr)>) -> BoxFuture<'static, Result<(), String>> {
+        Box::pin(roles::cluster_ok(nodes))
+    }
+
+    fn masters(
+        &self,
+        _system: &'static dyn System,
+        nodes: Vec<(String, SocketAddr)>,
+        key: String,
+    ) -> BoxFuture<'static, Masters> {
+        Box::pin(roles::slot_masters(nodes, key))
+    }
+
+    fn failover<'a>(
+        &'a self,
+        deployment: &'a Deployment,
+        key: &'a str,
+        pick: usize,
+    ) -> BoxFuture<'a, Result<serde_json::Value, ComposeError>> {
+        Box::pin(roles::cluster_failover(deployment, key, pick))
     }
 
     fn summary(&self) -> &'static str {

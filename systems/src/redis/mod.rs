@@ -8,6 +8,7 @@ mod data;
 mod master;
 mod node;
 mod redlock;
+mod roles;
 mod sentinel;
 mod server;
 mod single;
@@ -16,7 +17,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
 use serde_json::json;
-use splitbrain_compose::topology::{Persistence, Replication, MASTER_NAME};
+use splitbrain_compose::topology::Persistence;
 use splitbrain_compose::{System, Topology};
 use splitbrain_workloads::workload::{Registers, Set};
 use splitbrain_workloads::{ClientConfig, ClientKind, Connection, Description};
@@ -56,14 +57,14 @@ impl Service for Redis {
     }
 
     fn connection(&self, topology: &'static dyn Topology, reach: Reach) -> Arc<dyn Connection> {
-        let layout = match topology.replication() {
-            Replication::Cluster => Layout::Cluster,
-            Replication::Sentinel => Layout::Sentinel(Sentinels {
-                master: MASTER_NAME.into(),
-                addrs: reach.sentinels,
+        let layout = match topology.name() {
+            name if name == cluster::Cluster.name() => Layout::Cluster,
+            name if name == sentinel::Sentinel.name() => Layout::Sentinel(Sentinels {
+                master: sentinel::MASTER_NAME.into(),
+                addrs: reach.companions,
                 announced: reach.announced,
             }),
-            Replication::Standalone | Replication::Consensus => Layout::Standalone,
+            _ => Layout::Standalone,
         };
         Arc::new(RedisDeployment {
             deployment: topology.name(),
@@ -190,7 +191,7 @@ pub(crate) mod tests {
     pub(crate) fn config(deployment: &str, n: u8) -> ClientConfig {
         let (_, topology) = crate::find_topology(deployment).unwrap();
         let reach = Reach {
-            sentinels: (1..=n)
+            companions: (1..=n)
                 .map(|i| (format!("n{i}"), ([10, 0, 0, 10 + i], 26379).into()))
                 .collect(),
             announced: Vec::new(),

@@ -16,6 +16,10 @@ impl Topology for Redlock {
         "redlock"
     }
 
+    fn takes(&self) -> &'static [&'static str] {
+        &["persistence"]
+    }
+
     fn summary(&self) -> &'static str {
         "N independent masters (default 5)"
     }

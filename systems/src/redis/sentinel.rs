@@ -1,11 +1,19 @@
-use splitbrain_compose::topology::{
-    node_name, seconds, FailureDetector, NodeSpec, Replication, SentinelOptions, Topology,
-    TopologyOptions, ELECTION, MASTER_NAME, SENTINEL_PORT,
-};
-use splitbrain_compose::System;
+use std::net::SocketAddr;
 
-use super::persistence_args;
+use futures_util::future::BoxFuture;
+use splitbrain_compose::topology::{
+    node_name, seconds, Companion, FailureDetector, Masters, NodeSpec, Replication,
+    SentinelOptions, Topology, TopologyOptions, ELECTION,
+};
+use splitbrain_compose::{ComposeError, Deployment, System};
+
 use super::server::REDIS_7_0;
+use super::{persistence_args, roles};
+
+/// The name Sentinel knows the monitored master by.
+pub const MASTER_NAME: &str = "mymaster";
+/// The port every Sentinel listens on, on its node's address.
+pub const SENTINEL_PORT: u16 = 26379;
 
 /// One master and two replicas, as in Jepsen's 2013 test and most production setups.
 const DEFAULT_NODES: usize = 3;
@@ -19,8 +27,45 @@ impl Topology for Sentinel {
         "sentinel"
     }
 
+    fn takes(&self) -> &'static [&'static str] {
+        &[
+            "persistence",
+            "sentinel_quorum",
+            "down_after",
+            "failover_timeout",
+            "min_replicas_to_write",
+        ]
+    }
+
     fn replication(&self) -> Replication {
-        Replication::Sentinel
+        Replication {
+            promoter: Some("sentinel"),
+            majority_commits: false,
+            operator_failover: true,
+            clients_bypass_links: false,
+        }
+    }
+
+    fn formed(&self, nodes: Vec<(String, SocketAddr)>) -> BoxFuture<'static, Result<(), String>> {
+        Box::pin(roles::sentinels_agree(nodes))
+    }
+
+    fn masters(
+        &self,
+        _system: &'static dyn System,
+        nodes: Vec<(String, SocketAddr)>,
+        _key: String,
+    ) -> BoxFuture<'static, Masters> {
+        Box::pin(roles::sentinel_masters(nodes))
+    }
+
+    fn failover<'a>(
+        &'a self,
+        deployment: &'a Deployment,
+        key: &'a str,
+        _pick: usize,
+    ) -> BoxFuture<'a, Result<serde_json::Value, ComposeError>> {
+        Box::pin(roles::sentinel_failover(deployment, key))
     }
 
     fn summary(&self) -> &'static str {
@@ -73,7 +118,11 @@ impl Topology for Sentinel {
                 NodeSpec {
                     name: node_name(i),
                     args,
-                    sentinel: Some(sentinel_conf(sentinel, i, n)),
+                    companion: Some(Companion {
+                        program: "redis-sentinel",
+                        conf: sentinel_conf(sentinel, i, n),
+                        port: SENTINEL_PORT,
+                    }),
                 }
             })
             .collect())
@@ -138,7 +187,12 @@ mod tests {
         assert_eq!(nodes.len(), 3);
         assert!(!nodes[0].args.contains(&"--replicaof".to_string()));
         assert!(nodes[2].args.join(" ").contains("--replicaof {n1} 6379"));
-        let conf = nodes[1].sentinel.as_deref().unwrap();
+        let companion = nodes[1].companion.as_ref().unwrap();
+        assert_eq!(
+            (companion.program, companion.port),
+            ("redis-sentinel", SENTINEL_PORT)
+        );
+        let conf = &companion.conf;
         assert!(
             conf.contains("sentinel monitor mymaster {n1} 6379 2"),
             "{conf}"

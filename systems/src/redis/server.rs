@@ -7,7 +7,9 @@ use futures_util::future::BoxFuture;
 
 use splitbrain_compose::clock::now_ns;
 use splitbrain_compose::image::{Recipe, NODE_ENTRY_POINT};
-use splitbrain_compose::{ask_redis as ask, System};
+use splitbrain_compose::System;
+
+use super::roles::ask;
 
 /// The port every node's Redis listens on, inside its own address.
 pub const REDIS_PORT: u16 = 6379;

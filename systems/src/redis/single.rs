@@ -12,6 +12,10 @@ impl Topology for Single {
         "single"
     }
 
+    fn takes(&self) -> &'static [&'static str] {
+        &["persistence"]
+    }
+
     fn summary(&self) -> &'static str {
         "one Redis server"
     }

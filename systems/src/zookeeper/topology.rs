@@ -35,7 +35,7 @@ impl Topology for ZooKeeper {
     }
 
     fn replication(&self) -> Replication {
-        Replication::Consensus
+        Replication::CONSENSUS
     }
 
     fn nodes(&self, options: &TopologyOptions) -> Result<Vec<NodeSpec>, String> {

@@ -238,8 +238,8 @@ fn renewal_stopped(
         })
         .filter(|&stop| stop < zombie.lease_end_ms);
     let sentence = format!(
-        "process {}'s last renewal came back at {} without success{}{}; its library renewed no \
-         more and told it nothing{}: {granted}",
+        "process {}'s last renewal came back at {} without success{}{}; no renewal followed, \
+         and nothing told the holder it had lost the lock{}: {granted}",
         zombie.process,
         seconds(failed.at_ms),
         failed
