@@ -528,18 +528,24 @@ fn ratio(part: f64, whole: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::HistoryBuilder;
     use crate::Process;
 
     /// Builds histories in order, times in milliseconds.
-    #[derive(Default)]
-    struct Script(Vec<Op>);
+    trait AttemptsScript {
+        /// Process `p` acquires from `from` to `to`; `outcome` `None` never completes.
+        fn acquire(
+            &mut self,
+            from: u64,
+            to: u64,
+            p: u64,
+            outcome: Option<(OpType, &str)>,
+        ) -> &mut Self;
+        fn granted(&mut self, from: u64, to: u64, p: u64) -> &mut Self;
+        fn check(&self) -> AcquisitionStats;
+    }
 
-    impl Script {
-        fn push(&mut self, ms: u64, op: Op) -> &mut Self {
-            let index = self.0.len() as u64;
-            self.0.push(op.at(index, ms * 1_000_000));
-            self
-        }
+    impl AttemptsScript for HistoryBuilder {
         /// Process `p` acquires from `from` to `to`; `outcome` `None` never completes.
         fn acquire(
             &mut self,
@@ -549,11 +555,11 @@ mod tests {
             outcome: Option<(OpType, &str)>,
         ) -> &mut Self {
             let op = |kind| Op::new(Process::Client(p), kind, "acquire").key("lock");
-            self.push(from, op(OpType::Invoke));
+            self.at(from, op(OpType::Invoke));
             if let Some((kind, error)) = outcome {
                 let mut completion = op(kind);
                 completion.error = (!error.is_empty()).then(|| error.to_string());
-                self.push(to, completion);
+                self.at(to, completion);
             }
             self
         }
@@ -561,13 +567,13 @@ mod tests {
             self.acquire(from, to, p, Some((OpType::Ok, "")))
         }
         fn check(&self) -> AcquisitionStats {
-            check(&self.0)
+            check(&self.build())
         }
     }
 
     #[test]
     fn rule_1_attempts_are_split_by_outcome_and_cause() {
-        let r = Script::default()
+        let r = HistoryBuilder::default()
             .granted(0, 1, 1)
             .acquire(2, 3, 1, Some((OpType::Fail, "held: by 2")))
             .acquire(4, 5, 1, Some((OpType::Fail, "split vote: 2/5")))
@@ -585,16 +591,16 @@ mod tests {
 
     #[test]
     fn rule_1_other_ops_are_not_attempts() {
-        let mut s = Script::default();
-        s.push(
+        let mut s = HistoryBuilder::default();
+        s.at(
             0,
             Op::new(Process::Client(1), OpType::Invoke, "release").key("lock"),
         )
-        .push(
+        .at(
             1,
             Op::new(Process::Client(1), OpType::Ok, "release").key("lock"),
         )
-        .push(2, Op::new(Process::NEMESIS, OpType::Info, "start"));
+        .at(2, Op::new(Process::NEMESIS, OpType::Info, "start"));
         let r = s.check();
         assert_eq!((r.attempts, r.grant_latency.count), (0, 0));
         assert_eq!((r.split_vote_share, r.grants_per_second), (0.0, 0.0));
@@ -602,7 +608,7 @@ mod tests {
 
     #[test]
     fn rule_2_latencies_are_nearest_rank() {
-        let mut s = Script::default();
+        let mut s = HistoryBuilder::default();
         // Grants taking 1, 2, ..., 100 ms, one after another.
         let mut at = 0;
         for took in 1..=100 {
@@ -627,7 +633,7 @@ mod tests {
 
     #[test]
     fn rule_2_one_latency_is_every_percentile() {
-        let r = Script::default().granted(0, 7, 1).check();
+        let r = HistoryBuilder::default().granted(0, 7, 1).check();
         let grant = &r.grant_latency;
         assert_eq!(
             (grant.mean_ms, grant.p50_ms, grant.p99_ms, grant.max_ms),
@@ -637,7 +643,7 @@ mod tests {
 
     #[test]
     fn rule_3_the_split_vote_share_is_of_all_attempts() {
-        let r = Script::default()
+        let r = HistoryBuilder::default()
             .granted(0, 1, 1)
             .acquire(0, 1, 2, Some((OpType::Fail, "split vote: 2/5")))
             .acquire(0, 1, 3, None)
@@ -648,25 +654,25 @@ mod tests {
 
     #[test]
     fn rule_4_grants_per_second_span_the_first_attempt_to_the_last_client_op() {
-        let mut s = Script::default();
-        s.push(0, Op::new(Process::NEMESIS, OpType::Info, "start"))
+        let mut s = HistoryBuilder::default();
+        s.at(0, Op::new(Process::NEMESIS, OpType::Info, "start"))
             .granted(1_000, 1_001, 1)
             .granted(1_500, 1_501, 1)
-            .push(
+            .at(
                 3_000,
                 Op::new(Process::Client(1), OpType::Invoke, "release").key("lock"),
             )
-            .push(9_000, Op::new(Process::NEMESIS, OpType::Info, "stop"));
+            .at(9_000, Op::new(Process::NEMESIS, OpType::Info, "stop"));
         assert_eq!(s.check().grants_per_second, 1.0);
     }
 
     #[test]
     fn rule_6_the_longest_outage_runs_from_a_release_to_the_next_grant() {
-        let release = |s: &mut Script, at: u64, p: u64| {
+        let release = |s: &mut HistoryBuilder, at: u64, p: u64| {
             let op = |kind| Op::new(Process::Client(p), kind, "release").key("lock");
-            s.push(at, op(OpType::Invoke)).push(at + 1, op(OpType::Ok));
+            s.at(at, op(OpType::Invoke)).at(at + 1, op(OpType::Ok));
         };
-        let mut s = Script::default();
+        let mut s = HistoryBuilder::default();
         // Held by 1 from 0 to 1001: refusals then are no outage.
         s.granted(0, 1, 1);
         s.acquire(100, 101, 2, Some((OpType::Fail, "held: by another client")));
@@ -694,11 +700,11 @@ mod tests {
              first: MultipleRedlockException)"
         );
         // A holder that never released begins none; nor does a time nobody asked in.
-        let mut held = Script::default();
+        let mut held = HistoryBuilder::default();
         held.granted(0, 1, 1);
         held.acquire(5_000, 5_001, 2, Some((OpType::Fail, "held: by another client")));
         assert_eq!(held.check().longest_outage, None);
-        let mut quiet = Script::default();
+        let mut quiet = HistoryBuilder::default();
         quiet.granted(0, 1, 1);
         release(&mut quiet, 100, 1);
         assert_eq!(quiet.check().longest_outage, None);
@@ -707,7 +713,7 @@ mod tests {
     #[test]
     fn rule_5_the_longest_split_vote_streak_counts_rounds_every_contender_collided() {
         let split = Some((OpType::Fail, "split vote: 2/5"));
-        let mut script = Script::default();
+        let mut script = HistoryBuilder::default();
         // Processes 1 and 2 collide twice in a row, then process 3 joins for one refusal...
         script
             .acquire(0, 10, 1, split)
@@ -726,7 +732,7 @@ mod tests {
         );
         assert_eq!((streak.from_ms, streak.to_ms), (10.0, 32.0));
         // A held refusal ends a streak too: someone had the lock. A node timing out does not.
-        let mut held = Script::default();
+        let mut held = HistoryBuilder::default();
         held.acquire(0, 10, 1, split)
             .acquire(0, 11, 2, Some((OpType::Fail, "held: by another client")))
             .acquire(20, 30, 1, split)
@@ -738,7 +744,7 @@ mod tests {
             )
             .acquire(40, 50, 1, split);
         assert_eq!(held.check().longest_split_vote_streak.unwrap().refusals, 2);
-        let none = Script::default().granted(0, 1, 1).check();
+        let none = HistoryBuilder::default().granted(0, 1, 1).check();
         assert_eq!(none.longest_split_vote_streak, None);
     }
 

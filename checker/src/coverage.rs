@@ -532,17 +532,22 @@ fn reaches_holder(window: &Window, grant: &Candidate, workers: u64, groups: Opti
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::HistoryBuilder;
 
     /// Builds histories in order, times in milliseconds, every acquire asking 1000 ms.
-    #[derive(Default)]
-    struct Script(Vec<Op>);
+    trait CoverageScript {
+        /// Process `p` acquires at `from` (granted by `nodes`, if any) and releases at `to`.
+        fn hold(&mut self, from_to: (u64, u64), p: u64, nodes: &[&str]) -> &mut Self;
+        fn fault(&mut self, from_to: (u64, u64), fault: &str, targets: &[&str]) -> &mut Self;
+        /// The deployment names `masters` as master from `at` on.
+        fn master(&mut self, at: u64, masters: &[&str]) -> &mut Self;
+        /// Process `p`'s `f`, acknowledged at `at` by `node`.
+        fn acked(&mut self, at: u64, p: u64, f: &str, node: &str) -> &mut Self;
+        fn check(&mut self, concurrency: Option<usize>) -> Coverage;
+        fn check_with(&mut self, facts: RunFacts) -> Coverage;
+    }
 
-    impl Script {
-        fn push(&mut self, ms: u64, op: Op) -> &mut Self {
-            let index = self.0.len() as u64;
-            self.0.push(op.at(index, ms * 1_000_000));
-            self
-        }
+    impl CoverageScript for HistoryBuilder {
         /// Process `p` acquires at `from` (granted by `nodes`, if any) and releases at `to`.
         fn hold(&mut self, (from, to): (u64, u64), p: u64, nodes: &[&str]) -> &mut Self {
             let op = |kind, f| Op::new(Process::Client(p), kind, f).key("lock");
@@ -552,10 +557,10 @@ mod tests {
             if !nodes.is_empty() {
                 granted.node = Some(nodes.iter().map(|n| n.to_string()).collect());
             }
-            self.push(from, invoke)
-                .push(from + 1, granted)
-                .push(to, op(OpType::Invoke, "release"))
-                .push(to + 1, op(OpType::Ok, "release"))
+            self.at(from, invoke)
+                .at(from + 1, granted)
+                .at(to, op(OpType::Invoke, "release"))
+                .at(to + 1, op(OpType::Ok, "release"))
         }
         fn fault(&mut self, (from, to): (u64, u64), fault: &str, targets: &[&str]) -> &mut Self {
             let op = |f| {
@@ -564,20 +569,20 @@ mod tests {
                 op.fault = Some(fault.to_string());
                 op
             };
-            self.push(from, op("start")).push(to, op("stop"))
+            self.at(from, op("start")).at(to, op("stop"))
         }
         /// The deployment names `masters` as master from `at` on.
         fn master(&mut self, at: u64, masters: &[&str]) -> &mut Self {
             let op = Op::new(Process::NEMESIS, OpType::Info, "master")
                 .nodes(masters.iter().map(|m| m.to_string()).collect());
-            self.push(at, op)
+            self.at(at, op)
         }
         /// Process `p`'s `f`, acknowledged at `at` by `node`.
         fn acked(&mut self, at: u64, p: u64, f: &str, node: &str) -> &mut Self {
             let op = |kind| Op::new(Process::Client(p), kind, f).key("set");
             let mut done = op(OpType::Ok);
             done.node = Some(vec![node.to_string()]);
-            self.push(at - 1, op(OpType::Invoke)).push(at, done)
+            self.at(at - 1, op(OpType::Invoke)).at(at, done)
         }
         fn check(&mut self, concurrency: Option<usize>) -> Coverage {
             self.check_with(RunFacts {
@@ -586,14 +591,13 @@ mod tests {
             })
         }
         fn check_with(&mut self, facts: RunFacts) -> Coverage {
-            self.0.sort_by_key(|op| op.time);
-            check(&self.0, facts)
+            check(&self.build_in_time_order(), facts)
         }
     }
 
     #[test]
     fn updates_a_demoted_master_acknowledged_after_its_cut_off_are_at_risk() {
-        let mut s = Script::default();
+        let mut s = HistoryBuilder::default();
         s.master(0, &["n1"])
             .fault((100, 700), "partition", &["n1", "n2", "n3"])
             .master(300, &["n1", "n2"])
@@ -637,7 +641,7 @@ mod tests {
             r.line()
         );
 
-        let mut short = Script::default();
+        let mut short = HistoryBuilder::default();
         short
             .master(0, &["n1"])
             .fault((100, 300), "kill", &["n1"])
@@ -650,7 +654,7 @@ mod tests {
 
     #[test]
     fn master_records_count_changes_and_the_time_with_two_masters() {
-        let mut s = Script::default();
+        let mut s = HistoryBuilder::default();
         s.hold((0, 100), 0, &[]);
         assert_eq!(s.check(None).master_changes, None, "no master records");
         s.master(0, &["n1"])
@@ -665,7 +669,7 @@ mod tests {
             .line()
             .contains("2 master changes, two masters at once for 0.5 s"));
 
-        let mut s = Script::default();
+        let mut s = HistoryBuilder::default();
         s.master(0, &["n1"])
             .fault((50, 90), "client-pause", &["client-0"]);
         assert!(
@@ -685,7 +689,7 @@ mod tests {
 
     #[test]
     fn a_node_fault_reaches_a_grant_from_that_node_only() {
-        let mut s = Script::default();
+        let mut s = HistoryBuilder::default();
         s.hold((0, 500), 0, &["n1", "n2"])
             .hold((600, 900), 1, &["n3", "n4"])
             .fault((100, 700), "pause", &["n2"]);
@@ -696,11 +700,11 @@ mod tests {
 
     #[test]
     fn a_grant_without_nodes_is_reached_by_any_node_fault_and_a_failover_reaches_all() {
-        let mut s = Script::default();
+        let mut s = HistoryBuilder::default();
         s.hold((0, 500), 0, &[]).fault((100, 200), "kill", &["n3"]);
         assert_eq!(s.check(None).grants_faulted, 1);
 
-        let mut s = Script::default();
+        let mut s = HistoryBuilder::default();
         s.hold((0, 500), 0, &["n1"])
             .fault((100, 200), "failover", &[]);
         assert_eq!(s.check(None).grants_faulted, 1);
@@ -709,18 +713,18 @@ mod tests {
     #[test]
     fn a_fault_outside_the_hold_reaches_nothing() {
         // Before the grant's ok (during the acquire) and after the release's invoke.
-        let mut s = Script::default();
-        s.push(0, {
+        let mut s = HistoryBuilder::default();
+        s.at(0, {
             let mut invoke = Op::new(Process::Client(0), OpType::Invoke, "acquire").key("lock");
             invoke.ttl_ms = Some(1_000);
             invoke
         })
         .fault((10, 90), "kill", &[])
-        .push(
+        .at(
             100,
             Op::new(Process::Client(0), OpType::Ok, "acquire").key("lock"),
         )
-        .push(
+        .at(
             300,
             Op::new(Process::Client(0), OpType::Invoke, "release").key("lock"),
         )
@@ -732,17 +736,16 @@ mod tests {
 
     #[test]
     fn a_grant_never_released_is_held_until_its_lease_ends() {
-        let mut s = Script::default();
+        let mut s = HistoryBuilder::default();
         let mut invoke = Op::new(Process::Client(0), OpType::Invoke, "acquire").key("lock");
         invoke.ttl_ms = Some(1_000);
-        s.push(0, invoke)
-            .push(
-                1,
-                Op::new(Process::Client(0), OpType::Ok, "acquire").key("lock"),
-            )
-            .fault((900, 950), "pause", &[]);
+        s.at(0, invoke).at(
+            1,
+            Op::new(Process::Client(0), OpType::Ok, "acquire").key("lock"),
+        );
+        let mut later = s.clone();
+        s.fault((900, 950), "pause", &[]);
         assert_eq!(s.check(None).grants_faulted, 1);
-        let mut later = Script(s.0[..2].to_vec());
         later.fault((1_100, 1_200), "pause", &[]);
         assert_eq!(later.check(None).grants_faulted, 0);
     }
@@ -750,7 +753,7 @@ mod tests {
     #[test]
     fn a_client_fault_reaches_its_own_worker_only() {
         // Concurrency 3: process 5 is worker 2.
-        let mut s = Script::default();
+        let mut s = HistoryBuilder::default();
         s.hold((0, 500), 5, &[]).hold((0, 500), 4, &[]).fault(
             (100, 200),
             "client-pause",
@@ -769,26 +772,26 @@ mod tests {
     #[test]
     fn without_concurrency_the_workers_are_the_processes_before_the_first_info() {
         // Processes 0..3 invoke first; process 1 times out and comes back as 4 (worker 1).
-        let mut s = Script::default();
+        let mut s = HistoryBuilder::default();
         for p in 0..3 {
-            s.push(
+            s.at(
                 p,
                 Op::new(Process::Client(p), OpType::Invoke, "read").key("doc"),
             );
         }
-        s.push(
+        s.at(
             10,
             Op::new(Process::Client(1), OpType::Info, "read").key("doc"),
         )
         .hold((100, 500), 4, &[])
         .fault((200, 300), "client-crash", &["client-1"]);
-        assert_eq!(Outline::of(&s.0).inferred_concurrency(), 3);
+        assert_eq!(Outline::of(&s.build()).inferred_concurrency(), 3);
         assert_eq!(s.check(None).grants_faulted, 1);
     }
 
     #[test]
     fn a_link_fault_reaches_a_grant_through_a_link_to_one_of_its_nodes() {
-        let mut s = Script::default();
+        let mut s = HistoryBuilder::default();
         s.hold((0, 500), 0, &["n1", "n2"])
             .fault((100, 200), "link-blackhole", &["g1->n3"]);
         assert_eq!(s.check(Some(1)).grants_faulted, 0);
@@ -799,7 +802,7 @@ mod tests {
     #[test]
     fn with_client_groups_known_a_link_fault_reaches_only_its_groups_holders() {
         // Workers 0 and 2 are in group 0, worker 1 in group 1 (of two); process 4 is worker 1.
-        let mut s = Script::default();
+        let mut s = HistoryBuilder::default();
         s.hold((0, 500), 0, &["n1"])
             .hold((0, 500), 4, &["n1"])
             .hold((0, 500), 2, &["n2"])
@@ -823,7 +826,7 @@ mod tests {
 
     #[test]
     fn a_fault_of_an_unknown_name_is_counted_but_reaches_no_holder() {
-        let mut s = Script::default();
+        let mut s = HistoryBuilder::default();
         s.hold((0, 500), 0, &[]).fault((100, 200), "meteor", &[]);
         let r = s.check(None);
         assert_eq!((r.faults, r.grants_faulted), (1, 0));
@@ -831,7 +834,7 @@ mod tests {
 
     #[test]
     fn kills_back_within_the_largest_ttl_and_their_restart_times() {
-        let mut s = Script::default();
+        let mut s = HistoryBuilder::default();
         s.hold((0, 100), 0, &[])
             .fault((1_000, 1_100), "kill", &["n1"])
             .fault((2_000, 5_000), "kill-primary", &["n2"])
@@ -863,11 +866,11 @@ mod tests {
 
     #[test]
     fn a_kill_never_stopped_has_no_restart_time() {
-        let mut s = Script::default();
+        let mut s = HistoryBuilder::default();
         s.hold((0, 100), 0, &[]);
         let mut start = Op::new(Process::NEMESIS, OpType::Info, "start");
         start.fault = Some("kill".into());
-        s.push(50, start);
+        s.at(50, start);
         let r = s.check(None);
         assert_eq!(
             (r.kills, r.kills_back_within_ttl, r.restart_ms),
@@ -878,7 +881,7 @@ mod tests {
 
     #[test]
     fn a_clock_fault_counts_on_a_holders_node_only() {
-        let mut s = Script::default();
+        let mut s = HistoryBuilder::default();
         s.hold((0, 500), 0, &["n1"])
             .fault((100, 200), "clock-bump", &["n2"])
             .fault((300, 400), "clock-strobe", &["n1", "n3"]);

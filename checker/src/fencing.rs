@@ -626,17 +626,27 @@ fn counter_went_back(earlier: &FencedOp, later: &FencedOp, context: &Context) ->
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::HistoryBuilder;
 
     /// Builds histories in order, times in milliseconds.
-    #[derive(Default)]
-    struct Script(Vec<Op>);
+    trait FencingScript {
+        /// Process `p` invokes `f` on `key` at `from` and completes it at `to`. A grant's
+        /// fence comes back with its `ok`; a storage access sends its fence with the invoke.
+        fn op(
+            &mut self,
+            f: &str,
+            key: &str,
+            from_to: (u64, u64),
+            p: u64,
+            outcome: OpType,
+            fence: u64,
+        ) -> &mut Self;
+        fn grant(&mut self, from: u64, to: u64, p: u64, fence: u64) -> &mut Self;
+        fn write(&mut self, from: u64, to: u64, p: u64, fence: u64) -> &mut Self;
+        fn check(&self) -> Fencing;
+    }
 
-    impl Script {
-        fn push(&mut self, ms: u64, op: Op) -> &mut Self {
-            let index = self.0.len() as u64;
-            self.0.push(op.at(index, ms * 1_000_000));
-            self
-        }
+    impl FencingScript for HistoryBuilder {
         /// Process `p` invokes `f` on `key` at `from` and completes it at `to`. A grant's
         /// fence comes back with its `ok`; a storage access sends its fence with the invoke.
         fn op(
@@ -654,7 +664,7 @@ mod tests {
             } else {
                 (op(OpType::Invoke).fence(Some(fence)), op(outcome))
             };
-            self.push(from, invoke).push(to, completion)
+            self.at(from, invoke).at(to, completion)
         }
         fn grant(&mut self, from: u64, to: u64, p: u64, fence: u64) -> &mut Self {
             self.op("acquire", "lock", (from, to), p, OpType::Ok, fence)
@@ -663,22 +673,13 @@ mod tests {
             self.op("add", "doc", (from, to), p, OpType::Ok, fence)
         }
         fn check(&self) -> Fencing {
-            check(&self.0)
+            check(&self.build())
         }
-    }
-
-    /// Sorts a script's ops by time, keeping each process's order, and renumbers them.
-    fn in_time_order(mut s: Script) -> Script {
-        s.0.sort_by_key(|op| op.time);
-        for (index, op) in s.0.iter_mut().enumerate() {
-            op.index = index as u64;
-        }
-        s
     }
 
     #[test]
     fn increasing_fences_and_accesses_are_valid() {
-        let r = Script::default()
+        let r = HistoryBuilder::default()
             .grant(0, 1, 1, 1)
             .write(2, 3, 1, 1)
             .grant(10, 11, 2, 2)
@@ -690,12 +691,12 @@ mod tests {
 
     #[test]
     fn a_history_without_fences_is_valid_with_zero_counts() {
-        let mut s = Script::default();
-        s.push(
+        let mut s = HistoryBuilder::default();
+        s.at(
             0,
             Op::new(Process::Client(1), OpType::Invoke, "acquire").key("lock"),
         )
-        .push(
+        .at(
             1,
             Op::new(Process::Client(1), OpType::Ok, "acquire").key("lock"),
         );
@@ -706,7 +707,7 @@ mod tests {
 
     #[test]
     fn rule_1_a_repeated_fence_is_a_duplicate_even_when_concurrent() {
-        let r = Script::default()
+        let r = HistoryBuilder::default()
             .grant(0, 10, 1, 5)
             .grant(1, 9, 2, 5)
             .grant(20, 21, 3, 5)
@@ -735,7 +736,7 @@ mod tests {
 
     #[test]
     fn rule_1_the_same_fence_on_two_keys_is_fine() {
-        let r = Script::default()
+        let r = HistoryBuilder::default()
             .grant(0, 1, 1, 1)
             .op("acquire", "other", (0, 1), 2, OpType::Ok, 1)
             .check();
@@ -744,7 +745,7 @@ mod tests {
 
     #[test]
     fn rule_2_a_later_grant_with_a_smaller_fence_is_out_of_order() {
-        let r = Script::default()
+        let r = HistoryBuilder::default()
             .grant(0, 1, 1, 7)
             .grant(10, 11, 2, 3)
             .check();
@@ -758,17 +759,14 @@ mod tests {
 
     #[test]
     fn rule_2_overlapping_grants_may_come_in_either_order() {
-        let s = in_time_order({
-            let mut s = Script::default();
-            s.grant(0, 10, 1, 2).grant(5, 8, 2, 1);
-            s
-        });
-        assert_eq!(s.check().valid, Valid::True);
+        let mut s = HistoryBuilder::default();
+        s.grant(0, 10, 1, 2).grant(5, 8, 2, 1);
+        assert_eq!(check(&s.build_in_time_order()).valid, Valid::True);
     }
 
     #[test]
     fn rule_2_each_later_grant_is_reported_once_against_the_largest_fence() {
-        let r = Script::default()
+        let r = HistoryBuilder::default()
             .grant(0, 1, 1, 5)
             .grant(2, 3, 2, 9)
             .grant(4, 5, 3, 8)
@@ -792,10 +790,10 @@ mod tests {
 
     #[test]
     fn explained_a_smaller_fence_after_a_kill_and_a_frozen_writer_the_storage_let_in() {
-        let mut s = Script::default();
+        let mut s = HistoryBuilder::default();
         s.grant(0, 10, 0, 7)
-            .push(20, nemesis("start", "kill", &["n1"]))
-            .push(30, nemesis("stop", "kill", &["n1"]))
+            .at(20, nemesis("start", "kill", &["n1"]))
+            .at(30, nemesis("stop", "kill", &["n1"]))
             .grant(40, 41, 1, 3);
         let r = s.check();
         let explained = r.out_of_order_grants[0].explanation.as_ref().unwrap();
@@ -807,14 +805,14 @@ mod tests {
              smaller"
         );
 
-        let mut s = Script::default();
+        let mut s = HistoryBuilder::default();
         s.grant(0, 1, 0, 1)
-            .push(2, nemesis("start", "client-pause", &["client-0"]))
+            .at(2, nemesis("start", "client-pause", &["client-0"]))
             .grant(10, 11, 1, 2)
             .write(12, 13, 1, 2)
-            .push(20, nemesis("stop", "client-pause", &["client-0"]))
+            .at(20, nemesis("stop", "client-pause", &["client-0"]))
             .write(21, 22, 0, 1);
-        let r = in_time_order(s).check();
+        let r = check(&s.build_in_time_order());
         let explained = r.stale_storage_accesses[0].explanation.as_ref().unwrap();
         assert_eq!(explained.cause, Cause::Zombie, "{}", explained.sentence);
         assert!(explained.sentence.starts_with(
@@ -839,29 +837,29 @@ mod tests {
             op.node = Some(vec![node.to_string()]);
             op
         };
-        let mut s = Script::default();
-        s.push(15_870, cut)
-            .push(
+        let mut s = HistoryBuilder::default();
+        s.at(15_870, cut)
+            .at(
                 16_130,
                 Op::new(Process::Client(7), OpType::Invoke, "acquire").key("lock"),
             )
-            .push(
+            .at(
                 16_132,
                 granted_by("n6", Op::new(Process::Client(7), OpType::Ok, "acquire"))
                     .key("lock")
                     .fence(Some(16)),
             )
-            .push(
+            .at(
                 18_556,
                 Op::new(Process::Client(6), OpType::Invoke, "acquire").key("lock"),
             )
-            .push(
+            .at(
                 18_558,
                 granted_by("n2", Op::new(Process::Client(6), OpType::Ok, "acquire"))
                     .key("lock")
                     .fence(Some(16)),
             )
-            .push(18_663, promoted);
+            .at(18_663, promoted);
         let r = s.check();
         let explained = r.duplicate_fences[0].explanation.as_ref().unwrap();
         assert_eq!(explained.cause, Cause::Failover, "{}", explained.sentence);
@@ -898,15 +896,15 @@ mod tests {
             };
             let asked =
                 |process: u64| Op::new(Process::Client(process), OpType::Invoke, "acquire").key("lock");
-            let mut s = Script::default();
-            s.push(0, nemesis("master", "master", &["n1"]))
-                .push(3_328, cut)
-                .push(7_513, promoted)
-                .push(10_291, healed)
-                .push(granted_at - 20, asked(0))
-                .push(granted_at, granted("n1", 0, 14))
-                .push(granted_at + 30, asked(8))
-                .push(granted_at + 50, granted("n3", 8, 6));
+            let mut s = HistoryBuilder::default();
+            s.at(0, nemesis("master", "master", &["n1"]))
+                .at(3_328, cut)
+                .at(7_513, promoted)
+                .at(10_291, healed)
+                .at(granted_at - 20, asked(0))
+                .at(granted_at, granted("n1", 0, 14))
+                .at(granted_at + 30, asked(8))
+                .at(granted_at + 50, granted("n3", 8, 6));
             let r = s.check();
             let explained = r.out_of_order_grants[0].explanation.as_ref().unwrap();
             assert_eq!(explained.cause, cause, "{}", explained.sentence);
@@ -925,7 +923,7 @@ mod tests {
 
     #[test]
     fn rule_3_storage_accepting_a_smaller_fence_is_stale() {
-        let r = Script::default()
+        let r = HistoryBuilder::default()
             .write(0, 1, 1, 4)
             .write(2, 3, 1, 4)
             .op("read", "doc", (5, 6), 2, OpType::Ok, 3)
@@ -939,7 +937,7 @@ mod tests {
 
     #[test]
     fn rule_3_a_refused_stale_access_is_counted_not_a_violation() {
-        let r = Script::default()
+        let r = HistoryBuilder::default()
             .write(0, 1, 1, 4)
             .op("add", "doc", (5, 6), 2, OpType::Fail, 3)
             .op("add", "doc", (7, 8), 3, OpType::Info, 2)
@@ -953,19 +951,16 @@ mod tests {
 
     #[test]
     fn rule_3_overlapping_accesses_and_other_keys_do_not_conflict() {
-        let s = in_time_order({
-            let mut s = Script::default();
-            s.write(0, 10, 1, 4)
-                .write(5, 6, 2, 3)
-                .op("add", "other", (20, 21), 3, OpType::Ok, 1);
-            s
-        });
-        assert_eq!(s.check().valid, Valid::True);
+        let mut s = HistoryBuilder::default();
+        s.write(0, 10, 1, 4)
+            .write(5, 6, 2, 3)
+            .op("add", "other", (20, 21), 3, OpType::Ok, 1);
+        assert_eq!(check(&s.build_in_time_order()).valid, Valid::True);
     }
 
     #[test]
     fn lists_are_capped_and_counts_exact() {
-        let mut s = Script::default();
+        let mut s = HistoryBuilder::default();
         s.grant(0, 1, 0, u64::MAX);
         let n = REPORTED_VIOLATIONS as u64 + 5;
         for i in 1..=n {

@@ -770,49 +770,50 @@ impl Checked for LockSafety {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::HistoryBuilder;
     use crate::history::Op;
     use crate::holds::holds;
     use crate::windows::faults;
     use crate::Renewal;
 
     /// Builds histories in order, times in milliseconds.
-    #[derive(Default)]
-    struct Script(Vec<Op>);
+    trait LockSafetyScript {
+        fn invoke_at(&mut self, ms: u64, p: u64, f: &str) -> &mut Self;
+        fn complete(&mut self, ms: u64, p: u64, kind: OpType, f: &str) -> &mut Self;
+        fn hold(&mut self, from: u64, to: u64, p: u64) -> &mut Self;
+        fn nemesis_at(&mut self, ms: u64, f: &str, fault: &str) -> &mut Self;
+        fn check(&self) -> LockSafety;
+    }
 
-    impl Script {
-        fn push(&mut self, ms: u64, op: Op) -> &mut Self {
-            let index = self.0.len() as u64;
-            self.0.push(op.at(index, ms * 1_000_000));
-            self
-        }
-        fn invoke(&mut self, ms: u64, p: u64, f: &str) -> &mut Self {
+    impl LockSafetyScript for HistoryBuilder {
+        fn invoke_at(&mut self, ms: u64, p: u64, f: &str) -> &mut Self {
             let mut op = Op::new(Process::Client(p), OpType::Invoke, f).key("lock");
             op.ttl_ms = (f == "acquire").then_some(1_000);
-            self.push(ms, op)
+            self.at(ms, op)
         }
         fn complete(&mut self, ms: u64, p: u64, kind: OpType, f: &str) -> &mut Self {
-            self.push(ms, Op::new(Process::Client(p), kind, f).key("lock"))
+            self.at(ms, Op::new(Process::Client(p), kind, f).key("lock"))
         }
         fn hold(&mut self, from: u64, to: u64, p: u64) -> &mut Self {
-            self.invoke(from, p, "acquire")
+            self.invoke_at(from, p, "acquire")
                 .complete(from + 1, p, OpType::Ok, "acquire")
-                .invoke(to, p, "release")
+                .invoke_at(to, p, "release")
                 .complete(to + 1, p, OpType::Ok, "release")
         }
-        fn nemesis(&mut self, ms: u64, f: &str, fault: &str) -> &mut Self {
+        fn nemesis_at(&mut self, ms: u64, f: &str, fault: &str) -> &mut Self {
             let mut op = Op::new(Process::NEMESIS, OpType::Info, f).nodes(vec!["n1".into()]);
             op.fault = Some(fault.into());
-            self.push(ms, op)
+            self.at(ms, op)
         }
         fn check(&self) -> LockSafety {
-            check(&self.0)
+            check(&self.build())
         }
     }
 
     #[test]
     fn the_verdict_line_says_a_double_grant_was_a_slow_holders() {
         // Process 1's lease of 1 s ran out at 1.0 s with no fault on it; it held until 2.0 s.
-        let r = Script::default().hold(0, 2_000, 1).hold(1_500, 1_600, 2).check();
+        let r = HistoryBuilder::default().hold(0, 2_000, 1).hold(1_500, 1_600, 2).check();
         assert_eq!(r.double_grant_count, 1);
         assert_eq!(
             r.violations(),
@@ -827,7 +828,7 @@ mod tests {
 
     #[test]
     fn sequential_holds_are_valid() {
-        let r = Script::default()
+        let r = HistoryBuilder::default()
             .hold(0, 100, 1)
             .hold(200, 300, 2)
             .hold(300, 400, 1)
@@ -838,12 +839,12 @@ mod tests {
 
     #[test]
     fn rule_1_overlapping_holds_are_a_double_grant() {
-        let mut s = Script::default();
-        s.invoke(0, 1, "acquire")
+        let mut s = HistoryBuilder::default();
+        s.invoke_at(0, 1, "acquire")
             .complete(1, 1, OpType::Ok, "acquire")
-            .invoke(50, 2, "acquire")
+            .invoke_at(50, 2, "acquire")
             .complete(51, 2, OpType::Ok, "acquire")
-            .invoke(100, 1, "release")
+            .invoke_at(100, 1, "release")
             .complete(101, 1, OpType::Ok, "release");
         let r = s.check();
         assert_eq!(r.valid, Valid::False);
@@ -859,8 +860,8 @@ mod tests {
     fn rule_1_a_hold_ends_at_its_validity() {
         // Process 1 never releases: its 1 s lease ends at 1000 ms, so process 2 at 1001 is fine
         // and process 3 at 900 is not.
-        let mut s = Script::default();
-        s.invoke(0, 1, "acquire")
+        let mut s = HistoryBuilder::default();
+        s.invoke_at(0, 1, "acquire")
             .complete(5, 1, OpType::Ok, "acquire")
             .hold(1001, 1100, 2);
         assert_eq!(s.check().valid, Valid::True);
@@ -873,11 +874,11 @@ mod tests {
 
     #[test]
     fn rule_1_a_granted_validity_shorter_than_the_ttl_wins() {
-        let mut s = Script::default();
-        s.invoke(0, 1, "acquire");
+        let mut s = HistoryBuilder::default();
+        s.invoke_at(0, 1, "acquire");
         let mut ok = Op::new(Process::Client(1), OpType::Ok, "acquire").key("lock");
         ok.validity_ms = Some(500);
-        s.push(5, ok).hold(600, 700, 2);
+        s.at(5, ok).hold(600, 700, 2);
         assert_eq!(s.check().valid, Valid::True);
     }
 
@@ -885,12 +886,12 @@ mod tests {
     fn rule_5_a_holder_acting_past_its_lease_is_a_stale_double_grant() {
         // Process 1's lease ends at 1000 ms, but it releases only at 1500 (it was paused):
         // process 2, granted at 1100, shares the lock with a zombie.
-        let mut s = Script::default();
-        s.invoke(0, 1, "acquire")
+        let mut s = HistoryBuilder::default();
+        s.invoke_at(0, 1, "acquire")
             .complete(1, 1, OpType::Ok, "acquire")
-            .invoke(1_100, 2, "acquire")
+            .invoke_at(1_100, 2, "acquire")
             .complete(1_101, 2, OpType::Ok, "acquire")
-            .invoke(1_500, 1, "release")
+            .invoke_at(1_500, 1, "release")
             .complete(1_501, 1, OpType::Fail, "release");
         let r = s.check();
         assert_eq!(r.valid, Valid::False);
@@ -908,25 +909,25 @@ mod tests {
         // Process 1 (fence 7) is paused past its lease (1000 ms); process 2 (fence 8) takes the
         // lock at 1100; process 1 wakes and writes at 1400, and the storage refuses it.
         let zombie = |write: OpType| {
-            let mut s = Script::default();
-            s.invoke(0, 1, "acquire").push(
+            let mut s = HistoryBuilder::default();
+            s.invoke_at(0, 1, "acquire").at(
                 1,
                 Op::new(Process::Client(1), OpType::Ok, "acquire")
                     .key("lock")
                     .fence(Some(7)),
             );
-            s.invoke(1_100, 2, "acquire").push(
+            s.invoke_at(1_100, 2, "acquire").at(
                 1_101,
                 Op::new(Process::Client(2), OpType::Ok, "acquire")
                     .key("lock")
                     .fence(Some(8)),
             );
-            s.push(
+            s.at(
                 1_400,
                 Op::new(Process::Client(1), OpType::Invoke, "add").key("doc"),
             )
-            .push(1_401, Op::new(Process::Client(1), write, "add").key("doc"))
-            .invoke(1_500, 1, "release")
+            .at(1_401, Op::new(Process::Client(1), write, "add").key("doc"))
+            .invoke_at(1_500, 1, "release")
             .complete(1_501, 1, OpType::Fail, "release");
             s.check()
         };
@@ -948,21 +949,21 @@ mod tests {
 
     #[test]
     fn rule_6_never_excuses_two_live_leases_or_an_unfenced_zombie() {
-        let r = Script::default().hold(0, 500, 1).hold(100, 200, 2).check();
+        let r = HistoryBuilder::default().hold(0, 500, 1).hold(100, 200, 2).check();
         assert_eq!(r.fenced_double_grant_count, 0);
         // A zombie without a fence, even with no storage access at all, stays stale.
-        let mut s = Script::default();
-        s.invoke(0, 1, "acquire")
+        let mut s = HistoryBuilder::default();
+        s.invoke_at(0, 1, "acquire")
             .complete(1, 1, OpType::Ok, "acquire")
             .hold(1_100, 1_200, 2)
-            .invoke(1_500, 1, "release")
+            .invoke_at(1_500, 1, "release")
             .complete(1_501, 1, OpType::Fail, "release");
         assert_eq!(s.check().stale_double_grant_count, 1);
     }
 
     #[test]
     fn rule_5_overlapping_live_leases_are_a_lease_double_grant() {
-        let r = Script::default().hold(0, 500, 1).hold(100, 200, 2).check();
+        let r = HistoryBuilder::default().hold(0, 500, 1).hold(100, 200, 2).check();
         assert_eq!(r.double_grants[0].kind, "lease");
         assert_eq!(r.stale_double_grant_count, 0);
     }
@@ -970,29 +971,29 @@ mod tests {
     #[test]
     fn rule_1_a_renewal_extends_the_lease_and_a_failed_one_does_not() {
         // Lease 1000 ms; renewed at 800 ms for 1000 ms more: held until 1800, released at 1500.
-        let renewal = |s: &mut Script, outcome| {
+        let renewal = |s: &mut HistoryBuilder, outcome| {
             let mut renew = Op::new(Process::Client(1), OpType::Invoke, "renew").key("lock");
             renew.ttl_ms = Some(1_000);
-            s.push(800, renew).push(
+            s.at(800, renew).at(
                 801,
                 Op::new(Process::Client(1), outcome, "renew").key("lock"),
             );
         };
-        let mut s = Script::default();
-        s.invoke(0, 1, "acquire")
+        let mut s = HistoryBuilder::default();
+        s.invoke_at(0, 1, "acquire")
             .complete(1, 1, OpType::Ok, "acquire");
         renewal(&mut s, OpType::Ok);
-        s.invoke(1_500, 1, "release")
+        s.invoke_at(1_500, 1, "release")
             .complete(1_501, 1, OpType::Ok, "release");
         s.hold(1_600, 1_700, 2);
         let r = s.check();
         assert_eq!(r.valid, Valid::True, "{:?}", r.double_grants);
 
-        let mut s = Script::default();
-        s.invoke(0, 1, "acquire")
+        let mut s = HistoryBuilder::default();
+        s.invoke_at(0, 1, "acquire")
             .complete(1, 1, OpType::Ok, "acquire");
         renewal(&mut s, OpType::Fail);
-        s.invoke(1_500, 1, "release")
+        s.invoke_at(1_500, 1, "release")
             .complete(1_501, 1, OpType::Ok, "release");
         s.hold(1_200, 1_300, 2);
         let r = s.check();
@@ -1013,17 +1014,17 @@ mod tests {
         // Renewed at 2000 for 3000 ms; the next renewal comes back at 4990 with `last`; process
         // 2 is granted at 4993 while process 1 still holds.
         let ending_with = |last| {
-            let mut s = Script::default();
-            s.invoke(0, 1, "acquire")
+            let mut s = HistoryBuilder::default();
+            s.invoke_at(0, 1, "acquire")
                 .complete(1, 1, OpType::Ok, "acquire");
             for (at, outcome) in [(2_000, OpType::Ok), (4_990, last)] {
                 let mut renew = Op::new(Process::Client(1), OpType::Invoke, "renew").key("lock");
                 renew.ttl_ms = Some(3_000);
-                s.push(at, renew)
-                    .push(at, Op::new(Process::Client(1), outcome, "renew").key("lock"));
+                s.at(at, renew)
+                    .at(at, Op::new(Process::Client(1), outcome, "renew").key("lock"));
             }
             s.hold(4_992, 6_000, 2);
-            s.invoke(8_000, 1, "release")
+            s.invoke_at(8_000, 1, "release")
                 .complete(8_001, 1, OpType::Fail, "release");
             s.check()
         };
@@ -1041,8 +1042,8 @@ mod tests {
         // 2 is granted at 1200 while 1 still holds: stale, however 1's library renewed, and
         // a `renew` in the history, whoever wrote it, does not make it a lease double grant.
         let silent = |renew_recorded: bool| {
-            let mut s = Script::default();
-            s.invoke(0, 1, "acquire").push(
+            let mut s = HistoryBuilder::default();
+            s.invoke_at(0, 1, "acquire").at(
                 1,
                 Op::new(Process::Client(1), OpType::Ok, "acquire")
                     .key("lock")
@@ -1051,13 +1052,13 @@ mod tests {
             if renew_recorded {
                 let mut renew = Op::new(Process::Client(1), OpType::Invoke, "renew").key("lock");
                 renew.ttl_ms = Some(1_000);
-                s.push(800, renew).push(
+                s.at(800, renew).at(
                     801,
                     Op::new(Process::Client(1), OpType::Ok, "renew").key("lock"),
                 );
             }
             s.hold(1_200, 1_300, 2)
-                .invoke(1_500, 1, "release")
+                .invoke_at(1_500, 1, "release")
                 .complete(1_501, 1, OpType::Ok, "release");
             s.check()
         };
@@ -1071,8 +1072,8 @@ mod tests {
 
     #[test]
     fn rule_1_a_reported_renewal_extends_the_lease_like_the_watchdogs() {
-        let mut s = Script::default();
-        s.invoke(0, 1, "acquire").push(
+        let mut s = HistoryBuilder::default();
+        s.invoke_at(0, 1, "acquire").at(
             1,
             Op::new(Process::Client(1), OpType::Ok, "acquire")
                 .key("lock")
@@ -1080,13 +1081,13 @@ mod tests {
         );
         let mut renew = Op::new(Process::Client(1), OpType::Invoke, "renew").key("lock");
         renew.ttl_ms = Some(1_000);
-        s.push(800, renew)
-            .push(
+        s.at(800, renew)
+            .at(
                 801,
                 Op::new(Process::Client(1), OpType::Ok, "renew").key("lock"),
             )
             .hold(1_200, 1_300, 2)
-            .invoke(1_500, 1, "release")
+            .invoke_at(1_500, 1, "release")
             .complete(1_501, 1, OpType::Ok, "release");
         let r = s.check();
         assert_eq!(r.double_grants[0].kind, "lease");
@@ -1096,10 +1097,10 @@ mod tests {
     #[test]
     fn rule_2_a_failed_or_lost_release_does_not_extend_the_hold() {
         for outcome in [OpType::Fail, OpType::Info] {
-            let mut s = Script::default();
-            s.invoke(0, 1, "acquire")
+            let mut s = HistoryBuilder::default();
+            s.invoke_at(0, 1, "acquire")
                 .complete(1, 1, OpType::Ok, "acquire")
-                .invoke(100, 1, "release")
+                .invoke_at(100, 1, "release")
                 .complete(900, 1, outcome, "release")
                 .hold(200, 300, 2);
             let r = s.check();
@@ -1114,23 +1115,23 @@ mod tests {
         // records its release. Marked `ends_with_write`, that is no double grant; unmarked,
         // the hold runs to the release and it is one.
         for marked in [true, false] {
-            let mut s = Script::default();
-            s.invoke(0, 1, "acquire").push(
+            let mut s = HistoryBuilder::default();
+            s.invoke_at(0, 1, "acquire").at(
                 1,
                 Op::new(Process::Client(1), OpType::Ok, "acquire")
                     .key("lock")
                     .ends_with_write(marked),
             );
-            s.push(
+            s.at(
                 100,
                 Op::new(Process::Client(1), OpType::Invoke, "add").key("doc"),
             )
-            .push(
+            .at(
                 160,
                 Op::new(Process::Client(1), OpType::Ok, "add").key("doc"),
             )
             .hold(150, 300, 2)
-            .invoke(170, 1, "release")
+            .invoke_at(170, 1, "release")
             .complete(171, 1, OpType::Ok, "release");
             let r = s.check();
             let expected = if marked { Valid::True } else { Valid::False };
@@ -1140,8 +1141,8 @@ mod tests {
 
     #[test]
     fn rule_3_a_failed_acquire_holds_nothing() {
-        let mut s = Script::default();
-        s.invoke(0, 1, "acquire")
+        let mut s = HistoryBuilder::default();
+        s.invoke_at(0, 1, "acquire")
             .complete(1, 1, OpType::Fail, "acquire")
             .hold(0, 100, 2);
         let r = s.check();
@@ -1151,8 +1152,8 @@ mod tests {
 
     #[test]
     fn rule_4_an_unknown_acquire_makes_an_overlap_unknown_never_invalid() {
-        let mut s = Script::default();
-        s.invoke(0, 1, "acquire")
+        let mut s = HistoryBuilder::default();
+        s.invoke_at(0, 1, "acquire")
             .complete(500, 1, OpType::Info, "acquire")
             .hold(100, 200, 2);
         let r = s.check();
@@ -1166,13 +1167,13 @@ mod tests {
     fn rule_4_the_possible_double_grants_of_one_unknown_acquire_are_one_finding() {
         // Process 9's acquire is unknown for 1000 ms and overlaps three holds; process 8's
         // overlaps one; a certain double grant beside them is still reported on its own.
-        let mut s = Script::default();
-        s.invoke(0, 9, "acquire")
+        let mut s = HistoryBuilder::default();
+        s.invoke_at(0, 9, "acquire")
             .complete(5, 9, OpType::Info, "acquire")
             .hold(100, 200, 1)
             .hold(300, 400, 2)
             .hold(500, 600, 3)
-            .invoke(2_000, 8, "acquire")
+            .invoke_at(2_000, 8, "acquire")
             .complete(2_005, 8, OpType::Info, "acquire")
             .hold(2_100, 2_200, 4)
             .hold(5_000, 5_500, 5)
@@ -1208,8 +1209,8 @@ mod tests {
 
     #[test]
     fn rule_4_an_unknown_acquire_outside_every_hold_is_harmless() {
-        let mut s = Script::default();
-        s.invoke(0, 1, "acquire")
+        let mut s = HistoryBuilder::default();
+        s.invoke_at(0, 1, "acquire")
             .complete(10, 1, OpType::Info, "acquire")
             .hold(1_001, 1_100, 2);
         assert_eq!(s.check().valid, Valid::True);
@@ -1217,8 +1218,8 @@ mod tests {
 
     #[test]
     fn rule_4_an_acquire_never_completed_counts_as_unknown() {
-        let mut s = Script::default();
-        s.hold(100, 200, 2).invoke(150, 1, "acquire");
+        let mut s = HistoryBuilder::default();
+        s.hold(100, 200, 2).invoke_at(150, 1, "acquire");
         let r = s.check();
         assert_eq!(r.valid, Valid::Unknown);
         assert_eq!(r.unknown_acquires, 1);
@@ -1226,9 +1227,9 @@ mod tests {
 
     #[test]
     fn rule_4_two_unknown_acquires_never_conflict() {
-        let mut s = Script::default();
-        s.invoke(0, 1, "acquire")
-            .invoke(1, 2, "acquire")
+        let mut s = HistoryBuilder::default();
+        s.invoke_at(0, 1, "acquire")
+            .invoke_at(1, 2, "acquire")
             .complete(5, 1, OpType::Info, "acquire")
             .complete(5, 2, OpType::Info, "acquire");
         assert_eq!(s.check().valid, Valid::True);
@@ -1236,10 +1237,10 @@ mod tests {
 
     #[test]
     fn a_definite_double_grant_beats_a_possible_one() {
-        let mut s = Script::default();
-        s.invoke(0, 3, "acquire")
+        let mut s = HistoryBuilder::default();
+        s.invoke_at(0, 3, "acquire")
             .complete(1, 3, OpType::Info, "acquire")
-            .invoke(10, 1, "acquire")
+            .invoke_at(10, 1, "acquire")
             .complete(11, 1, OpType::Ok, "acquire")
             .hold(20, 30, 2);
         let r = s.check();
@@ -1249,14 +1250,14 @@ mod tests {
 
     #[test]
     fn rule_5_touching_holds_and_other_keys_do_not_conflict() {
-        let mut s = Script::default();
+        let mut s = HistoryBuilder::default();
         s.hold(0, 100, 1);
         // Process 2 acquires exactly when process 1 invoked its release.
-        s.invoke(99, 2, "acquire")
+        s.invoke_at(99, 2, "acquire")
             .complete(100, 2, OpType::Ok, "acquire")
-            .invoke(150, 2, "release");
+            .invoke_at(150, 2, "release");
         let other = Op::new(Process::Client(3), OpType::Invoke, "acquire").key("other");
-        s.push(10, other).push(
+        s.at(10, other).at(
             11,
             Op::new(Process::Client(3), OpType::Ok, "acquire").key("other"),
         );
@@ -1265,13 +1266,13 @@ mod tests {
 
     #[test]
     fn rule_5_faults_between_the_first_grant_and_the_overlap_are_named() {
-        let mut s = Script::default();
-        s.nemesis(0, "start", "pause").nemesis(5, "stop", "pause");
-        s.invoke(10, 1, "acquire")
+        let mut s = HistoryBuilder::default();
+        s.nemesis_at(0, "start", "pause").nemesis_at(5, "stop", "pause");
+        s.invoke_at(10, 1, "acquire")
             .complete(11, 1, OpType::Ok, "acquire");
-        s.nemesis(20, "start", "kill").nemesis(30, "stop", "kill");
+        s.nemesis_at(20, "start", "kill").nemesis_at(30, "stop", "kill");
         s.hold(40, 60, 2);
-        s.nemesis(500, "start", "pause");
+        s.nemesis_at(500, "start", "pause");
         let r = s.check();
         assert_eq!(r.valid, Valid::False);
         let faults: Vec<_> = r.double_grants[0].faults.iter().map(|f| &f.fault).collect();
@@ -1281,13 +1282,13 @@ mod tests {
 
     #[test]
     fn holds_and_faults_are_the_ones_the_check_uses() {
-        let mut s = Script::default();
-        s.nemesis(0, "start", "kill").nemesis(30, "stop", "kill");
+        let mut s = HistoryBuilder::default();
+        s.nemesis_at(0, "start", "kill").nemesis_at(30, "stop", "kill");
         s.hold(40, 60, 2);
-        s.invoke(50, 1, "acquire")
+        s.invoke_at(50, 1, "acquire")
             .complete(55, 1, OpType::Info, "acquire");
-        s.nemesis(500, "start", "pause");
-        let holds = holds(&s.0);
+        s.nemesis_at(500, "start", "pause");
+        let holds = holds(&s.build());
         let summary: Vec<_> = holds
             .iter()
             .map(|h| (h.process, h.start_ms, h.end_ms, h.ended_by.as_str()))
@@ -1299,7 +1300,7 @@ mod tests {
                 (Process::Client(1), 50.0, 1050.0, "unknown-outcome"),
             ]
         );
-        let faults = faults(&s.0);
+        let faults = faults(&s.build());
         assert_eq!(faults.len(), 2);
         assert_eq!((faults[0].start_ms, faults[0].stop_ms), (0.0, Some(30.0)));
         assert_eq!(

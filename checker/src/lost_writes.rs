@@ -491,44 +491,46 @@ impl Checked for LostWrites {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::HistoryBuilder;
     use crate::explain::cause::Cause;
     use crate::Process;
 
     /// Builds histories in order, times in milliseconds; every add and read is one op long.
-    #[derive(Default)]
-    struct Script(Vec<Op>);
+    trait LostWritesScript {
+        /// Process `p` adds `id` to `key` from `ms` to `ms + 1`, ending with `outcome`.
+        fn add_to(&mut self, key: &str, ms: u64, p: u64, id: i64, outcome: OpType) -> &mut Self;
+        fn add(&mut self, ms: u64, p: u64, id: i64, outcome: OpType) -> &mut Self;
+        fn read_of(&mut self, key: &str, ms: u64, outcome: OpType, ids: &[i64]) -> &mut Self;
+        fn read(&mut self, ms: u64, ids: &[i64]) -> &mut Self;
+        fn check(&self) -> LostWrites;
+    }
 
-    impl Script {
-        fn push(&mut self, ms: u64, op: Op) -> &mut Self {
-            let index = self.0.len() as u64;
-            self.0.push(op.at(index, ms * 1_000_000));
-            self
-        }
+    impl LostWritesScript for HistoryBuilder {
         /// Process `p` adds `id` to `key` from `ms` to `ms + 1`, ending with `outcome`.
         fn add_to(&mut self, key: &str, ms: u64, p: u64, id: i64, outcome: OpType) -> &mut Self {
             let add = |kind| Op::new(Process::Client(p), kind, "add").key(key).value(id);
-            self.push(ms, add(OpType::Invoke))
-                .push(ms + 1, add(outcome))
+            self.at(ms, add(OpType::Invoke))
+                .at(ms + 1, add(outcome))
         }
         fn add(&mut self, ms: u64, p: u64, id: i64, outcome: OpType) -> &mut Self {
             self.add_to("doc", ms, p, id, outcome)
         }
         fn read_of(&mut self, key: &str, ms: u64, outcome: OpType, ids: &[i64]) -> &mut Self {
             let read = |kind| Op::new(Process::Client(99), kind, "read").key(key);
-            self.push(ms, read(OpType::Invoke))
-                .push(ms + 1, read(outcome).value(ids.to_vec()))
+            self.at(ms, read(OpType::Invoke))
+                .at(ms + 1, read(outcome).value(ids.to_vec()))
         }
         fn read(&mut self, ms: u64, ids: &[i64]) -> &mut Self {
             self.read_of("doc", ms, OpType::Ok, ids)
         }
         fn check(&self) -> LostWrites {
-            check(&self.0)
+            check(&self.build())
         }
     }
 
     #[test]
     fn every_acknowledged_id_read_back_is_valid() {
-        let r = Script::default()
+        let r = HistoryBuilder::default()
             .add(0, 1, 1, OpType::Ok)
             .add(0, 2, 2, OpType::Ok)
             .add(5, 1, 3, OpType::Ok)
@@ -542,7 +544,7 @@ mod tests {
 
     #[test]
     fn every_lost_id_is_listed_when_no_limit_is_asked() {
-        let r = Script::default()
+        let r = HistoryBuilder::default()
             .add(0, 1, 1, OpType::Ok)
             .add(0, 2, 2, OpType::Ok)
             .read(100, &[1])
@@ -554,7 +556,7 @@ mod tests {
 
     #[test]
     fn rule_1_the_final_read_is_the_last_ok_read() {
-        let mut s = Script::default();
+        let mut s = HistoryBuilder::default();
         s.add(0, 1, 1, OpType::Ok)
             .read(10, &[])
             .read(20, &[1])
@@ -566,7 +568,7 @@ mod tests {
 
     #[test]
     fn rule_1_keys_are_checked_apart_and_sorted() {
-        let r = Script::default()
+        let r = HistoryBuilder::default()
             .add_to("b", 0, 1, 1, OpType::Ok)
             .add_to("a", 0, 2, 2, OpType::Ok)
             .read_of("a", 10, OpType::Ok, &[2])
@@ -583,7 +585,7 @@ mod tests {
 
     #[test]
     fn rule_2_an_acknowledged_id_missing_from_the_final_read_is_lost() {
-        let r = Script::default()
+        let r = HistoryBuilder::default()
             .add(0, 1, 7, OpType::Ok)
             .add(0, 2, 3, OpType::Ok)
             .add(0, 3, 5, OpType::Ok)
@@ -603,26 +605,26 @@ mod tests {
     }
 
     /// Process `p` reads the document, as a `lock-set` client does before it writes.
-    fn read_by(s: &mut Script, ms: u64, p: u64) {
+    fn read_by(s: &mut HistoryBuilder, ms: u64, p: u64) {
         let read = |kind| Op::new(Process::Client(p), kind, "read").key("doc");
-        s.push(ms, read(OpType::Invoke))
-            .push(ms + 1, read(OpType::Ok).value(Vec::<i64>::new()));
+        s.at(ms, read(OpType::Invoke))
+            .at(ms + 1, read(OpType::Ok).value(Vec::<i64>::new()));
     }
 
     /// `client` frozen from `from` to `to`, as `client-pause` records it.
-    fn freeze(s: &mut Script, client: &str, from: u64, to: u64) {
+    fn freeze(s: &mut HistoryBuilder, client: &str, from: u64, to: u64) {
         let null = serde_json::Value::Null;
-        s.push(
+        s.at(
             from,
             nemesis("start", "client-pause", &[client], null.clone()),
         )
-        .push(to, nemesis("stop", "client-pause", &[client], null));
+        .at(to, nemesis("stop", "client-pause", &[client], null));
     }
 
     #[test]
     fn explained_a_write_from_a_document_read_before_a_lost_write_wrote_over_it() {
         for (frozen, cause) in [(true, Cause::Zombie), (false, Cause::Unexplained)] {
-            let mut s = Script::default();
+            let mut s = HistoryBuilder::default();
             read_by(&mut s, 1_000, 0);
             read_by(&mut s, 1_001, 1);
             if frozen {
@@ -649,7 +651,7 @@ mod tests {
 
     #[test]
     fn explained_a_zombies_own_write_inside_the_next_holders_critical_section() {
-        let mut s = Script::default();
+        let mut s = HistoryBuilder::default();
         read_by(&mut s, 1_000, 0);
         read_by(&mut s, 2_000, 1);
         freeze(&mut s, "client-0", 1_100, 3_000);
@@ -669,24 +671,24 @@ mod tests {
     #[test]
     fn explained_writes_a_cut_off_master_acknowledged_are_a_split_brain_and_before_a_kill_a_failover(
     ) {
-        let acked_by = |s: &mut Script, ms: u64, id: i64| {
+        let acked_by = |s: &mut HistoryBuilder, ms: u64, id: i64| {
             let add = |kind| {
                 Op::new(Process::Client(1), kind, "add")
                     .key("doc")
                     .value(id)
             };
-            s.push(ms, add(OpType::Invoke))
-                .push(ms + 1, add(OpType::Ok).nodes(vec!["n1".into()]));
+            s.at(ms, add(OpType::Invoke))
+                .at(ms + 1, add(OpType::Ok).nodes(vec!["n1".into()]));
         };
         let grudge = serde_json::json!({"grudge": {"n1": ["n2", "n3"]}});
-        let mut s = Script::default();
-        s.push(
+        let mut s = HistoryBuilder::default();
+        s.at(
             500,
             nemesis("start", "partition-primary", &["n1", "n2", "n3"], grudge),
         );
         acked_by(&mut s, 1_000, 1);
         acked_by(&mut s, 1_500, 2);
-        s.push(
+        s.at(
             4_000,
             nemesis(
                 "stop",
@@ -703,9 +705,9 @@ mod tests {
              (from 0.500s), were lost"
         ), "{}", explained.sentence);
 
-        let mut s = Script::default();
+        let mut s = HistoryBuilder::default();
         acked_by(&mut s, 1_000, 1);
-        s.push(
+        s.at(
             1_200,
             nemesis("start", "kill", &["n1"], serde_json::Value::Null),
         );
@@ -721,7 +723,7 @@ mod tests {
 
     #[test]
     fn it_tells_the_verdict_what_it_found_and_lists_the_lost_ids() {
-        let mut s = Script::default();
+        let mut s = HistoryBuilder::default();
         for id in 1..=6 {
             s.add(0, id as u64, id, OpType::Ok);
         }
@@ -743,11 +745,11 @@ mod tests {
 
     #[test]
     fn rule_2_an_add_acknowledged_during_the_final_read_is_not_lost() {
-        let mut s = Script::default();
+        let mut s = HistoryBuilder::default();
         let add = |kind| Op::new(Process::Client(1), kind, "add").key("doc").value(1);
-        s.push(0, add(OpType::Invoke));
+        s.at(0, add(OpType::Invoke));
         s.read(10, &[]);
-        s.push(20, add(OpType::Ok));
+        s.at(20, add(OpType::Ok));
         let r = s.check();
         assert_eq!(r.valid, Valid::True);
         assert_eq!((r.lost_count, r.acknowledged_after_final_read), (0, 1));
@@ -755,7 +757,7 @@ mod tests {
 
     #[test]
     fn rule_3_a_failed_add_that_applied_anyway_is_invalid() {
-        let r = Script::default()
+        let r = HistoryBuilder::default()
             .add(0, 1, 1, OpType::Fail)
             .add(0, 2, 2, OpType::Fail)
             .read(10, &[2])
@@ -768,10 +770,10 @@ mod tests {
 
     #[test]
     fn rule_4_an_add_of_unknown_outcome_may_be_present_or_absent() {
-        let mut s = Script::default();
+        let mut s = HistoryBuilder::default();
         s.add(0, 1, 1, OpType::Info)
             .add(0, 2, 2, OpType::Info)
-            .push(
+            .at(
                 0,
                 Op::new(Process::Client(3), OpType::Invoke, "add")
                     .key("doc")
@@ -785,7 +787,7 @@ mod tests {
 
     #[test]
     fn rule_5_an_id_never_added_is_unexpected() {
-        let r = Script::default()
+        let r = HistoryBuilder::default()
             .add(0, 1, 1, OpType::Ok)
             .read(10, &[1, 42])
             .check();
@@ -795,7 +797,7 @@ mod tests {
 
     #[test]
     fn rule_5_an_id_read_twice_is_a_duplicate() {
-        let r = Script::default()
+        let r = HistoryBuilder::default()
             .add(0, 1, 1, OpType::Ok)
             .add(0, 2, 2, OpType::Ok)
             .read(10, &[1, 2, 1, 1])
@@ -808,7 +810,7 @@ mod tests {
 
     #[test]
     fn rule_6_adds_without_a_read_are_unknown() {
-        let r = Script::default().add(0, 1, 1, OpType::Ok).check();
+        let r = HistoryBuilder::default().add(0, 1, 1, OpType::Ok).check();
         assert_eq!(r.valid, Valid::Unknown);
         assert_eq!(r.keys[0].final_read_index, None);
         assert_eq!(r.acknowledged, 1);
@@ -816,7 +818,7 @@ mod tests {
 
     #[test]
     fn rule_6_a_violation_elsewhere_beats_an_unread_key() {
-        let r = Script::default()
+        let r = HistoryBuilder::default()
             .add_to("unread", 0, 1, 1, OpType::Ok)
             .add(0, 2, 2, OpType::Ok)
             .read(10, &[])
@@ -826,9 +828,9 @@ mod tests {
 
     #[test]
     fn rule_7_a_history_without_adds_is_valid_and_empty() {
-        let r = Script::default()
+        let r = HistoryBuilder::default()
             .read(0, &[1, 1])
-            .push(
+            .at(
                 5,
                 Op::new(Process::Client(1), OpType::Invoke, "acquire").key("lock"),
             )
@@ -843,13 +845,13 @@ mod tests {
 
     #[test]
     fn an_add_without_an_integer_id_is_ignored() {
-        let mut s = Script::default();
+        let mut s = HistoryBuilder::default();
         let add = |kind| {
             Op::new(Process::Client(1), kind, "add")
                 .key("doc")
                 .value("x")
         };
-        s.push(0, add(OpType::Invoke)).push(1, add(OpType::Ok));
+        s.at(0, add(OpType::Invoke)).at(1, add(OpType::Ok));
         s.add(0, 2, 1, OpType::Ok).read(10, &[1]);
         let r = s.check();
         assert_eq!((r.valid, r.attempted), (Valid::True, 1));
@@ -857,7 +859,7 @@ mod tests {
 
     #[test]
     fn lists_are_capped_and_counts_exact() {
-        let mut s = Script::default();
+        let mut s = HistoryBuilder::default();
         let n = REPORTED_VIOLATIONS as i64 + 10;
         for id in 0..n {
             s.add(id as u64, id as u64, id, OpType::Ok);
@@ -871,7 +873,7 @@ mod tests {
 
     #[test]
     fn round_trips_through_json() {
-        let r = Script::default()
+        let r = HistoryBuilder::default()
             .add(0, 1, 1, OpType::Ok)
             .read(10, &[])
             .check();

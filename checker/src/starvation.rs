@@ -317,16 +317,26 @@ impl StarvedWait {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::HistoryBuilder;
     use crate::stream::replay;
 
     const TTL: u64 = 100;
 
     /// Builds histories on the key "lock", times in milliseconds, every acquire asking for a
     /// 100 ms TTL.
-    #[derive(Default)]
-    struct Script(Vec<Op>);
+    trait StarvationScript {
+        /// Only an invoke names its key, as in the histories splitbrain writes.
+        fn op(&mut self, at: u64, p: u64, kind: OpType, f: &str, error: Option<&str>) -> &mut Self;
+        /// Process `p` asks at `from` and hears `outcome` at `to`.
+        fn acquire(&mut self, from_to: (u64, u64), p: u64, outcome: OpType) -> &mut Self;
+        /// Process `p` is refused every 10 ms from `from` to `to` with `error`.
+        fn refused_until(&mut self, p: u64, from_to: (u64, u64), error: &str) -> &mut Self;
+        /// Process `p` is granted the lock every `every` ms from `from` to `to`.
+        fn granted_every(&mut self, p: u64, every: u64, from_to: (u64, u64)) -> &mut Self;
+        fn check(&self) -> Starvation;
+    }
 
-    impl Script {
+    impl StarvationScript for HistoryBuilder {
         /// Only an invoke names its key, as in the histories splitbrain writes.
         fn op(&mut self, at: u64, p: u64, kind: OpType, f: &str, error: Option<&str>) -> &mut Self {
             let mut op = Op::new(Process::Client(p), kind, f);
@@ -335,8 +345,7 @@ mod tests {
             }
             op.ttl_ms = (kind == OpType::Invoke).then_some(TTL);
             op.error = error.map(str::to_string);
-            self.0.push(op.at(0, at * 1_000_000));
-            self
+            self.at(at, op)
         }
         /// Process `p` asks at `from` and hears `outcome` at `to`.
         fn acquire(&mut self, (from, to): (u64, u64), p: u64, outcome: OpType) -> &mut Self {
@@ -365,8 +374,7 @@ mod tests {
             self
         }
         fn check(&self) -> Starvation {
-            let mut ops = self.0.clone();
-            ops.sort_by_key(|op| op.time);
+            let ops = self.build_in_time_order();
             let outline = Outline::of(&ops);
             replay(&ops, StarvationChecker::new(&outline))
         }
@@ -374,7 +382,7 @@ mod tests {
 
     #[test]
     fn a_client_refused_for_five_ttls_while_another_is_granted_again_and_again_is_starved() {
-        let mut script = Script::default();
+        let mut script = HistoryBuilder::default();
         script
             .refused_until(1, (0, 600), "held: by another client")
             .acquire((600, 601), 1, OpType::Ok)
@@ -399,7 +407,7 @@ mod tests {
     #[test]
     fn a_short_wait_or_one_passed_over_rarely_is_not_starved() {
         // Rule 3: four TTLs is not enough, however often others were granted.
-        let mut short = Script::default();
+        let mut short = HistoryBuilder::default();
         short
             .refused_until(1, (0, 400), "held")
             .acquire((400, 401), 1, OpType::Ok)
@@ -407,7 +415,7 @@ mod tests {
         assert_eq!(short.check().starved_count, 0);
 
         // Rule 3: a long wait behind long holds passes over three grants only.
-        let mut behind_long_holds = Script::default();
+        let mut behind_long_holds = HistoryBuilder::default();
         behind_long_holds
             .refused_until(1, (5, 900), "held")
             .acquire((900, 901), 1, OpType::Ok)
@@ -420,7 +428,7 @@ mod tests {
     #[test]
     fn a_refusal_for_want_of_nodes_or_a_long_gap_ends_the_wait() {
         // Rule 1: the fault kept process 1 out, not the others.
-        let mut unavailable = Script::default();
+        let mut unavailable = HistoryBuilder::default();
         unavailable
             .refused_until(1, (0, 300), "held")
             .refused_until(1, (300, 310), "n1: not connected")
@@ -429,7 +437,7 @@ mod tests {
         assert_eq!(unavailable.check().starved_count, 0);
 
         // Rule 1: asking again after more than a TTL is a new wait.
-        let mut gaps = Script::default();
+        let mut gaps = HistoryBuilder::default();
         gaps.refused_until(1, (0, 300), "held")
             .refused_until(1, (450, 700), "held")
             .granted_every(0, 20, (5, 700));
@@ -438,7 +446,7 @@ mod tests {
 
     #[test]
     fn a_wait_still_refused_at_the_end_is_starved_until_its_last_refusal() {
-        let mut script = Script::default();
+        let mut script = HistoryBuilder::default();
         script
             .refused_until(1, (0, 800), "split vote: 2 of 5")
             .granted_every(0, 50, (5, 800));
@@ -461,7 +469,7 @@ mod tests {
     fn a_wait_counts_only_as_long_as_others_were_granted() {
         // Rule 3: others were granted for three TTLs, then the lock stuck and nobody was;
         // the wait went on for ten TTLs, but was passed over for three.
-        let mut script = Script::default();
+        let mut script = HistoryBuilder::default();
         script
             .refused_until(1, (0, 1_000), "held")
             .granted_every(0, 20, (5, 300));
@@ -472,7 +480,7 @@ mod tests {
 
     #[test]
     fn a_livelock_where_nobody_is_granted_passes_no_one_over() {
-        let mut script = Script::default();
+        let mut script = HistoryBuilder::default();
         script
             .refused_until(0, (0, 1_000), "split vote: 2 of 5")
             .refused_until(1, (5, 1_000), "split vote: 2 of 5");

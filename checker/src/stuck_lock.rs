@@ -1000,18 +1000,26 @@ fn links_of(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::HistoryBuilder;
 
     const BOUND: Duration = Duration::from_millis(100);
 
     /// Builds histories, times in milliseconds, every lease 1000 ms; `in_time_order` sorts.
-    #[derive(Default)]
-    struct Script(Vec<Op>);
+    trait StuckLockScript {
+        /// Process `p` runs `f` on "lock" from `from` to `to`, completing with `outcome`.
+        fn op(
+            &mut self,
+            f: &str,
+            from_to: (u64, u64),
+            p: u64,
+            outcome: Option<(OpType, &str)>,
+        ) -> &mut Self;
+        fn acquire(&mut self, from: u64, to: u64, p: u64, outcome: OpType) -> &mut Self;
+        fn refused(&mut self, from: u64, to: u64, p: u64) -> &mut Self;
+        fn check(&self) -> StuckLock;
+    }
 
-    impl Script {
-        fn push(&mut self, ms: u64, op: Op) -> &mut Self {
-            self.0.push(op.at(0, ms * 1_000_000));
-            self
-        }
+    impl StuckLockScript for HistoryBuilder {
         /// Process `p` runs `f` on "lock" from `from` to `to`, completing with `outcome`.
         fn op(
             &mut self,
@@ -1023,11 +1031,11 @@ mod tests {
             let op = |kind| Op::new(Process::Client(p), kind, f).key("lock");
             let mut invoke = op(OpType::Invoke);
             invoke.ttl_ms = Some(1_000);
-            self.push(from, invoke);
+            self.at(from, invoke);
             if let Some((kind, error)) = outcome {
                 let mut completion = op(kind);
                 completion.error = (!error.is_empty()).then(|| error.to_string());
-                self.push(to, completion);
+                self.at(to, completion);
             }
             self
         }
@@ -1042,18 +1050,14 @@ mod tests {
                 Some((OpType::Fail, "held: by another client")),
             )
         }
-        fn check(&mut self) -> StuckLock {
-            self.0.sort_by_key(|op| op.time);
-            for (index, op) in self.0.iter_mut().enumerate() {
-                op.index = index as u64;
-            }
-            check(&self.0, BOUND, None)
+        fn check(&self) -> StuckLock {
+            check(&self.build_in_time_order(), BOUND, None)
         }
     }
 
     #[test]
     fn refusals_while_a_lease_may_be_live_are_fine() {
-        let r = Script::default()
+        let r = HistoryBuilder::default()
             .acquire(0, 1, 1, OpType::Ok)
             .refused(500, 501, 2)
             // Within the bound of the lease's end at 1000 ms.
@@ -1066,7 +1070,7 @@ mod tests {
 
     #[test]
     fn rule_1_an_unknown_acquire_may_have_set_the_key_until_a_ttl_after_its_info() {
-        let r = Script::default()
+        let r = HistoryBuilder::default()
             .op("acquire", (0, 300), 1, Some((OpType::Info, "timeout")))
             .refused(1_200, 1_201, 2)
             .refused(1_500, 1_501, 3)
@@ -1080,7 +1084,7 @@ mod tests {
     /// and nothing else happened in the run.
     #[test]
     fn a_key_stuck_in_a_run_with_no_fault_was_set_without_its_expiry() {
-        let r = Script::default()
+        let r = HistoryBuilder::default()
             .op("acquire", (0, 300), 1, Some((OpType::Info, "ResponseError")))
             .refused(1_200, 1_201, 2)
             .refused(1_500, 1_501, 3)
@@ -1106,10 +1110,10 @@ mod tests {
             (100, Mechanism::CrashedClient),
             (1_400, Mechanism::Unexplained),
         ] {
-            let r = Script::default()
+            let r = HistoryBuilder::default()
                 .op("acquire", (0, 300), 1, Some((OpType::Info, "crashed")))
-                .push(crashed_at, crash("start"))
-                .push(crashed_at + 50, crash("stop"))
+                .at(crashed_at, crash("start"))
+                .at(crashed_at + 50, crash("stop"))
                 .refused(1_200, 1_201, 2)
                 .refused(1_500, 1_501, 3)
                 .check();
@@ -1145,18 +1149,18 @@ mod tests {
             ("g1->n2", Mechanism::OrphanedAttempt),
             ("g0->n2", Mechanism::Unexplained),
         ] {
-            let mut s = Script::default();
+            let mut s = HistoryBuilder::default();
             s.acquire(0, 100, 0, OpType::Ok)
-                .push(200, reset("start", link))
+                .at(200, reset("start", link))
                 .refused(250, 300, 3)
-                .push(400, reset("stop", link))
+                .at(400, reset("stop", link))
                 .refused(1_300, 1_301, 1)
                 .refused(1_500, 1_501, 2);
             s.check();
-            let outline = Outline::of(&s.0);
+            let outline = Outline::of(&s.build());
             assert_eq!(outline.workers(), 4);
             let checker = StuckLockChecker::new(&outline, BOUND, None).in_client_groups(Some(2));
-            let r = replay(&s.0, checker);
+            let r = replay(&s.build(), checker);
             let explained = r.stuck_periods[0].explanation.as_ref().unwrap();
             assert_eq!(explained.cause, cause, "a reset on {link}");
             if cause == Mechanism::OrphanedAttempt {
@@ -1177,7 +1181,7 @@ mod tests {
 
     #[test]
     fn rule_1_an_acquire_never_completed_may_set_the_key_until_the_history_ends() {
-        let r = Script::default()
+        let r = HistoryBuilder::default()
             .op("acquire", (0, 1), 1, None)
             .refused(5_000, 5_001, 2)
             .check();
@@ -1200,10 +1204,10 @@ mod tests {
             ("kill-holder", 6_300, 1),
             ("client-pause", 5_555, 1),
         ] {
-            let r = Script::default()
+            let r = HistoryBuilder::default()
                 .acquire(0, 100, 1, OpType::Ok)
-                .push(2_382, fault("start", fault_name))
-                .push(6_239, fault("stop", fault_name))
+                .at(2_382, fault("start", fault_name))
+                .at(6_239, fault("stop", fault_name))
                 .refused(refused_from, refused_from + 685, 2)
                 .check();
             assert_eq!(
@@ -1223,10 +1227,10 @@ mod tests {
             op.fault = Some("partition".into());
             op
         };
-        let mut s = Script::default();
+        let mut s = HistoryBuilder::default();
         s.acquire(0, 100, 1, OpType::Ok)
-            .push(500, nemesis("start"))
-            .push(3_000, nemesis("stop"))
+            .at(500, nemesis("start"))
+            .at(3_000, nemesis("stop"))
             .refused(4_300, 4_301, 2);
         let redis = s.check();
         assert_eq!(
@@ -1234,19 +1238,14 @@ mod tests {
             "Redis keys expire on the clock"
         );
         assert_eq!(redis.stuck_periods[0].free_from_ms, 1_100.0);
-        s.0.sort_by_key(|op| op.time);
-        let elected = check(&s.0, BOUND, Some(Duration::from_millis(400)));
+        let elected = check(&s.build_in_time_order(), BOUND, Some(Duration::from_millis(400)));
         assert_eq!(
             elected.valid,
             Valid::True,
             "live until 3000 + 1000 + 2 x 400 ms"
         );
         s.refused(5_000, 5_001, 3);
-        s.0.sort_by_key(|op| op.time);
-        for (index, op) in s.0.iter_mut().enumerate() {
-            op.index = index as u64;
-        }
-        let late = check(&s.0, BOUND, Some(Duration::from_millis(400)));
+        let late = check(&s.build_in_time_order(), BOUND, Some(Duration::from_millis(400)));
         assert_eq!(late.stuck_period_count, 1);
         assert_eq!(late.stuck_periods[0].free_from_ms, 4_800.0);
     }
@@ -1261,13 +1260,12 @@ mod tests {
             op.fault = Some("link-reset".into());
             op
         };
-        let mut s = Script::default();
+        let mut s = HistoryBuilder::default();
         s.acquire(0, 100, 1, OpType::Ok)
-            .push(500, nemesis("start"))
-            .push(3_000, nemesis("stop"))
+            .at(500, nemesis("start"))
+            .at(3_000, nemesis("stop"))
             .refused(2_300, 2_301, 2);
-        s.0.sort_by_key(|op| op.time);
-        let r = check(&s.0, BOUND, Some(Duration::from_millis(400)));
+        let r = check(&s.build_in_time_order(), BOUND, Some(Duration::from_millis(400)));
         assert_eq!(r.stuck_period_count, 1);
         assert_eq!(r.stuck_periods[0].free_from_ms, 1_100.0);
     }
@@ -1281,10 +1279,10 @@ mod tests {
             op.fault = Some("pause".into());
             op
         };
-        let mut s = Script::default();
-        s.push(100, nemesis("start"))
+        let mut s = HistoryBuilder::default();
+        s.at(100, nemesis("start"))
             .op("acquire", (0, 500), 1, Some((OpType::Info, "timeout")))
-            .push(3_000, nemesis("stop"))
+            .at(3_000, nemesis("stop"))
             .refused(3_500, 3_501, 2);
         assert_eq!(s.check().valid, Valid::True);
         s.refused(4_200, 4_201, 3);
@@ -1303,10 +1301,10 @@ mod tests {
             op
         };
         let no_quorum = "no quorum: 0/5 granted, 5 unreachable or timed out";
-        let mut s = Script::default();
-        s.push(100, nemesis("start"))
+        let mut s = HistoryBuilder::default();
+        s.at(100, nemesis("start"))
             .op("acquire", (400, 500), 1, Some((OpType::Fail, no_quorum)))
-            .push(3_000, nemesis("stop"))
+            .at(3_000, nemesis("stop"))
             .refused(3_500, 3_501, 2);
         assert_eq!(s.check().valid, Valid::True);
         s.refused(4_200, 4_201, 3);
@@ -1316,15 +1314,15 @@ mod tests {
             "not past its TTL after the wake"
         );
 
-        let mut held = Script::default();
-        held.push(100, nemesis("start"))
+        let mut held = HistoryBuilder::default();
+        held.at(100, nemesis("start"))
             .op(
                 "acquire",
                 (400, 500),
                 1,
                 Some((OpType::Fail, "held: by another client")),
             )
-            .push(3_000, nemesis("stop"))
+            .at(3_000, nemesis("stop"))
             .refused(3_500, 3_501, 2);
         assert_eq!(
             held.check().stuck_period_count,
@@ -1337,7 +1335,7 @@ mod tests {
     fn rule_1_a_slow_grant_is_dated_from_its_ok_not_its_invoke() {
         // An external client took 2.1 s to acquire: the server set the key with its 1 s TTL
         // somewhere in there, so it may live until 3.1 s, not 1.0 s.
-        let mut s = Script::default();
+        let mut s = HistoryBuilder::default();
         s.acquire(0, 2_100, 1, OpType::Ok).refused(2_400, 2_500, 2);
         let r = s.check();
         assert_eq!(r.valid, Valid::True, "{:?}", r.stuck_periods);
@@ -1349,11 +1347,11 @@ mod tests {
 
     #[test]
     fn rule_1_a_granted_validity_longer_than_the_ttl_counts() {
-        let mut s = Script::default();
+        let mut s = HistoryBuilder::default();
         s.op("acquire", (0, 1), 1, None);
         let mut granted = Op::new(Process::Client(1), OpType::Ok, "acquire").key("lock");
         granted.validity_ms = Some(3_000);
-        s.push(1, granted).refused(2_500, 2_501, 2);
+        s.at(1, granted).refused(2_500, 2_501, 2);
         assert_eq!(s.check().valid, Valid::True);
         s.refused(3_200, 3_201, 3);
         assert_eq!(s.check().stuck_periods[0].free_from_ms, 3_001.0);
@@ -1361,7 +1359,7 @@ mod tests {
 
     #[test]
     fn rule_1_a_renewal_is_dated_from_its_ok() {
-        let mut s = Script::default();
+        let mut s = HistoryBuilder::default();
         s.acquire(0, 1, 1, OpType::Ok)
             .op("renew", (800, 1_500), 1, Some((OpType::Ok, "")))
             .refused(2_300, 2_301, 2);
@@ -1372,9 +1370,9 @@ mod tests {
 
     #[test]
     fn rule_1_a_silently_renewed_grant_may_keep_the_key_until_its_release() {
-        let silent_grant = |s: &mut Script| {
+        let silent_grant = |s: &mut HistoryBuilder| {
             s.op("acquire", (0, 1), 1, None);
-            s.push(
+            s.at(
                 1,
                 Op::new(Process::Client(1), OpType::Ok, "acquire")
                     .key("lock")
@@ -1382,13 +1380,13 @@ mod tests {
             );
         };
         // Never released: nothing after it is stuck.
-        let mut s = Script::default();
+        let mut s = HistoryBuilder::default();
         silent_grant(&mut s);
         s.refused(9_000, 9_001, 2);
         assert_eq!(s.check().valid, Valid::True);
 
         // Released at 3000 ms: the last renewal may have come just before, for 1000 ms.
-        let mut s = Script::default();
+        let mut s = HistoryBuilder::default();
         silent_grant(&mut s);
         s.op("release", (3_000, 3_001), 1, Some((OpType::Ok, "")))
             .refused(3_900, 3_901, 2);
@@ -1402,11 +1400,11 @@ mod tests {
         // PostgreSQL's session lock: a holder frozen past its last ping keeps its connection,
         // and with it the lock, until it wakes and releases.
         let grant = |renewal| {
-            let mut s = Script::default();
+            let mut s = HistoryBuilder::default();
             s.op("acquire", (0, 1), 1, None);
             let mut ok = Op::new(Process::Client(1), OpType::Ok, "acquire").key("lock");
             ok.renewal = renewal;
-            s.push(1, ok)
+            s.at(1, ok)
                 .op("release", (5_000, 5_001), 1, Some((OpType::Ok, "")))
                 .refused(4_000, 4_001, 2);
             s.check()
@@ -1423,11 +1421,11 @@ mod tests {
     /// 1 ms, whose release is asked at 5000 ms and comes back at 20000 ms as `release`
     /// says; process 2 is refused from 4000 ms to 30000 ms.
     fn unexpiring(release: Option<(OpType, &str)>) -> StuckLock {
-        let mut s = Script::default();
+        let mut s = HistoryBuilder::default();
         s.op("acquire", (0, 1), 1, None);
         let mut ok = Op::new(Process::Client(1), OpType::Ok, "acquire").key("lock");
         ok.renewal = Some(Renewal::Unexpiring);
-        s.push(1, ok).op("release", (5_000, 20_000), 1, release);
+        s.at(1, ok).op("release", (5_000, 20_000), 1, release);
         for at in (4_000..30_000).step_by(1_000) {
             s.refused(at, at + 1, 2);
         }
@@ -1471,11 +1469,11 @@ mod tests {
         );
         // A grant after the refused release is a new holder's: a period after it is not
         // blamed on the release.
-        let mut s = Script::default();
+        let mut s = HistoryBuilder::default();
         s.op("acquire", (0, 1), 1, None);
         let mut ok = Op::new(Process::Client(1), OpType::Ok, "acquire").key("lock");
         ok.renewal = Some(Renewal::Unexpiring);
-        s.push(1, ok)
+        s.at(1, ok)
             .op("release", (500, 600), 1, Some((OpType::Fail, "LockError")))
             .acquire(700, 701, 3, OpType::Ok)
             .refused(2_000, 2_001, 2)
@@ -1488,9 +1486,9 @@ mod tests {
 
     #[test]
     fn rule_1_with_a_silently_renewing_library_an_unknown_acquire_may_hold_to_the_end() {
-        let mut s = Script::default();
+        let mut s = HistoryBuilder::default();
         s.op("acquire", (0, 1), 1, None);
-        s.push(
+        s.at(
             1,
             Op::new(Process::Client(1), OpType::Ok, "acquire")
                 .key("lock")
@@ -1504,7 +1502,7 @@ mod tests {
 
     #[test]
     fn rule_1_an_acquire_refused_by_the_nodes_sets_nothing() {
-        let r = Script::default()
+        let r = HistoryBuilder::default()
             .op(
                 "acquire",
                 (0, 1),
@@ -1519,14 +1517,14 @@ mod tests {
 
     #[test]
     fn rule_1_a_renewal_extends_the_lease_unless_it_failed() {
-        let mut renewed = Script::default();
+        let mut renewed = HistoryBuilder::default();
         renewed
             .acquire(0, 1, 1, OpType::Ok)
             .op("renew", (800, 801), 1, Some((OpType::Ok, "")))
             .refused(1_500, 1_501, 2);
         assert_eq!(renewed.check().valid, Valid::True);
 
-        let mut refused = Script::default();
+        let mut refused = HistoryBuilder::default();
         refused
             .acquire(0, 1, 1, OpType::Ok)
             .op(
@@ -1541,12 +1539,12 @@ mod tests {
 
     #[test]
     fn rule_1_an_acquire_without_a_ttl_may_hold_forever() {
-        let mut s = Script::default();
-        s.push(
+        let mut s = HistoryBuilder::default();
+        s.at(
             0,
             Op::new(Process::Client(1), OpType::Invoke, "acquire").key("lock"),
         )
-        .push(
+        .at(
             1,
             Op::new(Process::Client(1), OpType::Ok, "acquire").key("lock"),
         )
@@ -1556,7 +1554,7 @@ mod tests {
 
     #[test]
     fn rule_2_a_refusal_long_after_every_lease_is_stuck() {
-        let r = Script::default()
+        let r = HistoryBuilder::default()
             .acquire(0, 1, 1, OpType::Ok)
             .refused(1_200, 1_201, 2)
             .check();
@@ -1566,7 +1564,7 @@ mod tests {
 
     #[test]
     fn rule_2_only_a_held_refusal_counts_not_a_split_vote_or_unavailability() {
-        let mut split = Script::default();
+        let mut split = HistoryBuilder::default();
         split.acquire(0, 1, 1, OpType::Ok).op(
             "acquire",
             (1_200, 1_201),
@@ -1576,7 +1574,7 @@ mod tests {
         let r = split.check();
         assert_eq!((r.valid, r.held_refusals), (Valid::True, 0));
 
-        let mut down = Script::default();
+        let mut down = HistoryBuilder::default();
         down.acquire(0, 1, 1, OpType::Ok).op(
             "acquire",
             (1_200, 1_201),
@@ -1590,7 +1588,7 @@ mod tests {
     #[test]
     fn rule_2_a_refusal_invoked_before_the_lease_ended_is_not_stuck() {
         // Invoked at 990 ms while the lease was live; it came back late, at 1500 ms.
-        let r = Script::default()
+        let r = HistoryBuilder::default()
             .acquire(0, 1, 1, OpType::Ok)
             .refused(990, 1_500, 2)
             .check();
@@ -1600,7 +1598,7 @@ mod tests {
     #[test]
     fn rule_2_a_concurrent_acquire_explains_a_refusal() {
         // Process 3's acquire, invoked after process 2's, may have set the key first.
-        let r = Script::default()
+        let r = HistoryBuilder::default()
             .acquire(0, 1, 1, OpType::Ok)
             .refused(1_200, 1_300, 2)
             .acquire(1_250, 1_400, 3, OpType::Info)
@@ -1610,7 +1608,7 @@ mod tests {
 
     #[test]
     fn rule_3_a_period_ends_at_the_next_grant() {
-        let r = Script::default()
+        let r = HistoryBuilder::default()
             .acquire(0, 1, 1, OpType::Ok)
             .refused(1_200, 1_201, 2)
             .refused(1_300, 1_301, 3)
@@ -1635,10 +1633,10 @@ mod tests {
 
     #[test]
     fn rule_3_a_period_the_history_ends_in_is_not_recovered() {
-        let r = Script::default()
+        let r = HistoryBuilder::default()
             .acquire(0, 1, 1, OpType::Ok)
             .refused(1_200, 1_201, 2)
-            .push(5_000, Op::new(Process::NEMESIS, OpType::Info, "stop"))
+            .at(5_000, Op::new(Process::NEMESIS, OpType::Info, "stop"))
             .check();
         let period = &r.stuck_periods[0];
         assert!(!period.recovered);
@@ -1648,7 +1646,7 @@ mod tests {
 
     #[test]
     fn rule_3_each_stuck_spell_is_its_own_period() {
-        let r = Script::default()
+        let r = HistoryBuilder::default()
             .refused(200, 201, 1)
             .acquire(300, 301, 2, OpType::Ok)
             .refused(1_500, 1_501, 3)
@@ -1663,11 +1661,11 @@ mod tests {
 
     #[test]
     fn keys_are_separate() {
-        let mut s = Script::default();
+        let mut s = HistoryBuilder::default();
         s.acquire(0, 1, 1, OpType::Ok);
         let other = |kind| Op::new(Process::Client(2), kind, "acquire").key("other");
-        s.push(500, other(OpType::Invoke))
-            .push(501, other(OpType::Fail).error("held: by another client"));
+        s.at(500, other(OpType::Invoke))
+            .at(501, other(OpType::Fail).error("held: by another client"));
         let r = s.check();
         assert_eq!(r.stuck_periods[0].key, "other");
     }

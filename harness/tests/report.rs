@@ -15,7 +15,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use splitbrain_checker::testing::{lock_history, LockWorkload};
+use splitbrain_checker::testing::{lock_history, HistoryBuilder, LockWorkload};
 use splitbrain_checker::{
     acquisition_stats, fencing, lock_safety, lost_writes, stuck_lock, Op, OpType, Process, Valid,
 };
@@ -106,27 +106,31 @@ fn test_json(name: &str, workload: &str, concurrency: usize, seconds: u64) -> Va
     })
 }
 
-/// Builds a history in order: times in milliseconds, indexes counted.
-#[derive(Default)]
-struct Script(Vec<Op>);
+/// A report test's histories: nemesis ops with their targets, and operations that take time.
+trait ReportScript {
+    fn nemesis_at(&mut self, ms: u64, f: &str, fault: &str, nodes: &[&str]) -> &mut Self;
+    /// An operation by `process`: invoke at `ms`, completion `took` ms later.
+    fn op(
+        &mut self,
+        ms: u64,
+        took: u64,
+        process: u64,
+        f: &str,
+        kind: OpType,
+        key: &str,
+    ) -> &mut Self;
+}
 
-impl Script {
-    fn push(&mut self, ms: u64, op: Op) -> &mut Self {
-        let index = self.0.len() as u64;
-        self.0.push(op.at(index, ms * 1_000_000));
-        self
-    }
-
-    fn nemesis(&mut self, ms: u64, f: &str, fault: &str, nodes: &[&str]) -> &mut Self {
+impl ReportScript for HistoryBuilder {
+    fn nemesis_at(&mut self, ms: u64, f: &str, fault: &str, nodes: &[&str]) -> &mut Self {
         let mut op = Op::new(Process::NEMESIS, OpType::Info, f)
             .nodes(nodes.iter().map(|n| n.to_string()).collect());
         if !fault.is_empty() {
             op.fault = Some(fault.into());
         }
-        self.push(ms, op)
+        self.at(ms, op)
     }
 
-    /// An operation by `process`: invoke at `ms`, completion `took` ms later.
     fn op(
         &mut self,
         ms: u64,
@@ -137,22 +141,22 @@ impl Script {
         key: &str,
     ) -> &mut Self {
         let p = Process::Client(process);
-        self.push(ms, Op::new(p, OpType::Invoke, f).key(key).value(ms as i64));
+        self.at(ms, Op::new(p, OpType::Invoke, f).key(key).value(ms as i64));
         let done = Op::new(p, kind, f).key(key).value(ms as i64);
         let done = if kind == OpType::Fail {
             done.error("register held <another> value")
         } else {
             done
         };
-        self.push(ms + took, done)
+        self.at(ms + took, done)
     }
 }
 
 /// A register run: reads, writes and cas by three workers, a timeout that retires process 1,
 /// a kill of the master with a failover in the middle, and a key whose name is markup.
 fn register_history() -> Vec<Op> {
-    let mut s = Script::default();
-    s.nemesis(0, "master", "", &["n1"]);
+    let mut s = HistoryBuilder::default();
+    s.nemesis_at(0, "master", "", &["n1"]);
     for round in 0..40 {
         let t = 10 + round * 50;
         s.op(t, 3, 0, "write", OpType::Ok, "r0")
@@ -161,15 +165,11 @@ fn register_history() -> Vec<Op> {
     }
     s.op(900, 1_000, 1, "read", OpType::Info, "r1");
     s.op(1_950, 2, 4, "write", OpType::Ok, "r1");
-    s.nemesis(500, "start", "kill-primary", &["n1"])
-        .nemesis(900, "master", "", &["n1", "n2"])
-        .nemesis(1_200, "master", "", &["n2"])
-        .nemesis(1_500, "stop", "kill-primary", &["n1"]);
-    s.0.sort_by_key(|op| op.time);
-    for (i, op) in s.0.iter_mut().enumerate() {
-        op.index = i as u64;
-    }
-    s.0
+    s.nemesis_at(500, "start", "kill-primary", &["n1"])
+        .nemesis_at(900, "master", "", &["n1", "n2"])
+        .nemesis_at(1_200, "master", "", &["n2"])
+        .nemesis_at(1_500, "stop", "kill-primary", &["n1"]);
+    s.build_in_time_order()
 }
 
 /// Only one Chromium at a time: they are heavy, and the machine may have two cores.

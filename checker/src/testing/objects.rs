@@ -408,8 +408,28 @@ impl HistoryBuilder {
         self.invoke(process, f, invoke_value).ok(process, f, value)
     }
 
+    /// `op` at `ms` milliseconds into the run, numbered in the order it was added: a test
+    /// that writes a history lane by lane adds its ops out of time order and builds it with
+    /// [`HistoryBuilder::build_in_time_order`].
+    pub fn at(&mut self, ms: u64, op: Op) -> &mut Self {
+        let index = self.ops.len() as u64;
+        self.ops.push(op.at(index, ms * MS));
+        self
+    }
+
     pub fn build(&self) -> Vec<Op> {
         self.ops.clone()
+    }
+
+    /// The history sorted by time (ops at one time keep the order they were added in), and
+    /// numbered again in that order, as a recorder would have written it.
+    pub fn build_in_time_order(&self) -> Vec<Op> {
+        let mut ops = self.build();
+        ops.sort_by_key(|op| op.time);
+        for (index, op) in ops.iter_mut().enumerate() {
+            op.index = index as u64;
+        }
+        ops
     }
 
     fn client(&mut self, process: u64, kind: OpType, f: &str, value: Option<Value>) -> &mut Self {
