@@ -425,7 +425,10 @@ fn each_lock_service_refuses_what_it_cannot_honour() {
         // A consensus group elects its own leader.
         (
             "run --deployment zookeeper --nemesis failover",
-            &["elects its master itself", "(or --deployment sentinel or cluster)"],
+            &[
+                "elects its master itself",
+                "(or --deployment sentinel or cluster)",
+            ],
         ),
         ("run --deployment postgres --nodes 2", &["exactly 1 server"]),
         // PostgreSQL's lease is the server's TCP keepalive, in whole seconds.

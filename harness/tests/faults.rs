@@ -5,7 +5,7 @@ mod support;
 
 use std::time::Duration;
 
-use splitbrain_compose::topology::Persistence;
+use splitbrain_compose::topology::setting::Value;
 use splitbrain_compose::{Deployment, TopologyOptions};
 use splitbrain_nemesis::links::Links;
 use splitbrain_nemesis::{find_fault, heal, Action, Target};
@@ -179,13 +179,16 @@ async fn a_kill_keeps_what_the_persistence_policy_promises() {
         return;
     }
     let (docker, image) = docker().await;
-    for (persistence, survives) in [(Persistence::None, false), (Persistence::AofEverysec, true)] {
+    let (_, single) = find_topology("single").unwrap();
+    let persistence = single
+        .settings()
+        .iter()
+        .find(|s| s.id == "persistence")
+        .expect("single takes --persistence");
+    for (policy, survives) in [("none", false), ("everysec", true)] {
         let run_id = format!("test-aof-{:08x}", rand::random::<u32>());
-        let options = TopologyOptions {
-            persistence,
-            ..TopologyOptions::default()
-        };
-        let (_, single) = find_topology("single").unwrap();
+        let mut options = TopologyOptions::default();
+        options.settings.set(persistence, Value::Choice(policy));
         let deployment = Deployment::up(
             &docker,
             &run_id,
@@ -208,7 +211,7 @@ async fn a_kill_keeps_what_the_persistence_policy_promises() {
             .await
             .unwrap();
         deployment.teardown().await.unwrap();
-        assert_eq!(kept.trim() == "1", survives, "{persistence:?}");
+        assert_eq!(kept.trim() == "1", survives, "{policy}");
     }
 }
 

@@ -19,6 +19,7 @@ mod zookeeper;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
+use splitbrain_compose::topology::Setting;
 use splitbrain_compose::{System, Topology};
 use splitbrain_workloads::{ClientKind, Connection, EXEC, EXEC_PREFIX};
 
@@ -67,6 +68,18 @@ pub static SERVICES: &[&dyn Service] = &[
 /// Every deployment, by system.
 pub fn topologies() -> impl Iterator<Item = &'static dyn Topology> {
     SERVICES.iter().flat_map(|s| s.topologies().iter().copied())
+}
+
+/// Every option that only some deployments take, once each, in the order the deployments
+/// declare them: a setting taken by several (Redis's `persistence`) is declared alike by each.
+pub fn settings() -> Vec<&'static Setting> {
+    let mut settings: Vec<&'static Setting> = Vec::new();
+    for setting in topologies().flat_map(|t| t.settings()) {
+        if !settings.iter().any(|s| s.id == setting.id) {
+            settings.push(setting);
+        }
+    }
+    settings
 }
 
 /// Every server program and version, by system.
@@ -193,6 +206,17 @@ mod tests {
         }
         assert!(find_topology("nonsense").is_none());
         assert_eq!(find_client("exec:python3 x.py").unwrap().name, EXEC.name);
+    }
+
+    #[test]
+    fn a_setting_several_deployments_take_is_declared_alike_by_each() {
+        for topology in topologies() {
+            for setting in topology.settings() {
+                let first = settings().into_iter().find(|s| s.id == setting.id).unwrap();
+                assert_eq!(first, setting, "{} in {}", setting.id, topology.name());
+                assert!(topology.takes().contains(&setting.id));
+            }
+        }
     }
 
     #[test]

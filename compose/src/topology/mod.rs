@@ -10,88 +10,17 @@ use futures_util::future::BoxFuture;
 use crate::system::System;
 use crate::{ComposeError, Deployment};
 
-/// How Sentinel watches the master.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SentinelOptions {
-    /// How many Sentinels must agree that the master is down.
-    pub quorum: usize,
-    /// How long the master must be unreachable before a Sentinel thinks it down.
-    pub down_after: Duration,
-    pub failover_timeout: Duration,
-    /// The master refuses writes with fewer replicas than this connected (0: never refuses).
-    pub min_replicas_to_write: usize,
-}
+pub mod setting;
 
-impl Default for SentinelOptions {
-    fn default() -> SentinelOptions {
-        SentinelOptions {
-            quorum: 2,
-            down_after: Duration::from_secs(2),
-            failover_timeout: Duration::from_secs(6),
-            min_replicas_to_write: 0,
-        }
-    }
-}
-
-/// How the cluster is laid out and how fast it fails over.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ClusterOptions {
-    /// Replicas per master.
-    pub replicas: usize,
-    /// How long a master may be unreachable before the majority fails it over, and how long
-    /// a master cut off from the majority goes on taking writes.
-    pub node_timeout: Duration,
-}
-
-impl Default for ClusterOptions {
-    fn default() -> ClusterOptions {
-        ClusterOptions {
-            replicas: 1,
-            node_timeout: Duration::from_secs(2),
-        }
-    }
-}
+pub use setting::{Setting, Settings};
 
 /// Options every topology understands.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct TopologyOptions {
     /// Number of nodes, where the topology lets it vary.
     pub nodes: Option<usize>,
-    pub persistence: Persistence,
-    /// For deployments watched by Sentinel.
-    pub sentinel: SentinelOptions,
-    pub cluster: ClusterOptions,
-}
-
-/// What a node keeps across a kill: nothing, or an append-only file synced every second or
-/// on every write.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum Persistence {
-    #[default]
-    None,
-    AofEverysec,
-    AofAlways,
-}
-
-impl Persistence {
-    pub const NAMES: &'static str = "none, everysec, always";
-
-    pub fn parse(name: &str) -> Option<Persistence> {
-        match name {
-            "none" => Some(Persistence::None),
-            "everysec" => Some(Persistence::AofEverysec),
-            "always" => Some(Persistence::AofAlways),
-            _ => None,
-        }
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Persistence::None => "none",
-            Persistence::AofEverysec => "everysec",
-            Persistence::AofAlways => "always",
-        }
-    }
+    /// The options only some topologies take, as the run gave them.
+    pub settings: Settings,
 }
 
 /// One container to start: its node name, its server's arguments, and the companion that
@@ -200,11 +129,17 @@ pub trait Topology: Sync {
     fn replication(&self) -> Replication {
         Replication::default()
     }
-    /// The run options, by their field's name in `test.json` (`down_after`), that only some
-    /// deployments take, which this one takes: elsewhere they would do nothing, and a run
-    /// refuses them naming the deployments that take them.
-    fn takes(&self) -> &'static [&'static str] {
+    /// The options only some deployments take that this one takes and declares: each is a
+    /// `splitbrain run` option and a `test.json` key.
+    fn settings(&self) -> &'static [Setting] {
         &[]
+    }
+    /// Every run option, by its key in `test.json` (`down_after`), that only some
+    /// deployments take, which this one takes: its settings, and any other option it gives
+    /// meaning to. Elsewhere they would do nothing, and a run refuses them naming the
+    /// deployments that take them.
+    fn takes(&self) -> Vec<&'static str> {
+        self.settings().iter().map(|setting| setting.id).collect()
     }
     /// The nodes to start, or a message saying why the options do not fit.
     fn nodes(&self, options: &TopologyOptions) -> Result<Vec<NodeSpec>, String>;

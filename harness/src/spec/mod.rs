@@ -13,6 +13,7 @@ mod names;
 mod nemesis;
 pub mod parse;
 mod part;
+mod settings;
 #[cfg(test)]
 mod tests;
 mod topology;

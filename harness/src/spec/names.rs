@@ -240,26 +240,6 @@ pub(super) mod by_names {
     }
 }
 
-/// A persistence policy by its `--persistence` name.
-pub(super) mod persistence {
-    use serde::{Deserialize, Deserializer, Serializer};
-    use splitbrain_compose::topology::Persistence;
-
-    pub fn serialize<S: Serializer>(p: &Persistence, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(p.name())
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Persistence, D::Error> {
-        let name = String::deserialize(d)?;
-        Persistence::parse(&name).ok_or_else(|| {
-            serde::de::Error::custom(format!(
-                "unknown persistence `{name}`; choose one of: {}",
-                Persistence::NAMES
-            ))
-        })
-    }
-}
-
 /// Durations as whole milliseconds in JSON.
 pub(super) mod millis {
     use std::time::Duration;

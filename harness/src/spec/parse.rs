@@ -5,7 +5,6 @@
 use std::time::Duration;
 
 use splitbrain_checker::explain::Cause;
-use splitbrain_compose::topology::Persistence;
 use splitbrain_compose::{System, Topology};
 use splitbrain_libraries::install::cache_dir;
 use splitbrain_libraries::{adapters_dir, LIB_PREFIX};
@@ -68,15 +67,6 @@ pub fn count(text: &str) -> Result<usize, String> {
         Ok(n) if n > 0 => Ok(n),
         _ => Err(format!("`{text}` is not a positive whole number")),
     }
-}
-
-pub fn persistence(text: &str) -> Result<Persistence, String> {
-    Persistence::parse(text).ok_or_else(|| {
-        format!(
-            "unknown persistence `{text}`; choose one of: {}",
-            Persistence::NAMES
-        )
-    })
 }
 
 pub fn acquire(text: &str) -> Result<Acquire, String> {

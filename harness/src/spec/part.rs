@@ -7,7 +7,6 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, Command, FromArgMatches};
-use splitbrain_compose::topology::Persistence;
 use splitbrain_compose::{System, Topology};
 use splitbrain_workloads::workload::WorkloadKind;
 
@@ -17,17 +16,32 @@ use crate::script::Script;
 /// Declares a part: the struct, deriving its clap options and its `test.json` form, and
 /// [`Part`], which lists each field's value as the command line writes it. A field marked
 /// `@shown` is printed in a command line even at its default, as the run's headline
-/// (`--deployment`, `--seed`); the others only where they differ from it.
+/// (`--deployment`, `--seed`); the others only where they differ from it. A field marked
+/// `@flatten` is a set of options of its own (flattened for clap and serde by its attributes),
+/// which lists its values itself.
 macro_rules! part {
-    // The one mark a field takes; any other word is a compile error.
-    (@mark shown) => {
-        true
+    // A field's values, by the one mark it takes; any other word is a compile error.
+    (@values $part:ident $field:ident flatten) => {
+        $part.$field.values()
+    };
+    (@values $part:ident $field:ident shown) => {
+        vec![part!(@value $part $field true)]
+    };
+    (@values $part:ident $field:ident) => {
+        vec![part!(@value $part $field false)]
+    };
+    (@value $part:ident $field:ident $shown:expr) => {
+        $crate::spec::part::Value {
+            id: stringify!($field),
+            text: $crate::spec::part::Flag::arg(&$part.$field),
+            shown: $shown,
+        }
     };
     (
         $(#[$meta:meta])*
         pub struct $name:ident {
             $(
-                $(@$shown:ident)?
+                $(@$mark:ident)?
                 $(#[$field_meta:meta])*
                 pub $field:ident : $type:ty,
             )*
@@ -44,13 +58,8 @@ macro_rules! part {
 
         impl $crate::spec::part::Part for $name {
             fn values(&self) -> Vec<$crate::spec::part::Value> {
-                vec![$(
-                    $crate::spec::part::Value {
-                        id: stringify!($field),
-                        text: $crate::spec::part::Flag::arg(&self.$field),
-                        shown: false $(|| part!(@mark $shown))?,
-                    },
-                )*]
+                let part = self;
+                [$( part!(@values part $field $($mark)?) ),*].into_iter().flatten().collect()
             }
         }
     };
@@ -151,12 +160,6 @@ flag_by_display!(bool, usize, u16, u64, f64, String, ChosenClient);
 impl Flag for PathBuf {
     fn arg(&self) -> Option<String> {
         Some(self.display().to_string())
-    }
-}
-
-impl Flag for Persistence {
-    fn arg(&self) -> Option<String> {
-        Some(self.name().to_string())
     }
 }
 

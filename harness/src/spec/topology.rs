@@ -1,15 +1,12 @@
 //! The deployment part of a run: which lock service, in which topology, on which server.
 
-use std::time::Duration;
-
-use splitbrain_compose::topology::{
-    ClusterOptions, NodeSpec, Persistence, SentinelOptions, TopologyOptions,
-};
+use splitbrain_compose::topology::{NodeSpec, TopologyOptions};
 use splitbrain_compose::{System, Topology};
 use splitbrain_systems::{find_topology, Service};
 
 use super::catalog::{deployment_help, server_help};
 use super::part::part;
+use super::settings::RunSettings;
 use super::{names, parse};
 
 part! {
@@ -28,34 +25,12 @@ part! {
         #[arg(long)]
         #[serde(default, skip_serializing_if = "Option::is_none")]
         pub nodes: Option<usize>,
-        /// What a killed node keeps: none | everysec | always (AOF fsync policy).
-        #[arg(long, default_value = "none", value_parser = parse::persistence)]
-        #[serde(with = "names::persistence")]
-        pub persistence: Persistence,
-        /// Sentinel: how many Sentinels must agree that the master is down.
-        #[arg(long, default_value_t = 2, allow_hyphen_values = true, value_parser = parse::count)]
-        #[serde(default)]
-        pub sentinel_quorum: usize,
-        /// Sentinel: how long the master must be unreachable before a Sentinel thinks it down.
-        #[arg(long, default_value = "2s", value_parser = parse::duration, allow_hyphen_values = true)]
-        #[serde(default, with = "names::millis")]
-        pub down_after: Duration,
-        /// Sentinel: the failover timeout.
-        #[arg(long, default_value = "6s", value_parser = parse::duration, allow_hyphen_values = true)]
-        #[serde(default, with = "names::millis")]
-        pub failover_timeout: Duration,
-        /// Sentinel: the master refuses writes with fewer replicas than this connected.
-        #[arg(long, default_value_t = 0)]
-        #[serde(default)]
-        pub min_replicas_to_write: usize,
-        /// Cluster: replicas per master.
-        #[arg(long, default_value_t = 1)]
-        #[serde(default)]
-        pub cluster_replicas: usize,
-        /// Cluster: how long a master may be unreachable before it is failed over.
-        #[arg(long, default_value = "2s", value_parser = parse::duration, allow_hyphen_values = true)]
-        #[serde(default, with = "names::millis")]
-        pub cluster_node_timeout: Duration,
+        @flatten
+        /// The options only some deployments take, as they declare them (the help lists
+        /// each under its flag).
+        #[command(flatten)]
+        #[serde(flatten)]
+        pub settings: RunSettings,
     }
 }
 
@@ -75,17 +50,7 @@ impl TopologyPart {
     pub fn options(&self) -> TopologyOptions {
         TopologyOptions {
             nodes: self.nodes,
-            persistence: self.persistence,
-            sentinel: SentinelOptions {
-                quorum: self.sentinel_quorum,
-                down_after: self.down_after,
-                failover_timeout: self.failover_timeout,
-                min_replicas_to_write: self.min_replicas_to_write,
-            },
-            cluster: ClusterOptions {
-                replicas: self.cluster_replicas,
-                node_timeout: self.cluster_node_timeout,
-            },
+            settings: self.settings.0.clone(),
         }
     }
 
@@ -107,15 +72,22 @@ impl TopologyPart {
         }
         // Each node is a container at an address of its own on the run's /24 network.
         let most = splitbrain_compose::MOST_NODES;
-        let cluster_nodes = 3usize.saturating_mul(self.cluster_replicas.saturating_add(1));
-        if self.nodes.is_some_and(|n| n > most) || cluster_nodes > most {
-            return Err(format!(
+        let too_many = || {
+            format!(
                 "a deployment has at most {most} nodes (each is a container at an address of \
-                 its own on the run's /24 network); lower --nodes or --cluster-replicas"
-            ));
+                 its own on the run's /24 network); lower --nodes"
+            )
+        };
+        if self.nodes.is_some_and(|n| n > most) {
+            return Err(too_many());
         }
-        self.deployment
+        let nodes = self
+            .deployment
             .nodes(&self.options())
-            .map_err(|e| format!("--deployment {}: {e}", self.deployment.name()))
+            .map_err(|e| format!("--deployment {}: {e}", self.deployment.name()))?;
+        if nodes.len() > most {
+            return Err(too_many());
+        }
+        Ok(nodes)
     }
 }

@@ -1,4 +1,4 @@
-use splitbrain_compose::topology::{node_name, NodeSpec, Persistence, Topology, TopologyOptions};
+use splitbrain_compose::topology::{node_name, NodeSpec, Topology, TopologyOptions};
 use splitbrain_compose::System;
 
 use super::server::SERVER;
@@ -20,13 +20,6 @@ impl Topology for MariaDb {
     }
 
     fn nodes(&self, options: &TopologyOptions) -> Result<Vec<NodeSpec>, String> {
-        if options.persistence != Persistence::None {
-            return Err(
-                "--persistence chooses a Redis append-only file; MariaDB keeps its redo log \
-                 either way (leave --persistence out)"
-                    .into(),
-            );
-        }
         match options.nodes {
             None | Some(1) => {}
             Some(n) => {
@@ -67,10 +60,5 @@ mod tests {
             ..Default::default()
         };
         assert!(MariaDb.nodes(&two).is_err());
-        let aof = TopologyOptions {
-            persistence: Persistence::AofAlways,
-            ..Default::default()
-        };
-        assert!(MariaDb.nodes(&aof).is_err());
     }
 }

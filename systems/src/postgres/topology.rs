@@ -1,4 +1,4 @@
-use splitbrain_compose::topology::{node_name, NodeSpec, Persistence, Topology, TopologyOptions};
+use splitbrain_compose::topology::{node_name, NodeSpec, Topology, TopologyOptions};
 use splitbrain_compose::System;
 
 use super::server::SERVER;
@@ -23,13 +23,6 @@ impl Topology for Postgres {
     }
 
     fn nodes(&self, options: &TopologyOptions) -> Result<Vec<NodeSpec>, String> {
-        if options.persistence != Persistence::None {
-            return Err(
-                "--persistence chooses a Redis append-only file; PostgreSQL keeps its write-ahead \
-                 log either way (leave --persistence out)"
-                    .into(),
-            );
-        }
         match options.nodes {
             None | Some(1) => {}
             Some(n) => {
@@ -72,10 +65,5 @@ mod tests {
             ..Default::default()
         };
         assert!(Postgres.nodes(&two).is_err());
-        let aof = TopologyOptions {
-            persistence: Persistence::AofAlways,
-            ..Default::default()
-        };
-        assert!(Postgres.nodes(&aof).is_err());
     }
 }

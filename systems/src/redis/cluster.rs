@@ -2,13 +2,14 @@ use std::net::SocketAddr;
 
 use futures_util::future::BoxFuture;
 use splitbrain_compose::topology::{
-    node_name, seconds, FailureDetector, Masters, NodeSpec, Replication, Topology, TopologyOptions,
-    ELECTION,
+    node_name, seconds, FailureDetector, Masters, NodeSpec, Replication, Setting, Topology,
+    TopologyOptions, ELECTION,
 };
 use splitbrain_compose::{ComposeError, Deployment, System};
 
+use super::roles;
 use super::server::REDIS_7_0;
-use super::{persistence_args, roles};
+use super::settings::{persistence_args, CLUSTER_NODE_TIMEOUT, CLUSTER_REPLICAS, PERSISTENCE};
 
 /// Three masters with one replica each, the smallest cluster Redis recommends.
 const DEFAULT_NODES: usize = 6;
@@ -21,19 +22,18 @@ pub struct Cluster;
 impl Cluster {
     fn layout(options: &TopologyOptions) -> Result<(usize, usize), String> {
         let n = options.nodes.unwrap_or(DEFAULT_NODES);
-        let per_shard = options.cluster.replicas + 1;
+        let replicas = options.settings.count(&CLUSTER_REPLICAS);
+        let per_shard = replicas.saturating_add(1);
         if !n.is_multiple_of(per_shard) {
             return Err(format!(
-                "{n} nodes do not split into shards of a master and {} replica(s)",
-                options.cluster.replicas
+                "{n} nodes do not split into shards of a master and {replicas} replica(s)"
             ));
         }
         let masters = n / per_shard;
         if masters < 3 {
             return Err(format!(
-                "a cluster needs at least three masters, and {n} nodes with {} replica(s) \
-                 each make {masters}; use --nodes {}",
-                options.cluster.replicas,
+                "a cluster needs at least three masters, and {n} nodes with {replicas} \
+                 replica(s) each make {masters}; use --nodes {}",
                 3 * per_shard
             ));
         }
@@ -46,14 +46,15 @@ impl Topology for Cluster {
         "cluster"
     }
 
-    fn takes(&self) -> &'static [&'static str] {
-        &[
-            "persistence",
-            "cluster_replicas",
-            "cluster_node_timeout",
-            // A hash tag keeps the lock keys in one slot.
-            "hash_tag",
-        ]
+    fn settings(&self) -> &'static [Setting] {
+        &[PERSISTENCE, CLUSTER_REPLICAS, CLUSTER_NODE_TIMEOUT]
+    }
+
+    fn takes(&self) -> Vec<&'static str> {
+        let mut ids: Vec<&str> = self.settings().iter().map(|s| s.id).collect();
+        // A hash tag keeps the lock keys in one slot.
+        ids.push("hash_tag");
+        ids
     }
 
     fn replication(&self) -> Replication {
@@ -99,7 +100,7 @@ impl Topology for Cluster {
         let (n, _) = Cluster::layout(options)?;
         Ok((0..n)
             .map(|i| {
-                let mut args = persistence_args(options.persistence);
+                let mut args = persistence_args(options);
                 args.extend(
                     [
                         "--cluster-enabled",
@@ -107,7 +108,11 @@ impl Topology for Cluster {
                         "--cluster-config-file",
                         "nodes.conf",
                         "--cluster-node-timeout",
-                        &options.cluster.node_timeout.as_millis().to_string(),
+                        &options
+                            .settings
+                            .duration(&CLUSTER_NODE_TIMEOUT)
+                            .as_millis()
+                            .to_string(),
                         "--repl-diskless-sync-delay",
                         "0",
                     ]
@@ -126,14 +131,14 @@ impl Topology for Cluster {
         command.extend((0..n).map(|i| format!("{{{}}}:6379", node_name(i))));
         command.extend([
             "--cluster-replicas".into(),
-            options.cluster.replicas.to_string(),
+            options.settings.count(&CLUSTER_REPLICAS).to_string(),
             "--cluster-yes".into(),
         ]);
         Some(command)
     }
 
     fn failure_detector(&self, options: &TopologyOptions) -> Option<FailureDetector> {
-        let timeout = options.cluster.node_timeout;
+        let timeout = options.settings.duration(&CLUSTER_NODE_TIMEOUT);
         Some(FailureDetector {
             after: timeout + ELECTION,
             why: format!(

@@ -11,13 +11,13 @@ mod redlock;
 mod roles;
 mod sentinel;
 mod server;
+mod settings;
 mod single;
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
 use serde_json::json;
-use splitbrain_compose::topology::Persistence;
 use splitbrain_compose::{System, Topology};
 use splitbrain_workloads::workload::{Registers, Set};
 use splitbrain_workloads::{ClientConfig, ClientKind, Connection, Description};
@@ -148,31 +148,6 @@ impl Connection for RedisDeployment {
     fn set(&self, nodes: &[(String, SocketAddr)]) -> Result<Box<dyn Set>, String> {
         data::set(self, nodes)
     }
-}
-
-/// The `redis-server` arguments for a persistence policy. RDB snapshots are always off, so
-/// that what survives a kill is exactly what the policy promises.
-fn persistence_args(persistence: Persistence) -> Vec<String> {
-    let args: &[&str] = match persistence {
-        Persistence::None => &["--save", "", "--appendonly", "no"],
-        Persistence::AofEverysec => &[
-            "--save",
-            "",
-            "--appendonly",
-            "yes",
-            "--appendfsync",
-            "everysec",
-        ],
-        Persistence::AofAlways => &[
-            "--save",
-            "",
-            "--appendonly",
-            "yes",
-            "--appendfsync",
-            "always",
-        ],
-    };
-    args.iter().map(|a| a.to_string()).collect()
 }
 
 #[cfg(test)]

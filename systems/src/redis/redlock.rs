@@ -1,8 +1,8 @@
-use splitbrain_compose::topology::{node_name, NodeSpec, Topology, TopologyOptions};
+use splitbrain_compose::topology::{node_name, NodeSpec, Setting, Topology, TopologyOptions};
 use splitbrain_compose::System;
 
-use super::persistence_args;
 use super::server::REDIS_7_0;
+use super::settings::{persistence_args, PERSISTENCE};
 
 /// The default number of independent masters, as in the Redlock spec.
 pub const DEFAULT_NODES: usize = 5;
@@ -16,8 +16,8 @@ impl Topology for Redlock {
         "redlock"
     }
 
-    fn takes(&self) -> &'static [&'static str] {
-        &["persistence"]
+    fn settings(&self) -> &'static [Setting] {
+        &[PERSISTENCE]
     }
 
     fn summary(&self) -> &'static str {
@@ -34,7 +34,7 @@ impl Topology for Redlock {
             return Err(format!("redlock needs between 1 and 32 nodes, not {n}"));
         }
         Ok((0..n)
-            .map(|i| NodeSpec::new(node_name(i), persistence_args(options.persistence)))
+            .map(|i| NodeSpec::new(node_name(i), persistence_args(options)))
             .collect())
     }
 }

@@ -2,13 +2,17 @@ use std::net::SocketAddr;
 
 use futures_util::future::BoxFuture;
 use splitbrain_compose::topology::{
-    node_name, seconds, Companion, FailureDetector, Masters, NodeSpec, Replication,
-    SentinelOptions, Topology, TopologyOptions, ELECTION,
+    node_name, seconds, Companion, FailureDetector, Masters, NodeSpec, Replication, Setting,
+    Topology, TopologyOptions, ELECTION,
 };
 use splitbrain_compose::{ComposeError, Deployment, System};
 
+use super::roles;
 use super::server::REDIS_7_0;
-use super::{persistence_args, roles};
+use super::settings::{
+    persistence_args, DOWN_AFTER, FAILOVER_TIMEOUT, MIN_REPLICAS_TO_WRITE, PERSISTENCE,
+    SENTINEL_QUORUM,
+};
 
 /// The name Sentinel knows the monitored master by.
 pub const MASTER_NAME: &str = "mymaster";
@@ -27,13 +31,13 @@ impl Topology for Sentinel {
         "sentinel"
     }
 
-    fn takes(&self) -> &'static [&'static str] {
+    fn settings(&self) -> &'static [Setting] {
         &[
-            "persistence",
-            "sentinel_quorum",
-            "down_after",
-            "failover_timeout",
-            "min_replicas_to_write",
+            PERSISTENCE,
+            SENTINEL_QUORUM,
+            DOWN_AFTER,
+            FAILOVER_TIMEOUT,
+            MIN_REPLICAS_TO_WRITE,
         ]
     }
 
@@ -83,34 +87,34 @@ impl Topology for Sentinel {
                 "sentinel needs between 2 and 9 nodes (a master and its replicas), not {n}"
             ));
         }
-        let sentinel = &options.sentinel;
-        if sentinel.quorum == 0 || sentinel.quorum > n {
+        let quorum = options.settings.count(&SENTINEL_QUORUM);
+        if quorum == 0 || quorum > n {
             return Err(format!(
-                "a Sentinel quorum of {} cannot be reached by {n} Sentinels (one per node); \
-                 use --sentinel-quorum between 1 and {n}",
-                sentinel.quorum
+                "a Sentinel quorum of {quorum} cannot be reached by {n} Sentinels (one per \
+                 node); use --sentinel-quorum between 1 and {n}"
             ));
         }
-        if sentinel.min_replicas_to_write >= n {
+        let min_replicas_to_write = options.settings.count(&MIN_REPLICAS_TO_WRITE);
+        if min_replicas_to_write >= n {
             return Err(format!(
-                "--min-replicas-to-write {} is more replicas than the {} this deployment has",
-                sentinel.min_replicas_to_write,
+                "--min-replicas-to-write {min_replicas_to_write} is more replicas than the {} \
+                 this deployment has",
                 n - 1
             ));
         }
         Ok((0..n)
             .map(|i| {
-                let mut args = persistence_args(options.persistence);
+                let mut args = persistence_args(options);
                 // A replica's first sync starts at once rather than after Redis's default five
                 // seconds of waiting for more replicas to share it.
                 args.extend(["--repl-diskless-sync-delay".into(), "0".into()]);
                 if i > 0 {
                     args.extend(["--replicaof".into(), "{n1}".into(), "6379".into()]);
                 }
-                if sentinel.min_replicas_to_write > 0 {
+                if min_replicas_to_write > 0 {
                     args.extend([
                         "--min-replicas-to-write".into(),
-                        sentinel.min_replicas_to_write.to_string(),
+                        min_replicas_to_write.to_string(),
                         "--min-replicas-max-lag".into(),
                         "10".into(),
                     ]);
@@ -120,7 +124,7 @@ impl Topology for Sentinel {
                     args,
                     companion: Some(Companion {
                         program: "redis-sentinel",
-                        conf: sentinel_conf(sentinel, i, n),
+                        conf: sentinel_conf(options, i, n),
                         port: SENTINEL_PORT,
                     }),
                 }
@@ -129,7 +133,7 @@ impl Topology for Sentinel {
     }
 
     fn failure_detector(&self, options: &TopologyOptions) -> Option<FailureDetector> {
-        let down_after = options.sentinel.down_after;
+        let down_after = options.settings.duration(&DOWN_AFTER);
         Some(FailureDetector {
             after: down_after + ELECTION,
             why: format!(
@@ -145,7 +149,7 @@ impl Topology for Sentinel {
 /// Sentinels (by fixed ids) as a Sentinel's own rewritten configuration would after discovery:
 /// otherwise each would take up to ten seconds to learn them, and the run would start with
 /// Sentinels that cannot yet agree on anything.
-fn sentinel_conf(options: &SentinelOptions, i: usize, n: usize) -> String {
+fn sentinel_conf(options: &TopologyOptions, i: usize, n: usize) -> String {
     let id = |i: usize| format!("{:0>40x}", i + 1);
     let mut conf = format!(
         "port {SENTINEL_PORT}\n\
@@ -157,9 +161,9 @@ fn sentinel_conf(options: &SentinelOptions, i: usize, n: usize) -> String {
          sentinel failover-timeout {MASTER_NAME} {failover}\n\
          sentinel parallel-syncs {MASTER_NAME} 1\n",
         myid = id(i),
-        quorum = options.quorum,
-        down = options.down_after.as_millis(),
-        failover = options.failover_timeout.as_millis(),
+        quorum = options.settings.count(&SENTINEL_QUORUM),
+        down = options.settings.duration(&DOWN_AFTER).as_millis(),
+        failover = options.settings.duration(&FAILOVER_TIMEOUT).as_millis(),
     );
     for replica in 1..n {
         conf += &format!(
@@ -179,6 +183,8 @@ fn sentinel_conf(options: &SentinelOptions, i: usize, n: usize) -> String {
 
 #[cfg(test)]
 mod tests {
+    use splitbrain_compose::topology::setting::Value;
+
     use super::*;
 
     #[test]
@@ -205,13 +211,13 @@ mod tests {
 
     #[test]
     fn a_quorum_the_sentinels_cannot_reach_is_refused() {
-        let options = |quorum, nodes| TopologyOptions {
-            nodes,
-            sentinel: SentinelOptions {
-                quorum,
-                ..SentinelOptions::default()
-            },
-            ..TopologyOptions::default()
+        let options = |quorum, nodes| {
+            let mut options = TopologyOptions {
+                nodes,
+                ..TopologyOptions::default()
+            };
+            options.settings.set(&SENTINEL_QUORUM, Value::Count(quorum));
+            options
         };
         let refused = Sentinel.nodes(&options(4, None)).unwrap_err();
         assert!(refused.contains("quorum of 4"), "{refused}");

@@ -1,8 +1,8 @@
-use splitbrain_compose::topology::{node_name, NodeSpec, Topology, TopologyOptions};
+use splitbrain_compose::topology::{node_name, NodeSpec, Setting, Topology, TopologyOptions};
 use splitbrain_compose::System;
 
-use super::persistence_args;
 use super::server::REDIS_7_0;
+use super::settings::{persistence_args, PERSISTENCE};
 
 /// One Redis server: the canonical single-instance lock.
 pub struct Single;
@@ -12,8 +12,8 @@ impl Topology for Single {
         "single"
     }
 
-    fn takes(&self) -> &'static [&'static str] {
-        &["persistence"]
+    fn settings(&self) -> &'static [Setting] {
+        &[PERSISTENCE]
     }
 
     fn summary(&self) -> &'static str {
@@ -28,7 +28,7 @@ impl Topology for Single {
         match options.nodes {
             None | Some(1) => Ok(vec![NodeSpec::new(
                 node_name(0),
-                persistence_args(options.persistence),
+                persistence_args(options),
             )]),
             Some(n) => Err(format!(
                 "the single deployment has exactly 1 node, not {n}; use --deployment redlock for more"
