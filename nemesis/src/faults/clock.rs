@@ -1,5 +1,6 @@
 //! Clock faults, through the clock shim in every node: the host's clock is never touched.
-//! Each start records the skew the node's Redis `TIME` actually showed.
+//! Each start records the skew the node's server actually showed, where it tells its clock
+//! (Redis's `TIME`).
 
 use std::time::Duration;
 

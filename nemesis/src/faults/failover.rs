@@ -52,7 +52,8 @@ impl Fault for Failover {
         }
     }
 
-    /// A failover takes Sentinel a few seconds; the next fault waits at least that long.
+    /// A failover takes a few seconds (a Sentinel's vote); the next fault waits at least that
+    /// long.
     fn hold(&self, options: &NemesisOptions, _rng: &mut StdRng) -> Duration {
         options.interval.max(Duration::from_secs(3))
     }

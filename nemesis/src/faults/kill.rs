@@ -7,8 +7,8 @@ use splitbrain_compose::ComposeError;
 use super::{fault_length, join_targets, Action, Fault, Started, Target};
 use crate::NemesisOptions;
 
-/// SIGKILL the target nodes' Redis, then start them again after the restart delay. What a
-/// restarted node remembers is the deployment's persistence policy.
+/// SIGKILL the target nodes' servers, then start them again after the restart delay. What a
+/// restarted node remembers is what its server persisted (Redis's append-only file policy).
 pub struct Kill;
 
 #[async_trait]
