@@ -478,7 +478,8 @@ impl Checker for LockSafetyChecker {
             }
             Event::Complete { invoke, completion } if invoke.f == "release" => {
                 let released = self.releasing.remove(&invoke.process);
-                if let Some(release) = released.filter(|_| completion.kind == OpType::Ok) {
+                if let Some(mut release) = released.filter(|_| completion.kind != OpType::Fail) {
+                    release.answered = completion.kind == OpType::Ok;
                     self.released(release, completion.time);
                 }
             }
@@ -499,6 +500,7 @@ impl Checker for LockSafetyChecker {
                     granted_ms: ms(hold.start),
                     released_ms: ms(hold.end),
                     completed_ms: ms(hold.end),
+                    answered: false,
                     lease_end_ms: ms(hold.lease_end),
                     nodes: hold.nodes.clone(),
                 };

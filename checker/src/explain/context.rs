@@ -17,9 +17,13 @@ pub struct Release {
     pub acquire_index: u64,
     /// When the releasing hold was granted.
     pub granted_ms: f64,
-    /// Its invoke and its `ok`: the key was deleted in between.
+    /// Its invoke and its `ok`: the key was deleted in between. For a release whose answer
+    /// never came, its invoke and when its client gave up: the delete may land any time
+    /// after its invoke, as an operation of unknown outcome may take effect.
     pub released_ms: f64,
     pub completed_ms: f64,
+    /// Whether it came back `ok`.
+    pub answered: bool,
     /// When the releasing hold's lease ended.
     pub lease_end_ms: f64,
     /// The nodes its grant came from, where named.

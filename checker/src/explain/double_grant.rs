@@ -46,7 +46,8 @@ pub fn double_grant(grant: &DoubleGrant, releases: &[Release], context: &Context
 /// redis-py adapter granted on a node that came back empty, then released its own key).
 /// The second holder's key may be the one deleted, too: set while a release asked before both
 /// grants was held up (a paused server answers its queued commands in an order of its own),
-/// and deleted by it, before the first was granted.
+/// and deleted by it, before the first was granted. A release whose answer never came (held up
+/// on a slowed link, say) may have landed any time after it was asked.
 fn hijack(grant: &DoubleGrant, releases: &[Release], context: &Context) -> Option<Explanation> {
     let (first, second) = (&grant.first, &grant.second);
     // The key may have been set from the acquire's ask on; the victim's the first holder's,
@@ -62,7 +63,7 @@ fn hijack(grant: &DoubleGrant, releases: &[Release], context: &Context) -> Optio
         !victim.lives_with_connection
             && r.key == grant.key
             && r.process != victim.process
-            && r.completed_ms >= set_from_ms
+            && (r.completed_ms >= set_from_ms || !r.answered)
             && r.released_ms <= other.start_ms
             && same_node
             && !granted_over(r, victim)
@@ -101,21 +102,32 @@ fn hijack(grant: &DoubleGrant, releases: &[Release], context: &Context) -> Optio
         true => ", set while the release was held up",
         false => "",
     };
-    let mut explained = Explanation::new(
-        Cause::Hijack,
-        format!(
+    let granted = format!(
+        "process {} was granted at {} while process {}'s lease ran until {}",
+        other.process,
+        seconds(other.start_ms),
+        victim.process,
+        seconds(victim.lease_end_ms),
+    );
+    let sentence = match release.answered {
+        true => format!(
             "process {} released the key at {}{why} and so deleted process {}'s key{held_up}: \
-             process {} was granted at {} while process {}'s lease ran until {}",
+             {granted}",
             release.process,
             seconds(release.released_ms),
             victim.process,
-            other.process,
-            seconds(other.start_ms),
-            victim.process,
-            seconds(victim.lease_end_ms),
         ),
-    )
-    .resting_on(&[first, second], &[]);
+        false => format!(
+            "process {}'s release asked at {} never came back (it gave up at {}), and a \
+             release that checks no token deletes whoever holds the key whenever it lands: it \
+             may have deleted process {}'s key{held_up}: {granted}",
+            release.process,
+            seconds(release.released_ms),
+            seconds(release.completed_ms),
+            victim.process,
+        ),
+    };
+    let mut explained = Explanation::new(Cause::Hijack, sentence).resting_on(&[first, second], &[]);
     explained.ops.push(release.acquire_index);
     explained.ops.sort_unstable();
     explained.ops.dedup();

@@ -982,6 +982,41 @@ fn a_late_release_that_succeeded_between_two_live_leases_is_a_hijack() {
 }
 
 #[test]
+fn a_release_that_never_came_back_may_have_deleted_the_next_holders_key() {
+    // del-release under link faults (fault sweep, busy, seed 2): process 0's DEL, asked while
+    // its links were slowed by about a second, timed out; process 1 was granted after it was
+    // asked and lost its key before process 2 was granted, with no fault on n1 itself. A
+    // release that failed deleted nothing. (The link faults are left out: no rule needs them.)
+    for outcome in [OpType::Info, OpType::Fail] {
+        let mut history = History::default();
+        workers(&mut history);
+        let release = |kind| Op::new(Process::Client(0), kind, "release").key("lock");
+        history
+            .grant(0, 4_767, 4_771, 2_000, &["n1"])
+            .push(release(OpType::Invoke), 6_023)
+            .grant(1, 6_775, 6_782, 2_000, &["n1"])
+            .push(release(outcome), 7_024)
+            .grant(2, 7_684, 7_687, 2_000, &["n1"])
+            .release(1, 7_840, OpType::Ok);
+        let explained = history.explained();
+        match outcome {
+            OpType::Info => {
+                assert_eq!(causes(&explained), vec![Cause::Hijack]);
+                assert_eq!(
+                    explained[0].sentence,
+                    "process 0's release asked at 6.023s never came back (it gave up at \
+                     7.024s), and a release that checks no token deletes whoever holds the key \
+                     whenever it lands: it may have deleted process 1's key: process 2 was \
+                     granted at 7.687s while process 1's lease ran until 8.775s"
+                );
+            }
+            // No fault in this history: a lock that kept no key.
+            _ => assert_eq!(causes(&explained), vec![Cause::NoExclusion]),
+        }
+    }
+}
+
+#[test]
 fn a_release_held_up_by_a_paused_server_that_deleted_the_key_set_meanwhile_is_a_hijack() {
     // del-release under `kill,pause` (fault sweep, seed 2): n1 is paused; process 0's release
     // (a DEL, no token) and process 1's acquire wait in it. Resumed, n1 sets process 1's key,
