@@ -417,6 +417,11 @@ impl HistoryBuilder {
         self
     }
 
+    /// The op added last, for what the builder's methods do not set.
+    pub fn last_mut(&mut self) -> Option<&mut Op> {
+        self.ops.last_mut()
+    }
+
     pub fn build(&self) -> Vec<Op> {
         self.ops.clone()
     }

@@ -2,20 +2,43 @@
 
 use super::*;
 use crate::lock_safety::check;
+use crate::testing::HistoryBuilder;
 use crate::{Op, OpType, Process};
 use serde_json::{json, Value};
 
-/// A history made op by op, in time order; indexes are given at the end.
-#[derive(Default)]
-struct History(Vec<Op>);
+/// The double-grant tests' vocabulary: grants, releases and faults at times in milliseconds,
+/// and the explanations of the double grants the history shows.
+trait Grants {
+    /// `process` asks at `at_ms` and is granted at `ok_ms` by `nodes`, for `validity_ms`.
+    fn grant(
+        &mut self,
+        process: u64,
+        at_ms: u64,
+        ok_ms: u64,
+        validity_ms: u64,
+        nodes: &[&str],
+    ) -> &mut Self;
+    /// The last grant came from a library that renews its lease silently (a session).
+    fn renewed_silently(&mut self) -> &mut Self;
+    /// The last grant's lock lives with its holder's connection (a session lock).
+    fn with_connection(&mut self) -> &mut Self;
+    /// `process` renews its 2 s lease at `at_ms`, answered at `done_ms` as `outcome` says.
+    fn renew(&mut self, process: u64, at_ms: u64, done_ms: u64, outcome: Op) -> &mut Self;
+    fn release(&mut self, process: u64, at_ms: u64, outcome: OpType) -> &mut Self;
+    fn fault(
+        &mut self,
+        f: &str,
+        at_ms: u64,
+        fault: &str,
+        nodes: &[&str],
+        value: Value,
+        measured: Value,
+    ) -> &mut Self;
+    /// The explanation of each double grant found, in order.
+    fn explained(&self) -> Vec<Explanation>;
+}
 
-impl History {
-    fn push(&mut self, op: Op, at_ms: u64) -> &mut Self {
-        let index = self.0.len() as u64;
-        self.0.push(op.at(index, at_ms * 1_000_000));
-        self
-    }
-
+impl Grants for HistoryBuilder {
     /// `process` asks at `at_ms` and is granted at `ok_ms` by `nodes`, for `validity_ms`.
     fn grant(
         &mut self,
@@ -32,19 +55,19 @@ impl History {
             .token(format!("t{process}"))
             .nodes(nodes.iter().map(|n| n.to_string()).collect());
         ok.validity_ms = Some(validity_ms);
-        self.push(invoke, at_ms).push(ok, ok_ms)
+        self.at(at_ms, invoke).at(ok_ms, ok)
     }
 
     /// The last grant came from a library that renews its lease silently (a session).
     fn renewed_silently(&mut self) -> &mut Self {
-        let ok = self.0.last_mut().expect("a grant");
+        let ok = self.last_mut().expect("a grant");
         ok.renewal = Some(crate::Renewal::Silent);
         self
     }
 
     /// The last grant's lock lives with its holder's connection (a session lock).
     fn with_connection(&mut self) -> &mut Self {
-        let ok = self.0.last_mut().expect("a grant");
+        let ok = self.last_mut().expect("a grant");
         ok.renewal = Some(crate::Renewal::Connection);
         self
     }
@@ -55,13 +78,13 @@ impl History {
             .key("lock")
             .token(format!("t{process}"));
         invoke.ttl_ms = Some(2_000);
-        self.push(invoke, at_ms).push(outcome, done_ms)
+        self.at(at_ms, invoke).at(done_ms, outcome)
     }
 
     fn release(&mut self, process: u64, at_ms: u64, outcome: OpType) -> &mut Self {
         let op = |kind| Op::new(Process::Client(process), kind, "release").key("lock");
-        self.push(op(OpType::Invoke), at_ms)
-            .push(op(outcome), at_ms + 1)
+        self.at(at_ms, op(OpType::Invoke))
+            .at(at_ms + 1, op(outcome))
     }
 
     fn fault(
@@ -78,17 +101,12 @@ impl History {
         op.fault = Some(fault.to_string());
         op.value = (!value.is_null()).then_some(value);
         op.measured = (!measured.is_null()).then_some(measured);
-        self.push(op, at_ms)
+        self.at(at_ms, op)
     }
 
     /// The explanation of each double grant found, in order.
     fn explained(&self) -> Vec<Explanation> {
-        let mut ops = self.0.clone();
-        ops.sort_by_key(|op| op.time);
-        for (index, op) in ops.iter_mut().enumerate() {
-            op.index = index as u64;
-        }
-        let safety = check(&ops);
+        let safety = check(&self.build_in_time_order());
         safety
             .double_grants
             .iter()
@@ -111,7 +129,7 @@ const REDLOCK: [&str; 5] = ["n1", "n2", "n3", "n4", "n5"];
 
 #[test]
 fn a_node_restarted_between_two_overlapping_quorums_is_the_restart_hazard() {
-    let mut history = History::default();
+    let mut history = HistoryBuilder::default();
     history
         .grant(0, 1_000, 1_010, 10_000, &["n1", "n2", "n3"])
         .fault("start", 2_000, "kill", &["n3"], Value::Null, Value::Null)
@@ -131,7 +149,7 @@ fn a_node_restarted_between_two_overlapping_quorums_is_the_restart_hazard() {
 
 #[test]
 fn two_grants_by_the_same_quorum_say_so_rather_than_overlapping_only_in_all_of_it() {
-    let mut history = History::default();
+    let mut history = HistoryBuilder::default();
     history
         .grant(0, 1_000, 1_010, 10_000, &REDLOCK)
         .fault("start", 2_000, "kill", &REDLOCK, Value::Null, Value::Null)
@@ -149,7 +167,7 @@ fn two_grants_by_the_same_quorum_say_so_rather_than_overlapping_only_in_all_of_i
 #[test]
 fn a_kill_that_ended_before_the_first_grant_or_after_the_second_explains_nothing() {
     for (start, stop) in [(100, 900), (3_500, 3_600)] {
-        let mut history = History::default();
+        let mut history = HistoryBuilder::default();
         history
             .fault("start", start, "kill", &["n3"], Value::Null, Value::Null)
             .fault("stop", stop, "kill", &["n3"], Value::Null, Value::Null)
@@ -171,7 +189,7 @@ fn a_kill_that_ended_before_the_first_grant_or_after_the_second_explains_nothing
 /// grants every client, with nothing happening to it.
 #[test]
 fn a_node_that_granted_both_in_a_run_with_no_fault_did_not_keep_the_lock() {
-    let mut history = History::default();
+    let mut history = HistoryBuilder::default();
     history
         .grant(0, 1_000, 1_010, 2_000, &["n1"])
         .grant(1, 1_500, 1_510, 2_000, &["n1"]);
@@ -194,7 +212,7 @@ fn a_node_that_granted_both_in_a_run_with_no_fault_did_not_keep_the_lock() {
 /// False, and the block was entered all the same.
 #[test]
 fn grants_naming_no_nodes_in_a_run_with_no_fault_are_no_exclusion() {
-    let mut history = History::default();
+    let mut history = HistoryBuilder::default();
     history
         .grant(0, 250, 255, 20_000, &[])
         .grant(1, 270, 10_281, 20_000, &[]);
@@ -210,7 +228,7 @@ fn grants_naming_no_nodes_in_a_run_with_no_fault_are_no_exclusion() {
 
 #[test]
 fn a_single_node_restarted_empty_is_the_restart_hazard_too() {
-    let mut history = History::default();
+    let mut history = HistoryBuilder::default();
     history
         .grant(0, 1_000, 1_001, 5_000, &["n1"])
         .fault(
@@ -240,7 +258,7 @@ fn a_single_node_restarted_empty_is_the_restart_hazard_too() {
 #[test]
 fn a_clock_set_forward_on_the_shared_node_is_a_clock_jump_and_backward_explains_nothing() {
     for (offset, cause) in [(3_000.0, Cause::ClockJump), (-3_000.0, Cause::Unexplained)] {
-        let mut history = History::default();
+        let mut history = HistoryBuilder::default();
         history
             .grant(0, 1_000, 1_010, 10_000, &REDLOCK[..3])
             .fault(
@@ -273,7 +291,7 @@ fn a_clock_set_forward_on_the_shared_node_is_a_clock_jump_and_backward_explains_
 
 #[test]
 fn the_lock_on_another_master_after_its_master_failed_over_is_a_failover() {
-    let mut history = History::default();
+    let mut history = HistoryBuilder::default();
     history
         .grant(0, 1_000, 1_001, 5_000, &["n1"])
         .fault(
@@ -300,12 +318,12 @@ fn the_lock_on_another_master_after_its_master_failed_over_is_a_failover() {
 fn a_failover_names_the_promotion_the_nemesis_recorded() {
     let mut promoted = master(&["n2"]);
     promoted.measured = Some(json!({"from": ["n1"], "by": "sentinel"}));
-    let mut history = History::default();
+    let mut history = HistoryBuilder::default();
     history
-        .push(master(&["n1"]), 0)
+        .at(0, master(&["n1"]))
         .grant(0, 1_000, 1_001, 5_000, &["n1"])
         .fault("start", 2_000, "kill", &["n1"], Value::Null, Value::Null)
-        .push(promoted, 3_200)
+        .at(3_200, promoted)
         .grant(1, 3_000, 3_001, 5_000, &["n2"]);
     let explained = history.explained();
     assert_eq!(causes(&explained), vec![Cause::Failover]);
@@ -323,7 +341,7 @@ fn a_failover_names_the_promotion_the_nemesis_recorded() {
 #[test]
 fn a_failover_under_way_at_either_grant_is_a_failover() {
     // Asked before the first grant, which came from the master being replaced.
-    let failover = |history: &mut History, master: &str| {
+    let failover = |history: &mut HistoryBuilder, master: &str| {
         history
             .fault(
                 "start",
@@ -335,13 +353,13 @@ fn a_failover_under_way_at_either_grant_is_a_failover() {
             )
             .fault("stop", 3_500, "failover", &[], Value::Null, Value::Null);
     };
-    let mut history = History::default();
-    history.push(master(&["n1"]), 0);
+    let mut history = HistoryBuilder::default();
+    history.at(0, master(&["n1"]));
     failover(&mut history, "n1");
     history
         .grant(0, 1_000, 1_001, 5_000, &["n1"])
         .grant(1, 1_200, 1_201, 5_000, &["n2"])
-        .push(master(&["n2"]), 1_400);
+        .at(1_400, master(&["n2"]));
     assert_eq!(
         causes(&history.explained()),
         vec![Cause::Failover],
@@ -350,13 +368,13 @@ fn a_failover_under_way_at_either_grant_is_a_failover() {
     );
 
     // The new master granted first, the one being replaced just after.
-    let mut history = History::default();
-    history.push(master(&["n1"]), 0);
+    let mut history = HistoryBuilder::default();
+    history.at(0, master(&["n1"]));
     failover(&mut history, "n1");
     history
         .grant(0, 1_000, 1_001, 5_000, &["n2"])
         .grant(1, 1_000, 1_002, 5_000, &["n1"])
-        .push(master(&["n1", "n2"]), 1_300);
+        .at(1_300, master(&["n1", "n2"]));
     let explained = history.explained();
     assert_eq!(causes(&explained), vec![Cause::Failover]);
     assert!(
@@ -376,9 +394,9 @@ fn master(nodes: &[&str]) -> Op {
 
 #[test]
 fn a_node_granting_when_the_deployment_named_another_master_is_a_split_brain() {
-    let mut history = History::default();
+    let mut history = HistoryBuilder::default();
     history
-        .push(master(&["n1"]), 0)
+        .at(0, master(&["n1"]))
         .fault(
             "start",
             100,
@@ -387,7 +405,7 @@ fn a_node_granting_when_the_deployment_named_another_master_is_a_split_brain() {
             Value::Null,
             json!({"master": "n1"}),
         )
-        .push(master(&["n3"]), 500)
+        .at(500, master(&["n3"]))
         .grant(0, 2_000, 2_001, 5_000, &["n1"])
         .grant(1, 3_000, 3_001, 5_000, &["n3"]);
     let explained = history.explained();
@@ -404,7 +422,7 @@ fn a_node_granting_when_the_deployment_named_another_master_is_a_split_brain() {
 #[test]
 fn a_master_cut_off_before_it_granted_and_still_cut_off_at_the_second_grant_is_a_split_brain() {
     let grudge = json!({"grudge": {"n1": ["n2", "n3"], "n2": ["n1"], "n3": ["n1"]}});
-    let mut history = History::default();
+    let mut history = HistoryBuilder::default();
     history
         .fault(
             "start",
@@ -432,7 +450,7 @@ fn a_master_cut_off_before_it_granted_and_still_cut_off_at_the_second_grant_is_a
     ), "{}", explained[0].sentence);
 
     // Cut off after its grant: the key was lost in a failover, not granted twice by two masters.
-    let mut history = History::default();
+    let mut history = HistoryBuilder::default();
     history
         .grant(0, 1_000, 1_001, 5_000, &["n1"])
         .fault(
@@ -459,9 +477,9 @@ fn an_old_master_granting_just_after_the_heal_that_ended_its_cut_off_is_a_split_
     let grudge = json!({"grudge": {"n1": ["n2", "n3"], "n2": ["n1"], "n3": ["n1"]}});
     let mut promoted = master(&["n1", "n3"]);
     promoted.measured = Some(json!({"from": ["n1"], "by": "sentinel"}));
-    let mut history = History::default();
+    let mut history = HistoryBuilder::default();
     history
-        .push(master(&["n1"]), 0)
+        .at(0, master(&["n1"]))
         .fault(
             "start",
             500,
@@ -470,7 +488,7 @@ fn an_old_master_granting_just_after_the_heal_that_ended_its_cut_off_is_a_split_
             Value::Null,
             grudge,
         )
-        .push(promoted, 2_000)
+        .at(2_000, promoted)
         .fault(
             "stop",
             5_000,
@@ -480,7 +498,7 @@ fn an_old_master_granting_just_after_the_heal_that_ended_its_cut_off_is_a_split_
             Value::Null,
         )
         .grant(1, 5_100, 5_101, 5_000, &["n3"])
-        .push(master(&["n3"]), 5_200)
+        .at(5_200, master(&["n3"]))
         .grant(0, 5_300, 5_301, 5_000, &["n1"]);
     let explained = history.explained();
     assert_eq!(causes(&explained), vec![Cause::SplitBrain]);
@@ -493,7 +511,7 @@ fn an_old_master_granting_just_after_the_heal_that_ended_its_cut_off_is_a_split_
     );
 
     // Long after the heal, the old master's grant is no longer put down to it.
-    let mut history = History::default();
+    let mut history = HistoryBuilder::default();
     let mut promoted = master(&["n1", "n3"]);
     promoted.measured = Some(json!({"from": ["n1"], "by": "sentinel"}));
     history
@@ -505,7 +523,7 @@ fn an_old_master_granting_just_after_the_heal_that_ended_its_cut_off_is_a_split_
             Value::Null,
             json!({}),
         )
-        .push(promoted, 2_000)
+        .at(2_000, promoted)
         .fault(
             "stop",
             5_000,
@@ -521,7 +539,7 @@ fn an_old_master_granting_just_after_the_heal_that_ended_its_cut_off_is_a_split_
 
 #[test]
 fn another_master_granting_with_nothing_done_to_the_first_is_unexplained() {
-    let mut history = History::default();
+    let mut history = HistoryBuilder::default();
     history
         .grant(0, 1_000, 1_001, 5_000, &["n1"])
         .fault("start", 2_000, "kill", &["n3"], Value::Null, Value::Null)
@@ -539,10 +557,10 @@ fn another_master_granting_with_nothing_done_to_the_first_is_unexplained() {
 }
 
 /// Processes 0 to 2 on workers client-0 to client-2.
-fn workers(history: &mut History) {
+fn workers(history: &mut HistoryBuilder) {
     for process in 0..3 {
         let op = |kind| Op::new(Process::Client(process), kind, "read").key("other");
-        history.push(op(OpType::Invoke), 1).push(op(OpType::Ok), 2);
+        history.at(1, op(OpType::Invoke)).at(2, op(OpType::Ok));
     }
 }
 
@@ -551,7 +569,7 @@ fn workers(history: &mut History) {
 /// holder "with no fault on it".
 #[test]
 fn a_holder_whose_links_were_cut_is_no_slow_holder() {
-    let mut history = History::default();
+    let mut history = HistoryBuilder::default();
     workers(&mut history);
     let links = &["g0->n1", "g0->n2", "g0->n3"];
     history
@@ -566,7 +584,7 @@ fn a_holder_whose_links_were_cut_is_no_slow_holder() {
 #[test]
 fn a_holder_frozen_past_its_lease_is_a_zombie_and_one_untouched_a_slow_holder() {
     for (frozen, cause) in [(true, Cause::Zombie), (false, Cause::SlowHolder)] {
-        let mut history = History::default();
+        let mut history = HistoryBuilder::default();
         workers(&mut history);
         history
             .grant(0, 1_000, 1_001, 1_000, &["n1"])
@@ -614,7 +632,7 @@ fn a_holder_frozen_past_its_lease_is_a_zombie_and_one_untouched_a_slow_holder() 
 fn a_zombie_is_shown_frozen_until_its_thaw_however_late_the_stop_is_recorded() {
     for thaw_ms in [3_000, 4_200, 5_000] {
         for late_ms in [0, 1, 250, 999, 1_900] {
-            let mut history = History::default();
+            let mut history = HistoryBuilder::default();
             workers(&mut history);
             history
                 .grant(0, 1_000, 1_001, 1_000, &["n1"])
@@ -656,7 +674,7 @@ fn a_zombie_is_shown_frozen_until_its_thaw_however_late_the_stop_is_recorded() {
 #[test]
 fn a_renewing_holder_whose_node_came_back_empty_is_the_restart_hazard() {
     for renews in [true, false] {
-        let mut history = History::default();
+        let mut history = HistoryBuilder::default();
         workers(&mut history);
         history.grant(0, 1_000, 1_001, 1_000, &["n1"]);
         if renews {
@@ -666,10 +684,10 @@ fn a_renewing_holder_whose_node_came_back_empty_is_the_restart_hazard() {
                 op
             };
             history
-                .push(renew(OpType::Invoke), 1_600)
-                .push(renew(OpType::Ok), 1_601)
-                .push(renew(OpType::Invoke), 2_300)
-                .push(renew(OpType::Fail), 2_301);
+                .at(1_600, renew(OpType::Invoke))
+                .at(1_601, renew(OpType::Ok))
+                .at(2_300, renew(OpType::Invoke))
+                .at(2_301, renew(OpType::Fail));
         }
         history
             .fault("start", 1_800, "kill", &["n1"], Value::Null, Value::Null)
@@ -710,26 +728,26 @@ fn renew(kind: OpType, error: Option<&str>) -> Op {
 #[test]
 fn a_holder_whose_library_stopped_renewing_after_a_failed_renewal_is_renewal_stopped() {
     for tried_again in [false, true] {
-        let mut history = History::default();
+        let mut history = HistoryBuilder::default();
         workers(&mut history);
         history.grant(0, 1_000, 1_001, 2_000, &["n1"]);
         history
-            .push(renew(OpType::Invoke, None), 1_660)
-            .push(renew(OpType::Ok, None), 1_662)
+            .at(1_660, renew(OpType::Invoke, None))
+            .at(1_662, renew(OpType::Ok, None))
             .fault("start", 2_200, "pause", &["n1"], Value::Null, Value::Null)
-            .push(renew(OpType::Invoke, None), 2_330)
-            .push(
+            .at(2_330, renew(OpType::Invoke, None))
+            .at(
+                3_330,
                 renew(
                     OpType::Info,
                     Some("TimeoutError: Timeout reading from socket"),
                 ),
-                3_330,
             )
             .fault("stop", 3_700, "pause", &["n1"], Value::Null, Value::Null);
         if tried_again {
             history
-                .push(renew(OpType::Invoke, None), 3_990)
-                .push(renew(OpType::Ok, None), 3_992);
+                .at(3_990, renew(OpType::Invoke, None))
+                .at(3_992, renew(OpType::Ok, None));
         }
         history
             .grant(1, 6_000, 6_001, 2_000, &["n1"])
@@ -758,12 +776,12 @@ fn a_holder_whose_library_stopped_renewing_after_a_failed_renewal_is_renewal_sto
 #[test]
 fn a_renewal_in_flight_when_the_lease_ran_out_that_then_failed_is_renewal_stopped() {
     for asked_after_the_grant in [false, true] {
-        let mut history = History::default();
+        let mut history = HistoryBuilder::default();
         workers(&mut history);
         history.grant(0, 1_000, 1_001, 3_000, &["n1"]);
         history.fault("start", 1_700, "pause", &["n1"], Value::Null, Value::Null);
         if !asked_after_the_grant {
-            history.push(renew(OpType::Invoke, None), 3_000);
+            history.at(3_000, renew(OpType::Invoke, None));
         }
         history.grant(1, 4_000, 4_012, 3_000, &["n1"]).fault(
             "stop",
@@ -774,15 +792,15 @@ fn a_renewal_in_flight_when_the_lease_ran_out_that_then_failed_is_renewal_stoppe
             Value::Null,
         );
         if asked_after_the_grant {
-            history.push(renew(OpType::Invoke, None), 4_016);
+            history.at(4_016, renew(OpType::Invoke, None));
         }
         history
-            .push(
+            .at(
+                4_019,
                 renew(
                     OpType::Info,
                     Some("TimeoutError: Timeout reading from socket"),
                 ),
-                4_019,
             )
             .release(0, 9_000, OpType::Ok);
         let explained = history.explained();
@@ -796,7 +814,7 @@ fn a_renewal_in_flight_when_the_lease_ran_out_that_then_failed_is_renewal_stoppe
 
 #[test]
 fn a_pause_of_another_worker_does_not_make_a_zombie() {
-    let mut history = History::default();
+    let mut history = HistoryBuilder::default();
     workers(&mut history);
     history
         .grant(0, 1_000, 1_001, 1_000, &["n1"])
@@ -815,7 +833,7 @@ fn a_pause_of_another_worker_does_not_make_a_zombie() {
 
 #[test]
 fn a_holder_whose_links_were_cut_just_after_its_grant_is_cut_off() {
-    let mut history = History::default();
+    let mut history = HistoryBuilder::default();
     workers(&mut history);
     history
         .grant(0, 1_000, 1_001, 1_000, &["n1"])
@@ -846,11 +864,11 @@ fn a_holder_whose_links_were_cut_just_after_its_grant_is_cut_off() {
 }
 
 /// The holder asks its library whether it still holds the lock (`held`), at `at_ms`.
-fn told(history: &mut History, process: u64, at_ms: u64, held: bool) {
+fn told(history: &mut HistoryBuilder, process: u64, at_ms: u64, held: bool) {
     let op = |kind| Op::new(Process::Client(process), kind, "held").key("lock");
     history
-        .push(op(OpType::Invoke), at_ms)
-        .push(op(OpType::Ok).value(held), at_ms + 1);
+        .at(at_ms, op(OpType::Invoke))
+        .at(at_ms + 1, op(OpType::Ok).value(held));
 }
 
 #[test]
@@ -866,7 +884,7 @@ fn a_holder_told_it_still_held_after_the_next_grant_and_its_cut_is_stale_ownersh
         (&[(3_000, true)][..], Cause::CutOffHolder),
         (&[(3_000, true), (4_500, false)][..], Cause::CutOffHolder),
     ] {
-        let mut history = History::default();
+        let mut history = HistoryBuilder::default();
         workers(&mut history);
         history
             .grant(0, 1_000, 1_001, 1_000, &["n1"])
@@ -915,7 +933,7 @@ fn a_silently_renewed_holder_cut_off_after_its_promised_lease_is_cut_off_all_the
     // Without silent renewal, the holder had already outlived its lease: the cut explains
     // nothing.
     for (silent, cause) in [(true, Cause::CutOffHolder), (false, Cause::Unexplained)] {
-        let mut history = History::default();
+        let mut history = HistoryBuilder::default();
         workers(&mut history);
         history.grant(0, 1_000, 2_800, 2_000, &["n1"]);
         if silent {
@@ -955,7 +973,7 @@ fn a_late_release_that_succeeded_between_two_live_leases_is_a_hijack() {
         (OpType::Ok, Cause::Hijack),
         (OpType::Fail, Cause::NoExclusion),
     ] {
-        let mut history = History::default();
+        let mut history = HistoryBuilder::default();
         workers(&mut history);
         history
             .grant(0, 1_000, 1_001, 1_000, &["n1"])
@@ -988,14 +1006,14 @@ fn a_release_that_never_came_back_may_have_deleted_the_next_holders_key() {
     // asked and lost its key before process 2 was granted, with no fault on n1 itself. A
     // release that failed deleted nothing. (The link faults are left out: no rule needs them.)
     for outcome in [OpType::Info, OpType::Fail] {
-        let mut history = History::default();
+        let mut history = HistoryBuilder::default();
         workers(&mut history);
         let release = |kind| Op::new(Process::Client(0), kind, "release").key("lock");
         history
             .grant(0, 4_767, 4_771, 2_000, &["n1"])
-            .push(release(OpType::Invoke), 6_023)
+            .at(6_023, release(OpType::Invoke))
             .grant(1, 6_775, 6_782, 2_000, &["n1"])
-            .push(release(outcome), 7_024)
+            .at(7_024, release(outcome))
             .grant(2, 7_684, 7_687, 2_000, &["n1"])
             .release(1, 7_840, OpType::Ok);
         let explained = history.explained();
@@ -1021,7 +1039,7 @@ fn a_release_held_up_by_a_paused_server_that_deleted_the_key_set_meanwhile_is_a_
     // del-release under `kill,pause` (fault sweep, seed 2): n1 is paused; process 0's release
     // (a DEL, no token) and process 1's acquire wait in it. Resumed, n1 sets process 1's key,
     // then deletes it for process 0, which is granted again: both hold the lock.
-    let mut history = History::default();
+    let mut history = HistoryBuilder::default();
     workers(&mut history);
     let release = |kind| Op::new(Process::Client(0), kind, "release").key("lock");
     let mut asked = Op::new(Process::Client(1), OpType::Invoke, "acquire").key("lock");
@@ -1034,12 +1052,12 @@ fn a_release_held_up_by_a_paused_server_that_deleted_the_key_set_meanwhile_is_a_
     history
         .grant(0, 5_000, 5_001, 2_000, &["n1"])
         .fault("start", 6_617, "pause", &["n1"], Value::Null, Value::Null)
-        .push(asked, 6_643)
-        .push(release(OpType::Invoke), 6_765)
+        .at(6_643, asked)
+        .at(6_765, release(OpType::Invoke))
         .fault("stop", 7_208, "pause", &["n1"], Value::Null, Value::Null)
-        .push(release(OpType::Ok), 7_224)
+        .at(7_224, release(OpType::Ok))
         .grant(0, 7_225, 7_226, 2_000, &["n1"])
-        .push(granted, 7_227)
+        .at(7_227, granted)
         .release(1, 7_800, OpType::Ok)
         .release(0, 8_400, OpType::Ok);
     let explained = history.explained();
@@ -1060,7 +1078,7 @@ fn a_release_of_a_holder_whose_key_was_gone_or_of_the_next_holder_itself_is_a_hi
     // no fault at all, the lock let process 0 in beside process 1, and nothing says process 0
     // ever had a key to delete: no exclusion, twice.
     for faulty in [true, false] {
-        let mut history = History::default();
+        let mut history = HistoryBuilder::default();
         if faulty {
             history
                 .fault("start", 10, "kill", &["n2"], Value::Null, Value::Null)
@@ -1078,7 +1096,7 @@ fn a_release_of_a_holder_whose_key_was_gone_or_of_the_next_holder_itself_is_a_hi
         };
         assert_eq!(causes(&explained), expected);
     }
-    let mut history = History::default();
+    let mut history = HistoryBuilder::default();
     history
         .fault("start", 10, "kill", &["n2"], Value::Null, Value::Null)
         .fault("stop", 20, "kill", &["n2"], Value::Null, Value::Null)
@@ -1096,7 +1114,7 @@ fn a_release_of_a_holder_whose_key_was_gone_or_of_the_next_holder_itself_is_a_hi
     );
 
     // A zombie's release deletes the next holder's key, and the zombie takes the lock again.
-    let mut history = History::default();
+    let mut history = HistoryBuilder::default();
     workers(&mut history);
     history
         .grant(0, 1_000, 1_001, 1_000, &["n1"])
@@ -1118,7 +1136,7 @@ fn a_release_of_a_holder_whose_key_was_gone_or_of_the_next_holder_itself_is_a_hi
 #[test]
 fn a_release_still_in_flight_when_the_first_was_granted_may_have_deleted_its_key() {
     // Process 0's DEL was invoked just before process 1's grant and came back after it.
-    let mut history = History::default();
+    let mut history = HistoryBuilder::default();
     history
         .grant(0, 1_000, 1_001, 1_000, &["n1"])
         .grant(1, 2_999, 3_001, 5_000, &["n1"])
@@ -1132,7 +1150,7 @@ fn a_release_by_a_holder_granted_after_the_first_on_its_nodes_hijacks_nothing() 
     // Process 1 could be granted only once process 0's key was gone from n1: its release
     // deleted its own key, whatever process 2's grant then overlapped. Nothing else happened,
     // so the lock kept no key: never a hijack.
-    let mut history = History::default();
+    let mut history = HistoryBuilder::default();
     history
         .grant(0, 1_000, 1_001, 5_000, &["n1"])
         .grant(1, 2_000, 2_001, 5_000, &["n1"])
@@ -1147,7 +1165,7 @@ fn a_release_by_a_holder_granted_after_the_first_on_its_nodes_hijacks_nothing() 
 
 #[test]
 fn a_release_on_another_master_hijacks_nothing() {
-    let mut history = History::default();
+    let mut history = HistoryBuilder::default();
     history
         .grant(0, 1_000, 1_001, 5_000, &["n1"])
         .grant(1, 1_200, 1_201, 5_000, &["n2"])
@@ -1167,7 +1185,7 @@ fn a_release_on_another_master_hijacks_nothing() {
 #[test]
 fn a_release_after_the_restart_that_lost_the_first_key_is_no_hijack() {
     for nodes in [&["n1"][..], &[]] {
-        let mut history = History::default();
+        let mut history = HistoryBuilder::default();
         history
             .grant(2, 500, 501, 2_000, nodes)
             .fault("start", 900, "kill", &["n1"], Value::Null, Value::Null)
@@ -1182,7 +1200,7 @@ fn a_release_after_the_restart_that_lost_the_first_key_is_no_hijack() {
             "nodes {nodes:?}: {explained:#?}"
         );
     }
-    let mut history = History::default();
+    let mut history = HistoryBuilder::default();
     history
         .grant(2, 500, 501, 2_000, &[])
         .fault("start", 900, "kill", &["n1"], Value::Null, Value::Null)
@@ -1204,7 +1222,7 @@ fn a_kill_while_the_first_acquire_was_under_way_is_the_restart_hazard() {
     for nodes in [&["n1", "n3", "n5"][..], &[]] {
         for (killed_at, cause) in [(1_150, Cause::RestartHazard), (900, Cause::Unexplained)] {
             let masters = ["n1", "n3", "n5"];
-            let mut history = History::default();
+            let mut history = HistoryBuilder::default();
             // In time order once explained: the kill falls inside process 0's acquire (1.0 s
             // to 1.2 s), or before it.
             history
@@ -1253,11 +1271,11 @@ fn a_kill_while_the_first_acquire_was_under_way_is_the_restart_hazard() {
 fn unnamed_grants_soon_after_a_master_was_replaced_are_a_failover() {
     let mut promoted = master(&["n2", "n3"]);
     promoted.measured = Some(json!({"from": ["n2"], "by": "sentinel"}));
-    let mut history = History::default();
+    let mut history = HistoryBuilder::default();
     history
-        .push(master(&["n2"]), 100)
-        .push(promoted, 10_911)
-        .push(master(&["n3"]), 11_935)
+        .at(100, master(&["n2"]))
+        .at(10_911, promoted)
+        .at(11_935, master(&["n3"]))
         .grant(3, 13_480, 13_483, 5_000, &[])
         .grant(0, 13_830, 13_833, 5_000, &[]);
     let explained = history.explained();
@@ -1271,10 +1289,10 @@ fn unnamed_grants_soon_after_a_master_was_replaced_are_a_failover() {
         explained[0].sentence
     );
     // Long after the change, nothing explains it.
-    let mut history = History::default();
+    let mut history = HistoryBuilder::default();
     history
-        .push(master(&["n2"]), 100)
-        .push(master(&["n3"]), 1_000)
+        .at(100, master(&["n2"]))
+        .at(1_000, master(&["n3"]))
         .grant(3, 13_480, 13_483, 5_000, &[])
         .grant(0, 13_830, 13_833, 5_000, &[]);
     assert_eq!(causes(&history.explained()), vec![Cause::Unexplained]);
@@ -1286,12 +1304,12 @@ fn unnamed_grants_across_a_promotion_are_a_failover_and_across_nothing_unexplain
     let mut promoted = master(&["n2"]);
     promoted.measured = Some(json!({"from": ["n1"], "by": "sentinel"}));
     for (fault, measured) in [("failover", json!({"master": "n1"})), ("kill", Value::Null)] {
-        let mut history = History::default();
+        let mut history = HistoryBuilder::default();
         history
-            .push(master(&["n1"]), 100)
+            .at(100, master(&["n1"]))
             .grant(0, 1_000, 1_001, 5_000, &[])
             .fault("start", 1_200, fault, &["n1"], Value::Null, measured)
-            .push(promoted.clone(), 1_900)
+            .at(1_900, promoted.clone())
             .grant(1, 2_000, 2_001, 5_000, &[]);
         let explained = history.explained();
         assert_eq!(causes(&explained), vec![Cause::Failover], "{fault}");
@@ -1304,7 +1322,7 @@ fn unnamed_grants_across_a_promotion_are_a_failover_and_across_nothing_unexplain
         );
     }
 
-    let mut history = History::default();
+    let mut history = HistoryBuilder::default();
     history
         .grant(0, 1_000, 1_001, 5_000, &[])
         .fault(
@@ -1334,12 +1352,12 @@ fn a_waiter_cut_off_past_its_session_and_granted_after_the_cut_lost_its_session_
         (2_500, true, Cause::SlowHolder),
         (4_000, false, Cause::SlowHolder),
     ] {
-        let mut history = History::default();
+        let mut history = HistoryBuilder::default();
         workers(&mut history);
         history.grant(1, 900, 901, 2_000, &[]).renewed_silently();
         let mut asked = Op::new(Process::Client(0), OpType::Invoke, "acquire").key("lock");
         asked.ttl_ms = Some(2_000);
-        history.push(asked, 1_000);
+        history.at(1_000, asked);
         let links = &["g0->n1", "g0->n2", "g0->n3"];
         // Logged at 1.050s, acting from 1.020s: the sentence gives when it acted.
         let measured =
@@ -1370,7 +1388,7 @@ fn a_waiter_cut_off_past_its_session_and_granted_after_the_cut_lost_its_session_
             granted.renewal = Some(crate::Renewal::Silent);
         }
         history
-            .push(granted, 4_200)
+            .at(4_200, granted)
             .grant(1, 4_101, 6_000, 2_000, &[])
             .renewed_silently()
             .release(0, 7_000, OpType::Ok);
@@ -1410,7 +1428,7 @@ fn a_session_lock_whose_connection_was_reset_under_its_holder_lost_its_connectio
         ("link-latency", true, Cause::Unexplained),
         ("link-reset", false, Cause::Unexplained),
     ] {
-        let mut history = History::default();
+        let mut history = HistoryBuilder::default();
         workers(&mut history);
         history.grant(0, 1_000, 1_001, 2_000, &["n1"]);
         if connection {
@@ -1456,7 +1474,7 @@ fn a_session_lock_holder_past_its_refused_renewal_lost_its_connection() {
     // pg-advisory-xact under link faults (seed 1): the reset ends process 0's session and its
     // next ping is refused, which ends its lease; process 1 is granted after that, while
     // process 0 still holds out its hold: a stale double grant, and the same story.
-    let mut history = History::default();
+    let mut history = HistoryBuilder::default();
     workers(&mut history);
     history
         .grant(0, 1_000, 1_001, 2_000, &["n1"])
@@ -1499,7 +1517,7 @@ fn a_session_lock_whose_renewal_got_no_answer_on_a_slowed_link_lost_its_connecti
     // link and gets no reply in time; MariaDB's client gives such a connection up, and n1
     // grants process 1. Without the unanswered renewal a slowed link explains nothing.
     for (unanswered, cause) in [(true, Cause::ConnectionLost), (false, Cause::Unexplained)] {
-        let mut history = History::default();
+        let mut history = HistoryBuilder::default();
         workers(&mut history);
         history
             .grant(0, 1_000, 1_001, 2_000, &["n1"])
