@@ -60,7 +60,7 @@ impl Service for Redis {
         let layout = match topology.name() {
             name if name == cluster::Cluster.name() => Layout::Cluster,
             name if name == sentinel::Sentinel.name() => Layout::Sentinel(Sentinels {
-                master: sentinel::MASTER_NAME.into(),
+                master: roles::MASTER_NAME.into(),
                 addrs: reach.companions,
                 announced: reach.announced,
             }),

@@ -8,7 +8,10 @@ use std::time::Duration;
 use splitbrain_compose::topology::Masters;
 use splitbrain_compose::{ComposeError, Deployment};
 
-use super::sentinel::{MASTER_NAME, SENTINEL_PORT};
+/// The name Sentinel knows the monitored master by.
+pub const MASTER_NAME: &str = "mymaster";
+/// The port every Sentinel listens on, on its node's address.
+pub const SENTINEL_PORT: u16 = 26379;
 
 /// Whether every Sentinel names the first node as master and knows every replica and every
 /// other Sentinel, and every replica is online: the deployment is what the test means it to

@@ -7,17 +7,12 @@ use splitbrain_compose::topology::{
 };
 use splitbrain_compose::{ComposeError, Deployment, System};
 
-use super::roles;
+use super::roles::{self, MASTER_NAME, SENTINEL_PORT};
 use super::server::REDIS_7_0;
 use super::settings::{
     persistence_args, DOWN_AFTER, FAILOVER_TIMEOUT, MIN_REPLICAS_TO_WRITE, PERSISTENCE,
     SENTINEL_QUORUM,
 };
-
-/// The name Sentinel knows the monitored master by.
-pub const MASTER_NAME: &str = "mymaster";
-/// The port every Sentinel listens on, on its node's address.
-pub const SENTINEL_PORT: u16 = 26379;
 
 /// One master and two replicas, as in Jepsen's 2013 test and most production setups.
 const DEFAULT_NODES: usize = 3;
