@@ -17,6 +17,7 @@ use splitbrain_workloads::{
 };
 
 use super::session::{check_ttl, ZkConn, ZkError};
+use super::topology::TICK;
 use super::Ensemble;
 
 pub(super) const KIND: ClientKind = ClientKind {
@@ -34,6 +35,10 @@ const LOCKS: &str = "/locks";
 /// after 2/5 of the session timeout) and for an election (measured: 0.6 s after a leader
 /// was killed, 2.7 s after it was cut off).
 const WITHDRAW_PATIENCE: Duration = Duration::from_secs(5);
+/// How long past its timeout an abandoned session may still live on the servers: they expire
+/// sessions a tick at a time, and a ping sent just before it was abandoned may still be on a
+/// slowed link (link faults delay a packet by about a second, with jitter).
+const SESSION_END_MARGIN: Duration = Duration::from_millis(TICK.as_millis() as u64 + 2_000);
 
 fn build(config: &ClientConfig) -> Result<Box<dyn LockClient>, String> {
     config.connection::<Ensemble>(KIND.name)?;
@@ -131,22 +136,55 @@ impl ZkRecipe {
     /// its wait run out): a node it made may exist, and may even become the holder, for as
     /// long as the session lives. Like Curator's protected mode, it finds the attempt's
     /// node by the token in its name and deletes it, trying again while the session moves
-    /// to another member; once none is left the attempt certainly holds nothing. Only when
-    /// that never got through is the attempt unknown, and the session is abandoned (the
-    /// server expires it a session timeout later, and its node with it).
+    /// to another member; once none is left the attempt certainly holds nothing. When that
+    /// does not get through (the client is cut off), the session is abandoned, and the
+    /// attempt is settled once the servers have expired it and its node with it.
     async fn withdraw(&mut self, dir: &str, token: &str, error: String) -> Outcome<Grant> {
+        let e = match self.delete_until(dir, token, WITHDRAW_PATIENCE).await {
+            Ok(()) => {
+                return Outcome::Fail(format!("{error}; deleted our node, so nothing is held"))
+            }
+            Err(e) => e,
+        };
+        self.zk.abandon();
+        self.outlive_session(dir, token, format!("{error}, and deleting our node: {e}"))
+            .await
+    }
+
+    /// After the session was abandoned with a node of ours perhaps in the queue: waits until
+    /// the servers have certainly expired it, then looks from a new session, for as long as
+    /// a cut may last. With no node of ours left, the attempt certainly holds nothing (a node
+    /// it made held the lock at most until the session's end, and its client never acted
+    /// under it), as etcd's clients revoke an unknown attempt's lease; only when no look got
+    /// through is it unknown.
+    async fn outlive_session(&mut self, dir: &str, token: &str, error: String) -> Outcome<Grant> {
+        tokio::time::sleep(self.zk.session_timeout() + SESSION_END_MARGIN).await;
+        match self.delete_until(dir, token, WITHDRAW_PATIENCE).await {
+            Ok(()) => Outcome::Fail(format!(
+                "{error}; abandoned the session, which the servers have expired since, and no \
+                 node of ours is left, so nothing is held"
+            )),
+            Err(e) => {
+                self.zk.abandon();
+                Outcome::Info(format!(
+                    "{error}; abandoned the session, and looking again after it expired: {e}"
+                ))
+            }
+        }
+    }
+
+    /// [`ZkRecipe::delete_ours`], tried again for up to `patience` while it fails.
+    async fn delete_until(
+        &mut self,
+        dir: &str,
+        token: &str,
+        patience: Duration,
+    ) -> Result<(), ZkError> {
         let started = Instant::now();
         loop {
             match self.delete_ours(dir, token).await {
-                Ok(()) => {
-                    return Outcome::Fail(format!("{error}; deleted our node, so nothing is held"))
-                }
-                Err(e) if started.elapsed() >= WITHDRAW_PATIENCE => {
-                    self.zk.abandon();
-                    return Outcome::Info(format!(
-                        "{error}, and deleting our node: {e}; abandoned the session"
-                    ));
-                }
+                Ok(()) => return Ok(()),
+                Err(e) if started.elapsed() >= patience => return Err(e),
                 Err(e) => {
                     tracing::debug!("deleting the node of {token}: {e}; trying again");
                     tokio::time::sleep(Duration::from_millis(100)).await;

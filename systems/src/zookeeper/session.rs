@@ -171,6 +171,11 @@ impl ZkConn {
         }
     }
 
+    /// The session timeout asked for (and granted): the lock's lease.
+    pub fn session_timeout(&self) -> Duration {
+        self.ttl
+    }
+
     /// Ends the session without closing it, as a crash does: the server expires it (and
     /// deletes its ephemeral nodes) a session timeout after it last heard from it.
     pub fn abandon(&mut self) {
