@@ -27,14 +27,15 @@ part! {
         /// below 2^53, so `--seed $(jq .seed test.json)` reruns the same schedule).
         #[arg(long, value_parser = parse::seed, allow_hyphen_values = true)]
         pub seed: Option<u64>,
-        /// How long a killed node stays down before it is restarted (default: at once; on
-        /// sentinel and cluster, as long as other faults, around the failure detector).
+        /// How long a killed node stays down before it is restarted (default: at once; on a
+        /// deployment that fails over, as long as other faults, around its failure detector).
         #[arg(long, value_parser = parse::duration, allow_hyphen_values = true)]
         #[serde(default, with = "names::opt_millis")]
         pub restart_delay: Option<Duration>,
         /// Mean quiet time before each fault (seeded, within half of it either way), and the
-        /// mean length of faults that have no length of their own (default: 500ms; on sentinel
-        /// and cluster, drawn around the failure detector instead, so that faults outlast it).
+        /// mean length of faults that have no length of their own (default: 500ms; on a
+        /// deployment that fails over, drawn around its failure detector instead, so that
+        /// faults outlast it).
         #[arg(long, value_parser = parse::duration, allow_hyphen_values = true)]
         #[serde(default, with = "names::opt_millis")]
         pub nemesis_interval: Option<Duration>,
