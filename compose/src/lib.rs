@@ -5,7 +5,6 @@
 //! `splitbrain.owner` naming the harness process that made it ([`owner`]), so that
 //! [`remove_run`], [`remove_owned`] and [`clean`] can always find what a run left behind.
 
-pub mod clock;
 mod deployment;
 mod docker;
 mod error;
@@ -15,6 +14,7 @@ pub mod system;
 pub mod topology;
 
 pub use bollard::Docker;
+pub use deployment::clock;
 pub use deployment::{BringUp, Deployment, ExecOutput, Node, NodeState, Storage, MOST_NODES};
 pub use docker::{
     abandoned, clean, connect, list_run, remove_owned, remove_run, Cleaned, Leftovers, RUN_LABEL,
