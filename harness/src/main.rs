@@ -167,6 +167,18 @@ fn beside_replay(matches: &clap::ArgMatches) -> Option<String> {
     flag
 }
 
+/// After a group of runs (a matrix, a scenario, a card), the results folder's index lists them
+/// too, as it does after a run. Input refused before anything ran writes nothing.
+fn indexed(
+    results: &std::path::Path,
+    ran: Result<Exit, HarnessError>,
+) -> Result<Exit, HarnessError> {
+    if ran.is_ok() {
+        report::write_index_after(results);
+    }
+    ran
+}
+
 async fn dispatch(command: Command) -> Exit {
     let result = match command {
         Command::Run(args) => {
@@ -190,12 +202,15 @@ async fn dispatch(command: Command) -> Exit {
             progress::set_quiet(args.quiet);
             let options = matrix::MatrixOptions {
                 file: args.file,
-                results: args.results,
+                results: args.results.clone(),
                 junit: args.junit,
                 shard: args.shard,
                 parallel: args.parallel.unwrap_or_else(matrix::default_parallel),
             };
-            matrix::run(options, interrupt_on_signals()).await
+            indexed(
+                &args.results,
+                matrix::run(options, interrupt_on_signals()).await,
+            )
         }
         Command::Shrink(args) => {
             progress::set_quiet(args.quiet);
@@ -222,10 +237,11 @@ async fn dispatch(command: Command) -> Exit {
                     runs: &runs,
                     stop_at_first,
                 };
-                match name {
+                let ran = match name {
                     Some(name) if !all => scenario::run(&asked, &name, interrupt).await,
                     _ => scenario::run_all(&asked, interrupt).await,
-                }
+                };
+                indexed(&runs.results, ran)
             }
         },
         Command::Report(args) => {
@@ -264,7 +280,7 @@ async fn dispatch(command: Command) -> Exit {
                     runs: &runs,
                     stop_at_first: !full_time,
                 };
-                library::test(cards, interrupt).await
+                indexed(&runs.results, library::test(cards, interrupt).await)
             }
         },
         Command::Images {

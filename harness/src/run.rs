@@ -33,7 +33,7 @@ pub struct Ran {
 /// Says, once a process, what runs whose harness was killed together with its reaper left on
 /// this machine: nothing else would remove it, and it keeps the engine busier than the run
 /// beside it expects. Runs whose harness is alive are not counted.
-async fn mention_abandoned(docker: &splitbrain_compose::Docker) {
+pub(crate) async fn mention_abandoned(docker: &splitbrain_compose::Docker) {
     static CHECKED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
     if CHECKED.swap(true, std::sync::atomic::Ordering::Relaxed) {
         return;

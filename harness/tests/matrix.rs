@@ -1,5 +1,5 @@
 //! `splitbrain matrix` against real containers: the smoke matrix passes, two cells at a time,
-//! with a JUnit file CI systems accept; a cell whose verdict contradicts its `expect` fails the matrix, naming the
+//! with a JUnit file CI systems accept, and the results folder's index lists it; a cell whose verdict contradicts its `expect` fails the matrix, naming the
 //! cell, through shards and their merge; a bad matrix file starts nothing.
 
 mod support;
@@ -62,15 +62,22 @@ fn the_smoke_matrix_passes_two_cells_at_a_time_with_a_junit_file_ci_accepts() {
         xml.contains(r#"tests="4" failures="0" errors="0""#),
         "{xml}"
     );
-    let index = std::fs::read_dir(&results)
+    let folder = std::fs::read_dir(&results)
         .unwrap()
         .filter_map(Result::ok)
-        .find(|e| e.file_name().to_string_lossy().starts_with("matrix-"))
-        .expect("a matrix folder")
-        .path()
-        .join("index.html");
-    let html = std::fs::read_to_string(index).unwrap();
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .find(|name| name.starts_with("matrix-"))
+        .expect("a matrix folder");
+    let html = std::fs::read_to_string(results.join(&folder).join("index.html")).unwrap();
     assert_eq!(html.matches("<tr class=\"met\">").count(), 4, "{html}");
+    // The results folder's own index lists the matrix and its cells' runs, as after a run.
+    let top = std::fs::read_to_string(results.join("index.html"))
+        .expect("the results folder's index, written when the matrix ended");
+    assert!(
+        top.contains(&format!("href=\"{folder}/index.html\"")),
+        "{top}"
+    );
+    assert!(top.contains("4 runs"), "{top}");
 }
 
 #[test]

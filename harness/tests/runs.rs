@@ -323,7 +323,7 @@ async fn clean_leaves_a_live_run_alone() {
 }
 
 /// A run killed together with its reaper (`kill -9` of both) leaves its containers behind: the
-/// next run says so, naming it, and `splitbrain clean` removes them.
+/// next matrix and the next run say so, naming it, and `splitbrain clean` removes them.
 #[tokio::test]
 async fn what_a_run_killed_with_its_reaper_left_is_mentioned_then_cleaned() {
     if docker_skipped() {
@@ -350,7 +350,23 @@ async fn what_a_run_killed_with_its_reaper_left_is_mentioned_then_cleaned() {
         leftovers_after(&docker, &run.run_id, Duration::from_secs(3)).await > 0,
         "with its reaper killed first, nothing removes the run's containers"
     );
+    let mentioned = |said: &str| {
+        said.contains("note: earlier runs whose harness is gone left")
+            && said.contains(&run.run_id)
+            && said.contains("`splitbrain clean` removes them")
+    };
+    // A matrix says it too, though each of its cells writes its stderr to a log.
+    let matrix = results.join("one-cell.toml");
+    std::fs::write(
+        &matrix,
+        "[defaults]\ntime-limit = \"1s\"\n\n[[group]]\ndeployments = [\"single\"]\n\
+         clients = [\"set-nx-px\"]\nfaults = [\"none\"]\nseeds = [1]\nexpect = \"valid\"\n",
+    )
+    .unwrap();
     let results = results.to_str().unwrap();
+    let next = run_splitbrain(&["matrix", matrix.to_str().unwrap(), "--results", results]);
+    let said = String::from_utf8_lossy(&next.stderr);
+    assert!(mentioned(&said), "{}", support::printed(&next));
     let next = run_splitbrain(
         &[
             &["run", "--results", results][..],
@@ -360,12 +376,7 @@ async fn what_a_run_killed_with_its_reaper_left_is_mentioned_then_cleaned() {
         .concat(),
     );
     let said = String::from_utf8_lossy(&next.stderr);
-    assert!(
-        said.contains("note: earlier runs whose harness is gone left")
-            && said.contains(&run.run_id)
-            && said.contains("`splitbrain clean` removes them"),
-        "{said}"
-    );
+    assert!(mentioned(&said), "{said}");
     let out = run_splitbrain(&["clean"]);
     assert_eq!(out.status.code(), Some(0), "{}", support::printed(&out));
     assert_eq!(

@@ -50,14 +50,17 @@ impl Default for NemesisOptions {
 }
 
 /// A fault that could not be injected, healed, or verified healed.
+///
+/// `Action`'s message says the error it wraps, which is therefore not also its `source` (a
+/// field of that name would be): an error chain printed whole would say it twice.
 #[derive(Debug, thiserror::Error)]
 pub enum NemesisError {
-    #[error("{action} {fault} on {targets}: {source}", targets = .targets.join(","))]
+    #[error("{action} {fault} on {targets}: {error}", targets = .targets.join(","))]
     Action {
         action: &'static str,
         fault: &'static str,
         targets: Vec<String>,
-        source: ComposeError,
+        error: ComposeError,
     },
     #[error("the heal did not take: {}", .0.join("; "))]
     NotHealed(Vec<String>),
@@ -216,11 +219,11 @@ async fn run_step(
     recorder: &Recorder,
     stop: &CancellationToken,
 ) -> Result<Latency, NemesisError> {
-    let error = |what, source| NemesisError::Action {
+    let error = |what, error| NemesisError::Action {
         action: what,
         fault: fault.name(),
         targets: action.targets.clone(),
-        source,
+        error,
     };
     let starting = Instant::now();
     let started = match fault.start(target, action).await {
@@ -330,5 +333,28 @@ async fn sleep_unless_stopped(duration: Duration, stop: &CancellationToken) -> b
     tokio::select! {
         () = tokio::time::sleep(duration) => !stop.is_cancelled(),
         () = stop.cancelled() => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_action_printed_with_its_chain_says_the_wrapped_error_once() {
+        let error = NemesisError::Action {
+            action: "start",
+            fault: "kill",
+            targets: vec!["n1".into(), "n2".into()],
+            error: ComposeError::UnknownNode("n9".into()),
+        };
+        // As `anyhow`'s `{:#}` prints it: the error, then each source under it.
+        let mut printed = error.to_string();
+        let mut source = std::error::Error::source(&error);
+        while let Some(next) = source {
+            printed += &format!(": {next}");
+            source = next.source();
+        }
+        assert_eq!(printed, "start kill on n1,n2: unknown node n9");
     }
 }

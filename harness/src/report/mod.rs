@@ -84,6 +84,12 @@ pub fn write_stored(run: &StoredRun) -> Result<PathBuf, HarnessError> {
 pub fn write_after_run(dir: &Path, results: &Path) {
     let report = std::panic::catch_unwind(|| write_report(dir).map(|_| ()));
     log_failure("the report", report);
+    write_index_after(results);
+}
+
+/// The results folder's index, after a run or a group of runs (a matrix, a scenario, a card):
+/// its runs are stored already, so a failure is logged and costs them nothing.
+pub fn write_index_after(results: &Path) {
     let index = std::panic::catch_unwind(|| write_index(results).map(|_| ()));
     log_failure("the results index", index);
 }
