@@ -521,7 +521,7 @@ fn an_option_that_would_do_nothing_here_is_refused_with_what_to_do_instead() {
         (&["--client-pause", "5s"], "add it to --nemesis"),
         (
             &["--nemesis", "kill", "--clock-bump", "3s"],
-            "clock-bump, clock-strobe, or clock-holder",
+            "clock-bump, clock-strobe or clock-holder",
         ),
         (
             &["--restart-delay", "3s", "--nemesis", "pause"],
@@ -538,7 +538,7 @@ fn an_option_that_would_do_nothing_here_is_refused_with_what_to_do_instead() {
         ),
         (
             &["--deployment", "etcd", "--persistence", "always"],
-            "use --deployment single, redlock, sentinel, or cluster",
+            "use --deployment single, redlock, sentinel or cluster",
         ),
         (
             &[

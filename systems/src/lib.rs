@@ -219,6 +219,26 @@ mod tests {
         }
     }
 
+    /// `Settings::count`, `duration` and `choice` fall back on the default, so a default of
+    /// the declared kind is what keeps them from panicking.
+    #[test]
+    fn every_setting_defaults_to_a_value_of_its_kind() {
+        use splitbrain_compose::topology::setting::{Kind, Value};
+        for setting in settings() {
+            let fits = match (setting.kind, setting.default) {
+                (Kind::Count { least }, Value::Count(n)) => n >= least,
+                (Kind::Duration, Value::Duration(_)) => true,
+                (Kind::Choice(names), Value::Choice(name)) => names.contains(&name),
+                _ => false,
+            };
+            assert!(
+                fits,
+                "{}: {:?} is not a {:?}",
+                setting.id, setting.default, setting.kind
+            );
+        }
+    }
+
     #[test]
     fn a_client_of_another_system_is_refused_with_the_ones_that_fit() {
         let redis = find_topology("single").unwrap().0;

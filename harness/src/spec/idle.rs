@@ -3,6 +3,8 @@
 //! a run again. An option counts as given when it differs from its default (one passed at its
 //! default changes nothing either way).
 
+use splitbrain_systems::one_of;
+
 use super::part::Printed;
 
 /// What an option's effect depends on, as `run` resolved it.
@@ -36,14 +38,10 @@ pub fn idle(id: &str, run: &Combination) -> Option<String> {
     let faults = |names: &[&str]| run.faults.iter().any(|f| names.contains(f));
     let without_fault = |names: &[&str]| {
         (!faults(names)).then(|| {
-            let which = match names {
-                [only] => only.to_string(),
-                [rest @ .., last] => format!("{}, or {last}", rest.join(", ")),
-                [] => String::new(),
-            };
             format!(
-                "sets how long the {which} fault lasts, and --nemesis has none; add it to \
-                 --nemesis (or leave the option out)"
+                "sets how long the {} fault lasts, and --nemesis has none; add it to \
+                 --nemesis (or leave the option out)",
+                one_of(names)
             )
         })
     };
@@ -54,11 +52,7 @@ pub fn idle(id: &str, run: &Combination) -> Option<String> {
             .map(|topology| topology.name())
             .collect();
         (!takers.is_empty() && !takers.contains(&run.deployment)).then(|| {
-            let takers = match takers.as_slice() {
-                [one] => one.to_string(),
-                [rest @ .., last] => format!("{}, or {last}", rest.join(", ")),
-                [] => unreachable!("some deployment takes the option"),
-            };
+            let takers = one_of(&takers);
             format!(
                 "is taken by --deployment {takers} only, and --deployment {} is another; use \
                  --deployment {takers} (or leave the option out)",
