@@ -89,6 +89,37 @@ async fn sweep(owner: &str) {
     }
 }
 
+/// Says, once a process, what runs whose harness was killed together with its reaper left on
+/// this machine: nothing else would remove it, and it keeps the engine busier than the run
+/// beside it expects. Runs whose harness is alive are not counted.
+pub async fn mention_abandoned(docker: &splitbrain_compose::Docker) {
+    static CHECKED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if CHECKED.swap(true, std::sync::atomic::Ordering::Relaxed) {
+        return;
+    }
+    let runs = splitbrain_compose::abandoned(docker)
+        .await
+        .unwrap_or_default();
+    let containers: usize = runs.iter().map(|(_, containers)| containers).sum();
+    let programs: usize = orphaned_programs(false)
+        .iter()
+        .map(|(_, programs)| programs)
+        .sum();
+    if runs.is_empty() && programs == 0 {
+        return;
+    }
+    let ids: Vec<&str> = runs.iter().map(|(run, _)| run.as_str()).collect();
+    stderrln!(
+        "note: earlier runs whose harness is gone left {containers} container(s) of {} run(s){} \
+         and {programs} client program(s) on this machine; `splitbrain clean` removes them",
+        runs.len(),
+        match ids.is_empty() {
+            true => String::new(),
+            false => format!(" ({})", ids.join(", ")),
+        },
+    );
+}
+
 /// The client programs still running whose harness is gone (or, with `force`, that another
 /// harness than this one started), by owner, each with how many programs it left.
 pub fn orphaned_programs(force: bool) -> Vec<(String, usize)> {

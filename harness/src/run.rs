@@ -30,37 +30,6 @@ pub struct Ran {
     pub dir: std::path::PathBuf,
 }
 
-/// Says, once a process, what runs whose harness was killed together with its reaper left on
-/// this machine: nothing else would remove it, and it keeps the engine busier than the run
-/// beside it expects. Runs whose harness is alive are not counted.
-pub(crate) async fn mention_abandoned(docker: &splitbrain_compose::Docker) {
-    static CHECKED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-    if CHECKED.swap(true, std::sync::atomic::Ordering::Relaxed) {
-        return;
-    }
-    let runs = splitbrain_compose::abandoned(docker)
-        .await
-        .unwrap_or_default();
-    let containers: usize = runs.iter().map(|(_, containers)| containers).sum();
-    let programs: usize = crate::reaper::orphaned_programs(false)
-        .iter()
-        .map(|(_, programs)| programs)
-        .sum();
-    if runs.is_empty() && programs == 0 {
-        return;
-    }
-    let ids: Vec<&str> = runs.iter().map(|(run, _)| run.as_str()).collect();
-    stderrln!(
-        "note: earlier runs whose harness is gone left {containers} container(s) of {} run(s){} \
-         and {programs} client program(s) on this machine; `splitbrain clean` removes them",
-        runs.len(),
-        match ids.is_empty() {
-            true => String::new(),
-            false => format!(" ({})", ids.join(", ")),
-        },
-    );
-}
-
 /// Runs one test. `interrupt` is cancelled on Ctrl-C or SIGTERM.
 pub async fn run(spec: TestSpec, interrupt: CancellationToken) -> Result<Ran, HarnessError> {
     let docker = splitbrain_compose::connect()
@@ -94,7 +63,7 @@ pub async fn run(spec: TestSpec, interrupt: CancellationToken) -> Result<Ran, Ha
         spec.seed(),
         dir.path.display()
     ));
-    mention_abandoned(&docker).await;
+    crate::reaper::mention_abandoned(&docker).await;
 
     let core = tokio::spawn(run_core(
         spec.clone(),

@@ -160,7 +160,7 @@ pub async fn run_cells(
     // Each cell is a `run` of its own whose stderr goes to the cell's log: the note on what
     // earlier runs left is said here, where it is seen.
     if let Ok(docker) = splitbrain_compose::connect().await {
-        crate::run::mention_abandoned(&docker).await;
+        crate::reaper::mention_abandoned(&docker).await;
     }
     let progress = Progress::new(&cells, total, options.parallel);
     let ticker = progress.tick();
