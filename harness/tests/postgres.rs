@@ -1,7 +1,7 @@
 //! PostgreSQL, the article's third alternative: its server comes up and back after a crash,
 //! its advisory locks are valid without faults, a holder cut off at the network is a zombie
 //! once the server's keepalive ends its session, and a transaction-level lock's write cannot
-//! land after its session ended.
+//! land after its session ended (so docs/running.md's example of it loses no write).
 
 mod support;
 
@@ -235,4 +235,45 @@ fn link_drop_holder_cuts_the_holders_own_group_and_makes_a_zombie() {
     let stale = results["lock-safety"]["stale_double_grant_count"].as_u64();
     assert!(stale >= Some(1), "{}", printed(&run.out));
     assert!(results["coverage"]["grants_faulted"].as_u64() >= Some(1));
+}
+
+/// docs/running.md's `pg-advisory-xact` example, run as printed there: invalid on its double
+/// grants, each a cut-off holder, and not one write lost, as the page says.
+#[test]
+fn the_transaction_lock_example_of_the_docs_loses_no_write() {
+    if docker_skipped() {
+        return;
+    }
+    support::postgres_image();
+    let docs = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/running.md"))
+        .unwrap();
+    let example = docs
+        .lines()
+        .find(|line| {
+            line.starts_with("splitbrain run --deployment postgres --client pg-advisory-xact")
+        })
+        .expect("docs/running.md has its pg-advisory-xact example");
+    let args: Vec<&str> = example.split_whitespace().skip(2).collect();
+    let run = StoredRun::new(&args);
+    run.assert_exit(1);
+    let results = run.results();
+    let grants = results["lock-safety"]["double_grants"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert!(!grants.is_empty(), "{}", printed(&run.out));
+    for grant in &grants {
+        assert_eq!(
+            grant["explanation"]["cause"],
+            "cut-off-holder",
+            "{grant}\n{}",
+            printed(&run.out)
+        );
+    }
+    assert_eq!(
+        results["lost-writes"]["lost_count"],
+        0,
+        "{}",
+        printed(&run.out)
+    );
 }
