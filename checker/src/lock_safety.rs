@@ -141,8 +141,8 @@ pub struct LockSafetyChecker {
     /// Per key, the ended holds a hold still to come may overlap.
     retained: HashMap<String, Vec<Candidate>>,
     /// Each process's storage accesses that a fenced hold's lease end may still come before:
-    /// invoke time and outcome (rule 6).
-    accesses: HashMap<Process, Vec<(u64, OpType)>>,
+    /// invoke time, and whether the storage refused it (rule 6).
+    accesses: HashMap<Process, Vec<(u64, bool)>>,
     /// Processes that made a storage access; rule 6 asks a zombie to have made one.
     accessed: HashSet<Process>,
     /// When each process's storage access still pending was invoked.
@@ -243,17 +243,20 @@ impl LockSafetyChecker {
     fn storage_access(&mut self, invoke: &Op, outcome: OpType) {
         self.accessed.insert(invoke.process);
         let invoked = invoke.time;
+        // A refusal is the fence's only where the access carried one: a write its holder
+        // skipped, its lease run out, never reached the storage.
+        let refused = outcome == OpType::Fail && invoke.fence.is_some();
         for undecided in &mut self.undecided {
             for zombie in &mut undecided.zombies {
                 if zombie.process == invoke.process && zombie.covers(invoked) {
-                    zombie.refused &= outcome == OpType::Fail;
+                    zombie.refused &= refused;
                 }
             }
         }
         self.accesses
             .entry(invoke.process)
             .or_default()
-            .push((invoked, outcome));
+            .push((invoked, refused));
     }
 
     /// Keeps a release for the explanations, unless no double grant still to be reported can
@@ -317,7 +320,7 @@ impl LockSafetyChecker {
                     refused: self.accesses.get(&z.process).is_none_or(|list| {
                         list.iter()
                             .filter(|(invoked, _)| (z.lease_end..=z.end).contains(invoked))
-                            .all(|(_, outcome)| *outcome == OpType::Fail)
+                            .all(|(_, refused)| *refused)
                     }),
                 })
                 .collect();
@@ -910,7 +913,7 @@ mod tests {
     fn rule_6_a_zombie_the_storage_refused_is_fenced_not_invalid() {
         // Process 1 (fence 7) is paused past its lease (1000 ms); process 2 (fence 8) takes the
         // lock at 1100; process 1 wakes and writes at 1400, and the storage refuses it.
-        let zombie = |write: OpType| {
+        let zombie = |write: OpType, fence: Option<u64>| {
             let mut s = HistoryBuilder::default();
             s.invoke_at(0, 1, "acquire").at(
                 1,
@@ -926,20 +929,22 @@ mod tests {
             );
             s.at(
                 1_400,
-                Op::new(Process::Client(1), OpType::Invoke, "add").key("doc"),
+                Op::new(Process::Client(1), OpType::Invoke, "add")
+                    .key("doc")
+                    .fence(fence),
             )
             .at(1_401, Op::new(Process::Client(1), write, "add").key("doc"))
             .invoke_at(1_500, 1, "release")
             .complete(1_501, 1, OpType::Fail, "release");
             s.check()
         };
-        let refused = zombie(OpType::Fail);
+        let refused = zombie(OpType::Fail, Some(7));
         assert_eq!(refused.valid, Valid::True);
         assert_eq!(refused.double_grant_count, 0);
         assert_eq!(refused.fenced_double_grant_count, 1);
         assert_eq!(refused.fenced_double_grants[0].kind, "fenced");
 
-        let accepted = zombie(OpType::Ok);
+        let accepted = zombie(OpType::Ok, Some(7));
         assert_eq!(
             accepted.valid,
             Valid::False,
@@ -947,6 +952,11 @@ mod tests {
         );
         assert_eq!(accepted.stale_double_grant_count, 1);
         assert_eq!(accepted.fenced_double_grant_count, 0);
+
+        // A write its holder skipped carries no fence: no storage refused it.
+        let skipped = zombie(OpType::Fail, None);
+        assert_eq!(skipped.valid, Valid::False, "nothing fenced the zombie off: {skipped:?}");
+        assert_eq!(skipped.fenced_double_grant_count, 0);
     }
 
     #[test]

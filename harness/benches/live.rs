@@ -146,6 +146,7 @@ async fn harness_rate(node: &splitbrain_compose::Node) -> (f64, f64) {
         resources: CONCURRENCY,
         hash_tag: None,
         storage: None,
+        lease_check: true,
     };
     let (redis, single) = find_topology("single").unwrap();
     let config = ClientConfig::new(

@@ -517,7 +517,7 @@ fn a_replay_takes_no_other_run_options() {
 /// what would make it count, never silently taken.
 #[test]
 fn an_option_that_would_do_nothing_here_is_refused_with_what_to_do_instead() {
-    let cases: [(&[&str], &str); 12] = [
+    let cases: [(&[&str], &str); 14] = [
         (&["--client-pause", "5s"], "add it to --nemesis"),
         (
             &["--nemesis", "kill", "--clock-bump", "3s"],
@@ -566,6 +566,20 @@ fn an_option_that_would_do_nothing_here_is_refused_with_what_to_do_instead() {
         (
             &["--nemesis", "kill", "--client-groups", "3"],
             "add a link- fault",
+        ),
+        (
+            &["--deployment", "zookeeper", "--no-lease-check"],
+            "--client zk-recipe's library keeps the lock alive unseen",
+        ),
+        (
+            &[
+                "--deployment",
+                "etcd",
+                "--workload",
+                "register",
+                "--no-lease-check",
+            ],
+            "--workload lock or lock-set",
         ),
     ];
     for (args, fix) in cases {

@@ -80,8 +80,10 @@ fn etcd_locks_are_valid_without_faults() {
             "--time-limit",
             "8s",
         ];
+        // The lock-set run's holders act to the end of their holds (`--no-lease-check`),
+        // which with no fault is valid too.
         if workload == "lock-set" {
-            args.push("--fencing");
+            args.extend(["--fencing", "--no-lease-check"]);
             support::storage_image();
         }
         let run = StoredRun::new(&args);
@@ -133,6 +135,87 @@ fn an_etcd_lease_holder_paused_past_its_lease_loses_writes_and_its_revision_fenc
         .as_u64()
         .unwrap_or(0);
     assert!(refused >= 1, "{}", printed(&fenced.out));
+}
+
+/// A holder cut off from the cluster, its keep-alives failing: the harness's own holder stops
+/// when the lease it confirmed runs out and writes nothing after it, so etcd grants no lock
+/// twice; with `--no-lease-check` it writes on past its lease, a zombie.
+#[test]
+fn a_cut_off_etcd_holder_writes_only_within_the_lease_it_confirmed() {
+    if docker_skipped() {
+        return;
+    }
+    support::etcd_image();
+    support::storage_image();
+    let run = |careless: bool| {
+        let mut args = vec![
+            "--deployment",
+            "etcd",
+            "--client",
+            "etcd-lease",
+            "--workload",
+            "lock-set",
+            "--ttl",
+            "2s",
+            "--hold",
+            "6s",
+            "--nemesis",
+            "link-drop-holder",
+            "--nemesis-interval",
+            "5s",
+            "--time-limit",
+            "25s",
+            "--seed",
+            "1",
+        ];
+        if careless {
+            args.push("--no-lease-check");
+        }
+        StoredRun::new(&args)
+    };
+    let skipped = |run: &StoredRun| {
+        run.ops()
+            .into_iter()
+            .filter(|op| {
+                op.f == "add"
+                    && op
+                        .error
+                        .as_deref()
+                        .is_some_and(|e| e.starts_with("not written"))
+            })
+            .count()
+    };
+
+    let careful = run(false);
+    careful.assert_exit(0);
+    let results = careful.results();
+    assert!(
+        results["coverage"]["grants_faulted"].as_u64() >= Some(1),
+        "no cut reached a holder: {}",
+        printed(&careful.out)
+    );
+    assert!(skipped(&careful) >= 1, "{}", printed(&careful.out));
+    assert_eq!(
+        results["lost-writes"]["lost_count"],
+        0,
+        "{}",
+        printed(&careful.out)
+    );
+
+    let careless = run(true);
+    careless.assert_exit(1);
+    let grants = careless.results()["lock-safety"]["double_grants"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert!(
+        grants
+            .iter()
+            .any(|g| g["explanation"]["cause"] == "cut-off-holder"),
+        "{}",
+        printed(&careless.out)
+    );
+    assert_eq!(skipped(&careless), 0, "{}", printed(&careless.out));
 }
 
 #[test]

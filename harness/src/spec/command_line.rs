@@ -50,6 +50,7 @@ impl TestSpec {
         Combination {
             deployment: self.deployment().name(),
             client: self.client().to_string(),
+            checks_lease: self.client().kind.checks_lease,
             workload: workload.name,
             data_workload: workload.data.is_some(),
             faults: self.faults().iter().map(|f| f.name()).collect(),

@@ -12,6 +12,8 @@ pub struct Combination<'a> {
     pub deployment: &'a str,
     /// The lock client's registry name (`exec:<command>` for any exec client).
     pub client: String,
+    /// Whether the harness keeps the client's holder to the lease it confirmed.
+    pub checks_lease: bool,
     pub workload: &'a str,
     /// `set` or `register`: the workload talks to the deployment itself, with no lock client.
     pub data_workload: bool,
@@ -99,6 +101,16 @@ pub fn idle(id: &str, run: &Combination) -> Option<String> {
         "wait_replicas" => only_client("wait", "the wait client's WAIT"),
         "exec_start_timeout" => only_client("exec:", "the start of an exec:<command> client"),
         "hold" => no_lock_client(),
+        "no_lease_check" => no_lock_client().or_else(|| {
+            (!run.checks_lease).then(|| {
+                format!(
+                    "lets a holder the harness keeps to its lease act on, and --client {}'s \
+                     library keeps the lock alive unseen and decides what its holder knows; \
+                     leave the option out",
+                    run.client
+                )
+            })
+        }),
         "hash_tag" => no_lock_client().or_else(taken_elsewhere),
         "resources" => (run.workload == "set").then(|| {
             "is how many locks or registers to use, and --workload set adds to one set; \

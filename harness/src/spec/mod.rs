@@ -491,6 +491,7 @@ impl TestSpec {
                 addr,
                 fencing: part.fencing,
             }),
+            lease_check: !part.no_lease_check,
         }))
     }
 

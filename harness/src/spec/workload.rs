@@ -20,6 +20,12 @@ part! {
         #[arg(long)]
         #[serde(default)]
         pub fencing: bool,
+        /// Let the holder of a built-in client act to the end of its hold, writing whatever
+        /// its renewals said, as code that never looks at its lease does (by default it stops,
+        /// and writes nothing, once the validity it confirmed has run out).
+        #[arg(long)]
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        pub no_lease_check: bool,
         @shown
         /// Lease each acquire asks for.
         #[arg(long, default_value = "2s", value_parser = parse::duration, allow_hyphen_values = true)]

@@ -23,6 +23,7 @@ pub(crate) const KIND: ClientKind = ClientKind {
     summary: "MariaDB: GET_LOCK, held by the session until RELEASE_LOCK or it ends (the \
               server's wait_timeout); a counter row fences",
     fences: Fences::Always,
+    checks_lease: true,
     build,
 };
 

@@ -50,6 +50,8 @@ pub const EXEC: ClientKind = ClientKind {
     name: "exec:<command>",
     summary: "any lock library: runs <command> per client, JSON lines on stdin/stdout",
     fences: Fences::IfProgramSays,
+    // The library decides what its holder knows.
+    checks_lease: false,
     build,
 };
 

@@ -197,6 +197,11 @@ pub struct ClientKind {
     pub summary: &'static str,
     /// Whether its grants carry fencing tokens (for the storage to check with `--fencing`).
     pub fences: Fences,
+    /// Whether the harness keeps its holder to the validity it has confirmed (its grant's,
+    /// then its last renewal's, less a tenth): it stops holding, and writes nothing, once
+    /// that has run out (`--no-lease-check` lets it act on). The harness's own clients are
+    /// kept so; where a library keeps the lock alive unseen, it decides what its holder knows.
+    pub checks_lease: bool,
     /// Makes one client process, or says why this deployment does not suit the algorithm.
     pub build: fn(&ClientConfig) -> Result<Box<dyn LockClient>, String>,
 }

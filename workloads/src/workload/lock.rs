@@ -51,6 +51,10 @@ pub struct LockWorkload {
     pub hash_tag: Option<String>,
     /// `lock-set`: the storage each critical section reads and writes.
     pub storage: Option<StorageConfig>,
+    /// Whether a holder of the harness's own clients acts only within the validity it has
+    /// confirmed ([`ClientKind::checks_lease`]); `false` (`--no-lease-check`): it acts to
+    /// the end of its hold whatever its renewals said, as code that never looks does.
+    pub lease_check: bool,
 }
 
 /// What the client workers share: where they record, and the switches faults flip.
@@ -215,7 +219,6 @@ struct Worker {
 impl Worker {
     async fn run(&self, mut client: Box<dyn LockClient>) -> Result<(), WorkloadError> {
         let (worker, stop) = (self.worker, &self.stop);
-        let pauses = &self.shared.pauses;
         let resource = self.workload.resource(worker);
         let concurrency = self.workload.concurrency as u64;
         let ttl = self.workload.ttl;
@@ -271,9 +274,18 @@ impl Worker {
                 None if left.is_zero() => left,
                 None => left.mul_f64(rand::rng().random_range(0.0..1.0)),
             };
-            // A client-pause fault freezes the client here; afterwards it holds for the time
-            // it planned, as if no time had passed.
-            self.pause_point(client.as_mut()).await;
+            // The end of the validity the holder has confirmed, where the harness keeps it to
+            // one: a careful holder acts only before it.
+            let careful = self.workload.lease_check && self.workload.client.checks_lease;
+            let mut confirmed = careful.then(|| started + grant.validity.mul_f64(0.9));
+            // A client-pause fault freezes the client in its critical section; afterwards it
+            // goes on as if no time had passed. A library that may notice the pause (its
+            // `is_acquired`, its renewal thread) is frozen before the hold; a careful holder
+            // of the harness's own, between its last look at its lease and its write, where
+            // no check can save it (Kleppmann's zombie).
+            if !careful {
+                self.pause_point(client.as_mut()).await;
+            }
             let still_held = match renew_every {
                 None if client.renewal() == Some(Renewal::Reported) => {
                     self.hold_recording_renewals(hold, client.as_mut(), process, &grant)
@@ -290,7 +302,6 @@ impl Worker {
                 }
                 Some(every) => {
                     let watchdog = Watchdog {
-                        worker,
                         process,
                         resource: &resource,
                         every,
@@ -298,14 +309,28 @@ impl Worker {
                     };
                     let recorder = &self.shared.recorder;
                     watchdog
-                        .hold(hold, client.as_mut(), &grant, recorder, pauses, stop)
-                        .await;
-                    true
+                        .hold(
+                            hold,
+                            client.as_mut(),
+                            &grant,
+                            recorder,
+                            &mut confirmed,
+                            stop,
+                        )
+                        .await
                 }
             };
-            // A holder its library told that the lock is no longer its own writes nothing.
+            let lease_left = confirmed.is_none_or(|until| Instant::now() < until);
+            if careful {
+                self.pause_point(client.as_mut()).await;
+            }
+            // A holder its library told that the lock is no longer its own writes nothing; a
+            // careful one whose confirmed validity ran out says so instead of writing.
             if let (Some(storage), Some(doc), true) = (storage, read, still_held) {
-                self.append(storage, process, &grant, doc).await;
+                match (lease_left, confirmed) {
+                    (false, Some(_)) => self.skip_write(process),
+                    _ => self.append(storage, process, &grant, doc).await,
+                }
             }
 
             let released = self
@@ -533,12 +558,27 @@ impl Worker {
         done.error = error;
         self.shared.recorder.record(done);
     }
+    /// `lock-set`: records the write a careful holder did not make, the validity it had
+    /// confirmed run out: an `add` that failed without reaching the storage (with no fence,
+    /// as no storage refused it).
+    fn skip_write(&self, process: u64) {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed) as i64;
+        let op = |kind| {
+            Op::new(Process::Client(process), kind, "add")
+                .key(DOCUMENT)
+                .value(id)
+        };
+        self.shared.recorder.record(op(OpType::Invoke));
+        self.shared.recorder.record(op(OpType::Fail).error(
+            "not written: the validity the holder had confirmed (its grant's, or its last \
+             renewal's, less a tenth) ran out before the write",
+        ));
+    }
 }
 
 /// A held lock's lease watchdog, run by the worker that holds the lock: so a paused client's
 /// watchdog pauses with it, as a GC pause stops every thread of a process.
 struct Watchdog<'a> {
-    worker: usize,
     process: u64,
     resource: &'a str,
     every: Duration,
@@ -547,27 +587,30 @@ struct Watchdog<'a> {
 
 impl Watchdog<'_> {
     /// Holds the lock for `hold`, renewing its lease every `every` and recording each renewal.
+    /// A careful holder (`confirmed` is `Some`) moves its confirmed validity to a tenth short
+    /// of each `ok` renewal's lease, as etcd's clientv3 session and Redisson's watchdog do,
+    /// and stops holding when it runs out, or at once when a renewal is refused (the lock is
+    /// no longer its own). Returns whether it still holds the lock as far as it knows.
     async fn hold(
         &self,
         hold: Duration,
         client: &mut dyn LockClient,
         grant: &Grant,
         recorder: &Recorder,
-        pauses: &ClientPauses,
+        confirmed: &mut Option<Instant>,
         stop: &CancellationToken,
-    ) {
-        let mut until = Instant::now() + hold;
+    ) -> bool {
+        let until = Instant::now() + hold;
         loop {
-            let left = until.saturating_duration_since(Instant::now());
+            let end = confirmed.map_or(until, |confirmed| until.min(confirmed));
+            let left = end.saturating_duration_since(Instant::now());
             if left.is_zero() || stop.is_cancelled() {
-                return;
+                return true;
             }
             sleep_unless_stopped(self.every.min(left), stop).await;
-            if Instant::now() >= until || stop.is_cancelled() {
-                return;
+            if Instant::now() >= end || stop.is_cancelled() {
+                return true;
             }
-            // Frozen here, the client carries on afterwards as if no time had passed.
-            until += pauses.checkpoint(self.worker).await;
             let op = |kind| {
                 Op::new(Process::Client(self.process), kind, "renew")
                     .key(self.resource)
@@ -576,10 +619,31 @@ impl Watchdog<'_> {
             let mut invoke = op(OpType::Invoke);
             invoke.ttl_ms = Some(self.ttl.as_millis() as u64);
             recorder.record(invoke);
-            let (kind, error) = completion(client.renew(self.resource, grant, self.ttl).await);
+            let asked = Instant::now();
+            let renewal = client.renew(self.resource, grant, self.ttl);
+            // A careful holder waits for an answer only while its validity lasts: a renewal
+            // still out when it runs out ends the hold there, in doubt.
+            let outcome = match *confirmed {
+                Some(until) => tokio::time::timeout_at(until.into(), renewal)
+                    .await
+                    .unwrap_or_else(|_| {
+                        Outcome::Info(
+                            "no answer before the validity the holder had confirmed ran out".into(),
+                        )
+                    }),
+                None => renewal.await,
+            };
+            let (kind, error) = completion(outcome);
             let mut done = op(kind);
             done.error = error;
             recorder.record(done);
+            match (kind, confirmed.as_mut()) {
+                (OpType::Ok, Some(confirmed)) => {
+                    *confirmed = (*confirmed).max(asked + self.ttl.mul_f64(0.9));
+                }
+                (OpType::Fail, Some(_)) => return false,
+                _ => {}
+            }
         }
     }
 }
@@ -618,6 +682,7 @@ mod tests {
             resources: 1,
             hash_tag: None,
             storage: None,
+            lease_check: true,
         };
         assert_eq!(w.resource(3), "lock");
         w.resources = 2;

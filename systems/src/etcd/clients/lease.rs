@@ -21,6 +21,7 @@ pub(crate) const KIND: ClientKind = ClientKind {
     summary:
         "etcd: a kept-alive lease and a create-if-absent transaction; the key's revision fences",
     fences: Fences::Always,
+    checks_lease: true,
     build,
 };
 

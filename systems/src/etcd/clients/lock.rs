@@ -20,6 +20,7 @@ pub(crate) const KIND: ClientKind = ClientKind {
     summary:
         "etcd's lock API (Lock/Unlock on a kept-alive lease); the key's create revision fences",
     fences: Fences::Always,
+    checks_lease: true,
     build,
 };
 

@@ -19,6 +19,7 @@ pub(crate) const KIND: ClientKind = ClientKind {
     summary: "PostgreSQL: pg_advisory_lock, held by the session until unlocked or it ends; a \
               sequence fences",
     fences: Fences::Always,
+    checks_lease: true,
     build,
 };
 

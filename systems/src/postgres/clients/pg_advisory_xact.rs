@@ -21,6 +21,7 @@ pub(crate) const KIND: ClientKind = ClientKind {
     summary: "PostgreSQL: pg_advisory_xact_lock in the transaction that makes lock-set's \
               write, which releases it on commit",
     fences: Fences::Never,
+    checks_lease: true,
     build,
 };
 

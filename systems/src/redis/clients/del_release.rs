@@ -13,6 +13,7 @@ pub(super) const KIND: ClientKind = ClientKind {
     name: "del-release",
     summary: "SET NX PX, released by a plain DEL that may delete another client's lock",
     fences: Fences::Never,
+    checks_lease: true,
     build,
 };
 

@@ -17,6 +17,7 @@ pub(super) const KIND: ClientKind = ClientKind {
     name: "fenced",
     summary: "set-nx-px plus a fencing token (INCR in the same Lua script as the SET)",
     fences: Fences::Always,
+    checks_lease: true,
     build,
 };
 

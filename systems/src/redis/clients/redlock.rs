@@ -28,6 +28,7 @@ pub(super) const KIND: ClientKind = ClientKind {
     name: "redlock",
     summary: "Redlock over N independent masters: majority, validity with clock drift",
     fences: Fences::Never,
+    checks_lease: true,
     build,
 };
 

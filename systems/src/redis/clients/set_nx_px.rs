@@ -14,6 +14,7 @@ pub(super) const KIND: ClientKind = ClientKind {
     name: "set-nx-px",
     summary: "SET key token NX PX ttl on one node; compare-and-delete release",
     fences: Fences::Never,
+    checks_lease: true,
     build,
 };
 

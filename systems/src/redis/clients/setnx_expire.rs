@@ -16,6 +16,7 @@ pub(super) const KIND: ClientKind = ClientKind {
     name: "setnx-expire",
     summary: "SETNX then EXPIRE as two commands; a crash between them leaves the lock forever",
     fences: Fences::Never,
+    checks_lease: true,
     build,
 };
 

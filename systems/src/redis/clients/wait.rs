@@ -20,6 +20,7 @@ pub(super) const KIND: ClientKind = ClientKind {
     summary: "set-nx-px, then WAIT for every replica, or --wait-replicas N (replicated \
               deployments only)",
     fences: Fences::Never,
+    checks_lease: true,
     build,
 };
 

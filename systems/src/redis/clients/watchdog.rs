@@ -14,6 +14,7 @@ pub(super) const KIND: ClientKind = ClientKind {
     name: "watchdog",
     summary: "set-nx-px plus a lease watchdog renewing every TTL/3 (Redisson's shape)",
     fences: Fences::Never,
+    checks_lease: true,
     build,
 };
 
