@@ -558,6 +558,7 @@ impl Worker {
         done.error = error;
         self.shared.recorder.record(done);
     }
+
     /// `lock-set`: records the write a careful holder did not make, the validity it had
     /// confirmed run out: an `add` that failed without reaching the storage (with no fence,
     /// as no storage refused it).
