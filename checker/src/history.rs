@@ -101,6 +101,11 @@ pub struct Op {
     /// transaction, releases it.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub ends_with_write: bool,
+    /// On an `acquire` `info`: the client died (the `client-crash` fault) just after the
+    /// servers granted it the lock, so the grant is certain, from this completion on, and
+    /// its process never acts again.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub died_holding: bool,
 }
 
 /// How a grant's lock is kept alive beyond the lease it promised, where something other than
@@ -148,6 +153,7 @@ impl Op {
             measured: None,
             renewal: None,
             ends_with_write: false,
+            died_holding: false,
         }
     }
 
@@ -188,6 +194,11 @@ impl Op {
 
     pub fn ends_with_write(mut self, ends: bool) -> Op {
         self.ends_with_write = ends;
+        self
+    }
+
+    pub fn died_holding(mut self, died: bool) -> Op {
+        self.died_holding = died;
         self
     }
 

@@ -408,12 +408,13 @@ impl HoldTracker {
     }
 
     /// An acquire answered: a grant opens a hold (ending the process's last one on the key),
-    /// an unknown outcome is a possible hold.
+    /// an unknown outcome is a possible hold. A client that died just after its grant held
+    /// the lock from then on, certainly, and never released it.
     fn acquired(&mut self, invoke: &Op, op: &Op, ended: &mut Vec<Candidate>) {
         let key = invoke.key.as_deref().unwrap_or_default();
         self.pending_acquires.remove(&invoke.process);
-        match op.kind {
-            OpType::Ok => {
+        match (op.kind, op.died_holding) {
+            (OpType::Ok, _) | (OpType::Info, true) => {
                 let validity = op.validity_ms.or(invoke.ttl_ms);
                 let lease_end = validity.map_or(self.end_of_history, |v| {
                     (invoke.time + v * 1_000_000).max(op.time)
@@ -444,11 +445,11 @@ impl HoldTracker {
                 };
                 ended.extend(self.open.insert((op.process, key.to_string()), hold));
             }
-            OpType::Info => {
+            (OpType::Info, false) => {
                 let hold = self.possible_hold(invoke);
                 ended.push(hold);
             }
-            OpType::Fail | OpType::Invoke => {}
+            (OpType::Fail | OpType::Invoke, _) => {}
         }
     }
 

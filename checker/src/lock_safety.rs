@@ -1176,6 +1176,34 @@ mod tests {
     }
 
     #[test]
+    fn rule_4_a_client_that_died_just_after_its_grant_held_from_its_death_certainly() {
+        // Process 1 waits from 0 in a queue behind process 2 (100-300) and dies at 310, just
+        // after its grant: no overlap, and no doubt about the grant.
+        let died = |at: u64| {
+            let mut s = HistoryBuilder::default();
+            s.invoke_at(0, 1, "acquire")
+                .at(
+                    at,
+                    Op::new(Process::Client(1), OpType::Info, "acquire")
+                        .key("lock")
+                        .error("crashed: the client died holding the lock")
+                        .died_holding(true),
+                )
+                .hold(100, 300, 2);
+            s.check()
+        };
+        let after = died(310);
+        assert_eq!(after.valid, Valid::True, "{after:?}");
+        assert_eq!(after.unknown_acquires, 0);
+        assert_eq!(after.holds, 2, "its grant is a hold");
+        // Granted while process 2 still held: a double grant, not a possible one.
+        let during = died(200);
+        assert_eq!(during.valid, Valid::False);
+        assert_eq!(during.double_grant_count, 1);
+        assert_eq!(during.possible_double_grant_count, 0);
+    }
+
+    #[test]
     fn rule_4_the_possible_double_grants_of_one_unknown_acquire_are_one_finding() {
         // Process 9's acquire is unknown for 1000 ms and overlaps three holds; process 8's
         // overlaps one; a certain double grant beside them is still reported on its own.

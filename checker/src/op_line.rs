@@ -33,6 +33,7 @@ fn field_number(name: &str) -> Option<usize> {
         "measured" => 14,
         "renewal" => 15,
         "ends_with_write" => 16,
+        "died_holding" => 17,
         _ => return None,
     })
 }
@@ -130,6 +131,9 @@ fn read_fields(line: &str, skim: bool, op: &mut Op) -> Option<()> {
     if absent(16) {
         op.ends_with_write = false;
     }
+    if absent(17) {
+        op.died_holding = false;
+    }
     Some(())
 }
 
@@ -203,15 +207,8 @@ impl<'a> Cursor<'a> {
                     _ => None,
                 })?
             }
-            _ => {
-                op.ends_with_write = if self.literal(b"true") {
-                    true
-                } else if self.literal(b"false") {
-                    false
-                } else {
-                    return None;
-                }
-            }
+            16 => op.ends_with_write = self.boolean()?,
+            _ => op.died_holding = self.boolean()?,
         }
         Some(())
     }
@@ -219,7 +216,7 @@ impl<'a> Cursor<'a> {
     /// The number of the field whose quoted name comes next, if it is one of the fields from
     /// number `from` on that are usually there.
     fn expected_name(&mut self, from: usize) -> Option<usize> {
-        const QUOTED: [&[u8]; 17] = [
+        const QUOTED: [&[u8]; 18] = [
             b"\"index\"",
             b"\"time\"",
             b"\"process\"",
@@ -237,11 +234,22 @@ impl<'a> Cursor<'a> {
             b"\"measured\"",
             b"\"renewal\"",
             b"\"ends_with_write\"",
+            b"\"died_holding\"",
         ];
         let rest = &self.bytes[self.at..];
         let field = (from..QUOTED.len()).find(|&field| rest.starts_with(QUOTED[field]))?;
         self.at += QUOTED[field].len();
         Some(field)
+    }
+
+    fn boolean(&mut self) -> Option<bool> {
+        if self.literal(b"true") {
+            Some(true)
+        } else if self.literal(b"false") {
+            Some(false)
+        } else {
+            None
+        }
     }
 
     fn literal(&mut self, word: &[u8]) -> bool {
@@ -410,6 +418,11 @@ mod tests {
                 .value(serde_json::json!([1, 2, 3]))
                 .ends_with_write(true)
                 .at(1, 1),
+            Op::new(Process::Client(4), OpType::Info, "acquire")
+                .key("lock")
+                .error("crashed: the client died holding the lock")
+                .died_holding(true)
+                .at(2, 2),
         ];
         for op in ops {
             let line = serde_json::to_string(&op).unwrap() + "\n";
@@ -512,19 +525,21 @@ mod tests {
                 prop::option::of(value),
                 prop::option::of(renewal),
                 any::<bool>(),
+                any::<bool>(),
             ),
         )
             .prop_map(
                 |(
                     (index, time, process, kind, f),
                     (key, value, token, fence, ttl_ms),
-                    (node, error, measured, renewal, ends_with_write),
+                    (node, error, measured, renewal, ends_with_write, died_holding),
                 )| {
                     let mut op = Op::new(process, kind, f).at(index, time);
                     (op.key, op.value, op.token, op.fence, op.ttl_ms) =
                         (key, value, token, fence, ttl_ms);
                     (op.node, op.error, op.measured, op.renewal) = (node, error, measured, renewal);
                     op.ends_with_write = ends_with_write;
+                    op.died_holding = died_holding;
                     op
                 },
             )

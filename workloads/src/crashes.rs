@@ -10,13 +10,18 @@ use std::sync::Arc;
 #[derive(Clone, Default)]
 pub struct ClientCrashes {
     armed: Arc<Vec<AtomicBool>>,
+    /// Whether each worker's client crashed since the worker last asked
+    /// ([`ClientCrashes::took_crash`]).
+    crashed: Arc<Vec<AtomicBool>>,
 }
 
 impl ClientCrashes {
     /// Switches for `workers` client workers, none armed.
     pub fn new(workers: usize) -> ClientCrashes {
+        let switches = || Arc::new((0..workers).map(|_| AtomicBool::new(false)).collect());
         ClientCrashes {
-            armed: Arc::new((0..workers).map(|_| AtomicBool::new(false)).collect()),
+            armed: switches(),
+            crashed: switches(),
         }
     }
 
@@ -32,6 +37,15 @@ impl ClientCrashes {
         self.armed
             .get(worker)
             .is_some_and(|armed| armed.swap(false, Ordering::SeqCst))
+    }
+
+    /// Whether worker `w`'s client crashed at a crash point since the last time this was
+    /// asked. Every crash point comes after the servers granted the lock (SETNX answered 1,
+    /// the lock command answered), so such a client died holding it.
+    pub fn took_crash(&self, worker: usize) -> bool {
+        self.crashed
+            .get(worker)
+            .is_some_and(|crashed| crashed.swap(false, Ordering::SeqCst))
     }
 
     /// Workers still armed.
@@ -61,7 +75,11 @@ pub struct CrashPoint {
 impl CrashPoint {
     /// Whether the client crashes here; the crash happens once per arming.
     pub fn crash_now(&self) -> bool {
-        self.crashes.disarm(self.worker)
+        let crashes = self.crashes.disarm(self.worker);
+        if let (true, Some(crashed)) = (crashes, self.crashes.crashed.get(self.worker)) {
+            crashed.store(true, Ordering::SeqCst);
+        }
+        crashes
     }
 }
 
@@ -79,6 +97,9 @@ mod tests {
         assert!(!zero.crash_now());
         assert!(one.crash_now());
         assert!(!one.crash_now(), "one crash per arming");
+        assert!(crashes.took_crash(1), "the worker learns of the crash");
+        assert!(!crashes.took_crash(1), "once");
+        assert!(!crashes.took_crash(0));
         assert!(!crashes.disarm(1));
         assert!(!CrashPoint::default().crash_now());
     }

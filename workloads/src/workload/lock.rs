@@ -481,7 +481,8 @@ impl Worker {
                 Attempt::Refused
             }
             Outcome::Info(error) => {
-                recorder.record(op(OpType::Info).error(error));
+                let died_holding = self.shared.crashes.took_crash(self.worker);
+                recorder.record(op(OpType::Info).error(error).died_holding(died_holding));
                 Attempt::Unknown
             }
         }
