@@ -103,7 +103,8 @@ pub struct Op {
     pub ends_with_write: bool,
     /// On an `acquire` `info`: the client died (the `client-crash` fault) just after the
     /// servers granted it the lock, so the grant is certain, from this completion on, and
-    /// its process never acts again.
+    /// its process never acts again. Its `renewal` is the grant's: a lock that lives with
+    /// the connection ended with it, at this completion.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub died_holding: bool,
 }

@@ -416,9 +416,19 @@ impl HoldTracker {
         match (op.kind, op.died_holding) {
             (OpType::Ok, _) | (OpType::Info, true) => {
                 let validity = op.validity_ms.or(invoke.ttl_ms);
-                let lease_end = validity.map_or(self.end_of_history, |v| {
+                let mut lease_end = validity.map_or(self.end_of_history, |v| {
                     (invoke.time + v * 1_000_000).max(op.time)
                 });
+                // A dead client renews nothing; its connection closed with it, and a lock
+                // that lives with its connection (a session lock) went with that.
+                let renewal = match op.died_holding {
+                    true if op.renewal == Some(Renewal::Connection) => {
+                        lease_end = op.time;
+                        None
+                    }
+                    true => None,
+                    false => op.renewal,
+                };
                 self.certain += 1;
                 let hold = Candidate {
                     process: op.process,
@@ -434,9 +444,9 @@ impl HoldTracker {
                     ended_by: "validity",
                     certain: true,
                     fence: op.fence.or(invoke.fence),
-                    renews_silently: op.renewal == Some(Renewal::Silent),
-                    lives_with_connection: op.renewal == Some(Renewal::Connection),
-                    renews: op.renewal == Some(Renewal::Reported),
+                    renews_silently: renewal == Some(Renewal::Silent),
+                    lives_with_connection: renewal == Some(Renewal::Connection),
+                    renews: renewal == Some(Renewal::Reported),
                     renewal_failed: None,
                     renewal_unanswered: None,
                     told_held: None,

@@ -1201,6 +1201,21 @@ mod tests {
         assert_eq!(during.valid, Valid::False);
         assert_eq!(during.double_grant_count, 1);
         assert_eq!(during.possible_double_grant_count, 0);
+
+        // A session lock dies with its client's connection: process 2, granted 5 ms after
+        // process 1 died holding one, held it alone.
+        let mut s = HistoryBuilder::default();
+        let mut crashed = Op::new(Process::Client(1), OpType::Info, "acquire")
+            .key("lock")
+            .error("crashed: the client died holding the lock")
+            .died_holding(true);
+        crashed.renewal = Some(Renewal::Connection);
+        s.invoke_at(0, 1, "acquire")
+            .at(100, crashed)
+            .hold(105, 300, 2);
+        let session = s.check();
+        assert_eq!(session.valid, Valid::True, "{session:?}");
+        assert_eq!(session.holds, 2);
     }
 
     #[test]

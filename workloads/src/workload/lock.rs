@@ -481,8 +481,13 @@ impl Worker {
                 Attempt::Refused
             }
             Outcome::Info(error) => {
-                let died_holding = self.shared.crashes.took_crash(self.worker);
-                recorder.record(op(OpType::Info).error(error).died_holding(died_holding));
+                let mut info = op(OpType::Info).error(error);
+                if self.shared.crashes.took_crash(self.worker) {
+                    // A client that died holding the lock, which a connection may have kept.
+                    info.died_holding = true;
+                    info.renewal = client.renewal();
+                }
+                recorder.record(info);
                 Attempt::Unknown
             }
         }
