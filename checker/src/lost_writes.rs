@@ -449,7 +449,7 @@ impl Checked for LostWrites {
         vec![(
             "writes",
             format!(
-                "{} attempted: {} acknowledged, {} rejected, {} unknown ({} of those landed); \
+                "{} attempted: {} acknowledged, {} failed, {} unknown ({} of those landed); \
                  {} lost ({:.1}% of acknowledged), {} unexpected",
                 self.attempted,
                 self.acknowledged,

@@ -388,7 +388,7 @@ fn lost_writes(writes: &LostWrites) -> String {
     let mut out = heading(writes, "lost writes");
     let _ = write!(
         out,
-        "<p>{} adds attempted: {} acknowledged, {} rejected, {} unknown ({} of those landed); \
+        "<p>{} adds attempted: {} acknowledged, {} failed, {} unknown ({} of those landed); \
          <strong>{} lost</strong>, {} acknowledged after the final read began.</p>",
         writes.attempted,
         writes.acknowledged,
