@@ -1,6 +1,7 @@
 //! `splitbrain matrix` against real containers: the smoke matrix passes, two cells at a time,
-//! with a JUnit file CI systems accept, and the results folder's index lists it; a cell whose verdict contradicts its `expect` fails the matrix, naming the
-//! cell, through shards and their merge; a bad matrix file starts nothing.
+//! with a JUnit file CI systems accept, and the results folder's index lists it; a cell
+//! whose verdict contradicts its `expect` fails the matrix, naming the cell, through shards
+//! and their merge; a bad matrix file starts nothing.
 
 mod support;
 
