@@ -327,9 +327,10 @@ impl Worker {
             // A holder its library told that the lock is no longer its own writes nothing; a
             // careful one whose confirmed validity ran out says so instead of writing.
             if let (Some(storage), Some(doc), true) = (storage, read, still_held) {
-                match (lease_left, confirmed) {
-                    (false, Some(_)) => self.skip_write(process),
-                    _ => self.append(storage, process, &grant, doc).await,
+                if lease_left {
+                    self.append(storage, process, &grant, doc).await;
+                } else {
+                    self.skip_write(process);
                 }
             }
 
