@@ -21,7 +21,7 @@ pub mod testing;
 pub mod timeline;
 mod verdict;
 pub mod windows;
-mod words;
+pub mod words;
 
 /// Declares the checkers, each a module whose `CHECKER` is its [`every::Registration`], and
 /// lists them in [`CHECKERS`]: a new checker is its file and its name here.

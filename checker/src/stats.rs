@@ -34,6 +34,7 @@ use serde::{Deserialize, Serialize};
 use crate::every::{read_as, Registration, Role};
 use crate::stream::{replay, Checker, Event, Outline};
 use crate::verdict::Checked;
+use crate::words::one_of;
 use crate::{Op, OpType, Valid};
 
 /// The outcome counts of one `f`'s client operations.
@@ -189,10 +190,7 @@ fn missing_evidence(entry: &str, by_f: &BTreeMap<String, FCounts>) -> Option<Str
     if counts.ok > 0 {
         return None;
     }
-    let name = match fs.split_last() {
-        Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
-        _ => entry.to_string(),
-    };
+    let name = one_of(&fs);
     let what = if counts.attempts() == 0 {
         format!("no {name} was attempted")
     } else {

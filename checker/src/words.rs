@@ -16,6 +16,15 @@ pub(crate) fn and_more(total: usize, limit: usize, noun: &str) -> Option<String>
     })
 }
 
+/// Names as a choice in a sentence: `a`, `a or b`, `a, b or c`.
+pub fn one_of(names: &[&str]) -> String {
+    match names.split_last() {
+        Some((last, [])) => last.to_string(),
+        Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+        None => String::new(),
+    }
+}
+
 /// `n` of `noun`, pluralised with an `s`: `1 double grant`, `3 double grants`.
 pub(crate) fn count(n: usize, noun: &str) -> String {
     format!("{n} {noun}{}", if n == 1 { "" } else { "s" })
@@ -24,6 +33,17 @@ pub(crate) fn count(n: usize, noun: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_choice_is_joined_with_commas_and_one_or() {
+        assert_eq!(one_of(&[]), "");
+        assert_eq!(one_of(&["etcd"]), "etcd");
+        assert_eq!(one_of(&["etcd", "zookeeper"]), "etcd or zookeeper");
+        assert_eq!(
+            one_of(&["etcd", "zookeeper", "postgres"]),
+            "etcd, zookeeper or postgres"
+        );
+    }
 
     #[test]
     fn a_cut_list_says_how_many_it_left_out() {

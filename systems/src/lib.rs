@@ -19,6 +19,7 @@ mod zookeeper;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
+use splitbrain_checker::words::one_of;
 use splitbrain_compose::topology::Setting;
 use splitbrain_compose::{System, Topology};
 use splitbrain_workloads::{ClientKind, Connection, EXEC, EXEC_PREFIX};
@@ -156,15 +157,6 @@ pub fn speaks_to(client: &ClientKind, service: &dyn Service) -> Result<(), Strin
                 .collect::<Vec<_>>()
         )
     ))
-}
-
-/// Names as a choice in a sentence: `a`, `a or b`, `a, b or c`.
-pub fn one_of(names: &[&str]) -> String {
-    match names.split_last() {
-        Some((last, [])) => last.to_string(),
-        Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
-        None => String::new(),
-    }
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 //! a run again. An option counts as given when it differs from its default (one passed at its
 //! default changes nothing either way).
 
-use splitbrain_systems::one_of;
+use splitbrain_checker::words::one_of;
 
 use super::part::Printed;
 

@@ -24,10 +24,11 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use splitbrain_checker::stream::RunFacts;
+use splitbrain_checker::words::one_of;
 use splitbrain_compose::topology::{NodeSpec, TopologyOptions};
 use splitbrain_compose::{System, Topology};
 use splitbrain_nemesis::{Elsewhere, Fault, Layout, NemesisOptions};
-use splitbrain_systems::{one_of, speaks_to, Reach, Service};
+use splitbrain_systems::{speaks_to, Reach, Service};
 use splitbrain_workloads::storage::StorageConfig;
 use splitbrain_workloads::workload::lock::LockWorkload;
 use splitbrain_workloads::workload::{DataOptions, Workload, WorkloadKind};

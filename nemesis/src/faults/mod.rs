@@ -24,6 +24,7 @@ use async_trait::async_trait;
 use rand::rngs::StdRng;
 use rand::seq::IndexedRandom;
 use rand::Rng;
+use splitbrain_checker::words::one_of;
 use splitbrain_compose::{ComposeError, Deployment, Replication};
 use splitbrain_workloads::{ClientCrashes, ClientPauses, SeenGrant};
 use tokio::sync::watch;
@@ -82,10 +83,10 @@ impl Layout {
             .filter(|deployment| fits(deployment))
             .map(|deployment| deployment.name)
             .collect();
-        match names.as_slice() {
-            [] => "another deployment".into(),
-            [one] => format!("--deployment {one}"),
-            [rest @ .., last] => format!("--deployment {} or {last}", rest.join(", ")),
+        if names.is_empty() {
+            "another deployment".into()
+        } else {
+            format!("--deployment {}", one_of(&names))
         }
     }
 }

@@ -350,15 +350,14 @@ impl Worker {
     /// A client pause's freeze point inside the critical section: an armed worker freezes
     /// here, and with it whatever runs the client outside the harness (an external program's
     /// renewal thread), as a GC pause stops every thread of a process.
-    async fn pause_point(&self, client: &mut dyn LockClient) -> Duration {
+    async fn pause_point(&self, client: &mut dyn LockClient) {
         let pauses = &self.shared.pauses;
         if !pauses.is_armed(self.worker) {
-            return Duration::ZERO;
+            return;
         }
         client.suspend(true);
-        let frozen = pauses.checkpoint(self.worker).await;
+        pauses.checkpoint(self.worker).await;
         client.suspend(false);
-        frozen
     }
 
     /// Holds a lock for `hold` while the client renews it by itself, recording each renewal

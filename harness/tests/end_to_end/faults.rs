@@ -1,7 +1,7 @@
 //! Each node fault, observed against real containers: its effect while it is on, and no trace
 //! of it once healed.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

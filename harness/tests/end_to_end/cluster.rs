@@ -1,7 +1,7 @@
 //! Redis Cluster against real containers: it comes up with every slot covered, and a master cut
 //! off on the minority side goes on granting a lock the majority hands out again.
 
-mod support;
+use crate::support;
 
 use std::time::{Duration, Instant};
 

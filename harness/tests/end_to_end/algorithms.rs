@@ -3,7 +3,7 @@
 //! release hijacking the next holder's lock, lost writes from a zombie stopped by fencing, a
 //! lease watchdog holding safely for many TTLs, and any lock library through `exec:`.
 
-mod support;
+use crate::support;
 
 use std::time::{Duration, Instant};
 

@@ -2,7 +2,7 @@
 //! leader when its leader is killed and takes the old one back, and its lease locks are valid
 //! without faults, zombies under client pauses, and fenced by their revision.
 
-mod support;
+use crate::support;
 
 use std::time::{Duration, Instant};
 
@@ -146,33 +146,7 @@ fn a_cut_off_etcd_holder_writes_only_within_the_lease_it_confirmed() {
         return;
     }
     support::etcd_image();
-    support::storage_image();
-    let run = |careless: bool| {
-        let mut args = vec![
-            "--deployment",
-            "etcd",
-            "--client",
-            "etcd-lease",
-            "--workload",
-            "lock-set",
-            "--ttl",
-            "2s",
-            "--hold",
-            "6s",
-            "--nemesis",
-            "link-drop-holder",
-            "--nemesis-interval",
-            "5s",
-            "--time-limit",
-            "25s",
-            "--seed",
-            "1",
-        ];
-        if careless {
-            args.push("--no-lease-check");
-        }
-        StoredRun::new(&args)
-    };
+    let run = |more: &[&str]| support::cut_off_holder_run("etcd", "etcd-lease", more);
     let skipped = |run: &StoredRun| {
         run.ops()
             .into_iter()
@@ -186,7 +160,7 @@ fn a_cut_off_etcd_holder_writes_only_within_the_lease_it_confirmed() {
             .count()
     };
 
-    let careful = run(false);
+    let careful = run(&[]);
     careful.assert_exit(0);
     let results = careful.results();
     assert!(
@@ -202,7 +176,7 @@ fn a_cut_off_etcd_holder_writes_only_within_the_lease_it_confirmed() {
         printed(&careful.out)
     );
 
-    let careless = run(true);
+    let careless = run(&["--no-lease-check"]);
     careless.assert_exit(1);
     let grants = careless.results()["lock-safety"]["double_grants"]
         .as_array()

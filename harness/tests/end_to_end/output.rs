@@ -3,7 +3,7 @@
 //! history, results.json and report.html, exits with its verdict's code, and leaves no
 //! container behind.
 
-mod support;
+use crate::support;
 
 use std::io::Read;
 use std::os::fd::{FromRawFd, OwnedFd};

@@ -2,7 +2,7 @@
 //! installed into splitbrain's own cache on first use, refused where they do not fit, and
 //! run as `--client lib:NAME`.
 
-mod support;
+use crate::support;
 
 use std::path::PathBuf;
 

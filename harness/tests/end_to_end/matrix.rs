@@ -3,7 +3,7 @@
 //! whose verdict contradicts its `expect` fails the matrix, naming the cell, through shards
 //! and their merge; a bad matrix file starts nothing.
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 use std::process::Command;

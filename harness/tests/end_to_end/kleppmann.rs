@@ -1,7 +1,7 @@
 //! Martin Kleppmann's two Redlock scenarios (2016), scripted step by step against the 5-node
 //! Redlock deployment.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -1,7 +1,7 @@
 //! Sentinel deployments against real containers: they come up with the Sentinels agreeing,
 //! and asynchronous replication loses a lock on failover, with WAIT unable to prevent it.
 
-mod support;
+use crate::support;
 
 use std::time::{Duration, Instant};
 

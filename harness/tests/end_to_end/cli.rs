@@ -1,7 +1,7 @@
 //! What a terminal user expects of the command: shell completion and man pages made from the
 //! parser's own definitions, and a seed that survives the JSON tools people pipe it through.
 
-mod support;
+use crate::support;
 
 use splitbrain_checker::Op;
 use splitbrain_nemesis::script::{from_history, ScriptedFault};

@@ -3,7 +3,7 @@
 //! recipe is valid without faults, a zombie when its holder sleeps past the session, and
 //! fenced by the lock node's czxid.
 
-mod support;
+use crate::support;
 
 use std::time::{Duration, Instant};
 

@@ -1,8 +1,6 @@
 //! The one fixture every capability test shares: Docker, the node image, a deployment that
 //! is removed however the test ends, and the `splitbrain` binary.
 
-#![allow(dead_code)] // Each test binary uses its own part of the fixture.
-
 use std::path::PathBuf;
 use std::process::{Command, Output};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -498,6 +496,35 @@ pub fn lock_set_with_zombies(deployment: &str, client: &str, fencing: bool) -> S
     if fencing {
         args.push("--fencing");
     }
+    StoredRun::new(&args)
+}
+
+/// A `lock-set` run on `deployment` whose holder is cut off from the servers by
+/// `link-drop-holder` for longer than its 2 s lease, while it holds for 6 s (seed 1, 25 s), with
+/// `more` arguments: the cut-off-holder scenario.
+pub fn cut_off_holder_run(deployment: &str, client: &str, more: &[&str]) -> StoredRun {
+    storage_image();
+    let mut args = vec![
+        "--deployment",
+        deployment,
+        "--client",
+        client,
+        "--workload",
+        "lock-set",
+        "--ttl",
+        "2s",
+        "--hold",
+        "6s",
+        "--nemesis",
+        "link-drop-holder",
+        "--nemesis-interval",
+        "5s",
+        "--time-limit",
+        "25s",
+        "--seed",
+        "1",
+    ];
+    args.extend_from_slice(more);
     StoredRun::new(&args)
 }
 

@@ -3,7 +3,7 @@
 //! once the server's keepalive ends its session, and a transaction-level lock's write cannot
 //! land after its session ended (so docs/running.md's example of it loses no write).
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 
@@ -189,31 +189,17 @@ fn link_drop_holder_cuts_the_holders_own_group_and_makes_a_zombie() {
     }
     support::postgres_image();
     let (workers, groups) = (4, 2);
-    let run = StoredRun::new(&[
-        "--deployment",
+    let run = support::cut_off_holder_run(
         "postgres",
-        "--client",
         "pg-advisory",
-        "--workload",
-        "lock-set",
-        "--ttl",
-        "2s",
-        "--hold",
-        "6s",
-        "--nemesis",
-        "link-drop-holder",
-        "--nemesis-interval",
-        "5s",
-        "--concurrency",
-        &workers.to_string(),
-        "--client-groups",
-        &groups.to_string(),
-        "--time-limit",
-        "25s",
-        "--no-lease-check",
-        "--seed",
-        "1",
-    ]);
+        &[
+            "--concurrency",
+            &workers.to_string(),
+            "--client-groups",
+            &groups.to_string(),
+            "--no-lease-check",
+        ],
+    );
     run.assert_exit(1);
     let cuts: Vec<_> = run
         .ops()

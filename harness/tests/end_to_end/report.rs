@@ -6,7 +6,7 @@
 //! missing one fails with how to install it, unless `SPLITBRAIN_SKIP_BROWSER=1` says to skip
 //! the browser on purpose.
 
-mod support;
+use crate::support;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};

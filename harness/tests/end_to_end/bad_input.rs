@@ -1,6 +1,6 @@
 //! Bad input gets one clear line, exit code 254, and starts nothing.
 
-mod support;
+use crate::support;
 
 use support::{results_dir, run_splitbrain};
 

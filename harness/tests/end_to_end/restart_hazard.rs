@@ -4,7 +4,7 @@
 //! TTL (the spec's remedy) keeps the lock safe. And a whole run whose kills are aimed at the
 //! holder's nodes (`kill-holder`) finds it.
 
-mod support;
+use crate::support;
 
 use std::time::{Duration, Instant};
 

@@ -3,7 +3,7 @@
 //! script file's faults run when it says, side by side where they overlap; and a failing run
 //! shrinks to a few faults.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -2,7 +2,7 @@
 //! counter, `GET_LOCK` is valid without faults, a holder cut off past `wait_timeout` loses its
 //! lock without knowing, and an acquire whose answer was lost ends the session it ran on.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -1,7 +1,7 @@
 //! Every Redis deployment runs on each server version Debian packages (`--server`): the
 //! version is the one asked for, recorded in `test.json`, and the clock shim moves its clock.
 
-mod support;
+use crate::support;
 
 use support::{docker_skipped, printed, StoredRun};
 

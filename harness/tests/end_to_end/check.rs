@@ -2,7 +2,7 @@
 //! linearizability model, and the same history with one read corrupted; and on a stored run's
 //! history, what it writes and prints.
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 
