@@ -186,16 +186,16 @@ fn a_library_installs_itself_on_first_use_and_is_valid_with_no_faults() {
     );
 }
 
-/// Every library of the catalog, on each deployment it is written for, installed from an
-/// empty cache and run with no faults: valid, with grants, and no adapter error.
+/// Every library of the catalog, on each deployment it is written for, installed (into the
+/// cache the tests share) and run with no faults: valid, with grants, and no adapter error.
 #[test]
 fn every_library_of_the_catalog_is_valid_with_no_faults() {
     if docker_skipped() {
         return;
     }
     node_image();
-    let cache = tempfile::tempdir().unwrap();
-    let listed = with_catalog(cache.path(), &["library", "list"]);
+    let cache = support::library_cache();
+    let listed = with_catalog(cache, &["library", "list"]);
     let clients: Vec<String> = String::from_utf8_lossy(&listed.stdout)
         .lines()
         .filter(|row| row.starts_with("lib:"))
@@ -207,7 +207,7 @@ fn every_library_of_the_catalog_is_valid_with_no_faults() {
         let (client, deployments) = (words[0], words[4]);
         for deployment in deployments.split(',') {
             let (_keep, results) = results_dir();
-            let out = with_no_faults(cache.path(), client, deployment, &results);
+            let out = with_no_faults(cache, client, deployment, &results);
             assert_eq!(
                 out.status.code(),
                 Some(0),
@@ -348,10 +348,10 @@ fn kazoo_holders_that_ask_whether_they_hold_are_valid_with_no_faults() {
         return;
     }
     node_image();
-    let cache = tempfile::tempdir().unwrap();
+    let cache = support::library_cache();
     for client in ["lib:kazoo:checks-is-acquired", "lib:kazoo:listens-for-loss"] {
         let (_keep, results) = results_dir();
-        let out = with_no_faults(cache.path(), client, "zookeeper", &results);
+        let out = with_no_faults(cache, client, "zookeeper", &results);
         assert_eq!(out.status.code(), Some(0), "{client}: {}", printed(&out));
         let latest = results.join("latest");
         let history = std::fs::read_to_string(latest.join("history.jsonl")).unwrap();
@@ -422,8 +422,8 @@ fn redis_py_without_a_timeout_forgets_a_release_cut_off_and_the_lock_sticks() {
     assert!(error.contains("asked again: LockError"), "{error}");
 
     let (_keep, quiet) = results_dir();
-    let cache = tempfile::tempdir().unwrap();
-    let out = with_no_faults(cache.path(), "lib:redis-py:timeout-none", "single", &quiet);
+    let cache = support::library_cache();
+    let out = with_no_faults(cache, "lib:redis-py:timeout-none", "single", &quiet);
     assert_eq!(out.status.code(), Some(0), "{}", printed(&out));
     let ran = support::results_of(&quiet.join("latest"));
     assert!(ran["lock-safety"]["holds"].as_u64().unwrap() >= 2, "{ran}");
@@ -447,7 +447,7 @@ fn redlock_py_grants_nobody_while_one_master_of_five_is_down() {
         "[[fault]]\nat = \"3s\"\nfault = \"kill\"\ntargets = [\"n5\"]\nfor = \"20s\"\n",
     )
     .unwrap();
-    let cache = tempfile::tempdir().unwrap();
+    let cache = support::library_cache();
     let args = [
         "run",
         "--client",
@@ -463,7 +463,7 @@ fn redlock_py_grants_nobody_while_one_master_of_five_is_down() {
         "--results",
         results.to_str().unwrap(),
     ];
-    let out = with_catalog(cache.path(), &args);
+    let out = with_catalog(cache, &args);
     let text = printed(&out);
     assert_ne!(out.status.code(), Some(254), "{text}");
     assert!(
@@ -501,15 +501,15 @@ fn with_no_faults(
     with_catalog(cache, &args)
 }
 
-/// Runs `splitbrain run ARGS --stop-at-first CAUSE` into `results`, from an empty library
-/// cache, and asserts it stopped there, invalid.
+/// Runs `splitbrain run ARGS --stop-at-first CAUSE` into `results`, with the library cache the
+/// tests share, and asserts it stopped there, invalid.
 fn stopped_at_first(args: &[&str], cause: &str, results: &std::path::Path) {
     node_image();
-    let cache = tempfile::tempdir().unwrap();
+    let cache = support::library_cache();
     let mut all = vec!["run", "--stop-at-first", cause, "--results"];
     all.push(results.to_str().unwrap());
     all.extend(args);
-    let out = with_catalog(cache.path(), &all);
+    let out = with_catalog(cache, &all);
     let text = printed(&out);
     assert_eq!(out.status.code(), Some(1), "{text}");
     let stopped = format!(

@@ -870,7 +870,7 @@ fn a_librarys_report_card_renders_and_its_links_resolve() {
             "SPLITBRAIN_ADAPTERS",
             Path::new(env!("CARGO_MANIFEST_DIR")).join("../adapters"),
         )
-        .env("SPLITBRAIN_CACHE", dir.path().join("cache"))
+        .env("SPLITBRAIN_CACHE", support::library_cache())
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);

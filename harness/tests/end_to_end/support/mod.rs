@@ -499,6 +499,20 @@ pub fn lock_set_with_zombies(deployment: &str, client: &str, fencing: bool) -> S
     StoredRun::new(&args)
 }
 
+/// The library cache (`SPLITBRAIN_CACHE`) that the tests of this process share where they run
+/// real libraries without testing their install: each library is installed once a test run
+/// rather than once a test. It is `target/tmp/library-cache`, emptied when the first test asks
+/// for it, so that every test run installs from scratch once.
+pub fn library_cache() -> &'static std::path::Path {
+    static CACHE: OnceLock<PathBuf> = OnceLock::new();
+    CACHE.get_or_init(|| {
+        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("library-cache");
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("making the tests' library cache in target/tmp");
+        dir
+    })
+}
+
 /// A `lock-set` run on `deployment` whose holder is cut off from the servers by
 /// `link-drop-holder` for longer than its 2 s lease, while it holds for 6 s (seed 1, 25 s), with
 /// `more` arguments: the cut-off-holder scenario.
