@@ -106,6 +106,17 @@ pub async fn ensure(
     build(docker, recipe, progress).await
 }
 
+/// Builds the image even if it exists, as [`build`] does, taking the build lock first: a run
+/// beside it that finds the image missing waits for this build rather than making its own.
+pub async fn rebuild(
+    docker: &Docker,
+    recipe: &Recipe,
+    progress: &mut (dyn FnMut(&str) + Send),
+) -> Result<String, ComposeError> {
+    let _one_build_at_a_time = build_lock().await?;
+    build(docker, recipe, progress).await
+}
+
 /// The lock every splitbrain process on this machine takes to build images, held while the
 /// file it returns is open.
 async fn build_lock() -> Result<std::fs::File, ComposeError> {

@@ -373,10 +373,11 @@ async fn build_images() -> Result<Exit, HarnessError> {
         .await
         .map_err(anyhow::Error::from)?;
     use splitbrain_compose::image;
+    // The storage first: every `lock-set` run needs it, whichever server it runs.
     let systems = splitbrain_systems::servers().map(|s| s.image());
-    for recipe in systems.chain([&image::STORAGE]) {
+    for recipe in std::iter::once(&image::STORAGE).chain(systems) {
         progress::step(&format!("building {}", recipe.repository));
-        let tag = image::build(&docker, recipe, &mut |line| progress::detail(line))
+        let tag = image::rebuild(&docker, recipe, &mut |line| progress::detail(line))
             .await
             .map_err(anyhow::Error::from)?;
         progress::step(&format!("built {tag}"));
