@@ -1,5 +1,5 @@
-//! How findings are put in words: times, counts, and the line that says how many a list left
-//! out.
+//! How findings are put in words: times, counts, a choice among names (which the other crates'
+//! messages use too), and the line that says how many a list left out.
 
 /// A time in the history as the summary shows it: `12.345s`.
 pub(crate) fn seconds(ms: f64) -> String {
