@@ -5,50 +5,14 @@
 
 use crate::support;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use splitbrain_checker::{lock_safety, stuck_lock, Op, OpType, Process};
-use splitbrain_workloads::{ClientConfig, ClientCrashes, Outcome};
+use splitbrain_checker::{lock_safety, stuck_lock, Process};
 use support::{docker_skipped, printed, results_dir, run_splitbrain, Fixture};
 
 /// The newest run's results under a results folder.
 fn results_json(results: &std::path::Path) -> serde_json::Value {
     support::results_of(&results.join("latest"))
-}
-
-/// A client that crashes at its first crash point takes the lock and dies; another client
-/// then tries for three TTLs. Returns the history and how long the other waited.
-async fn crash_then_contend(fx: &Fixture, client: &str, ttl: Duration) -> (Vec<Op>, Duration) {
-    let crashes = ClientCrashes::new(1);
-    crashes.arm(0);
-    let mut doomed = fx.client_with(
-        client,
-        ClientConfig {
-            crash: crashes.point(0),
-            ..fx.client_config(ttl)
-        },
-    );
-    let mut invoke = Op::new(Process::Client(0), OpType::Invoke, "acquire").key("lock");
-    invoke.ttl_ms = Some(ttl.as_millis() as u64);
-    fx.recorder.record(invoke);
-    let Outcome::Info(crash) = doomed.acquire("lock", ttl).await else {
-        panic!("{client} should have crashed inside its acquire");
-    };
-    assert!(crash.contains("crashed"), "{crash}");
-    let info = Op::new(Process::Client(0), OpType::Info, "acquire").key("lock");
-    fx.recorder.record(info.error(crash));
-
-    let crashed_at = Instant::now();
-    let mut other = fx.client(client, ttl);
-    while crashed_at.elapsed() < ttl * 3 {
-        if let Some(grant) = fx.acquire(1, &mut other, "lock", ttl).await {
-            let waited = crashed_at.elapsed();
-            fx.release(1, &mut other, "lock", &grant).await;
-            return (fx.history(), waited);
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    (fx.history(), crashed_at.elapsed())
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -59,7 +23,7 @@ async fn a_crash_between_setnx_and_expire_leaves_the_lock_stuck_and_set_nx_px_re
     let ttl = Duration::from_secs(1);
 
     let fx = Fixture::up("single", None).await;
-    let (history, _) = crash_then_contend(&fx, "setnx-expire", ttl).await;
+    let (history, _) = fx.crash_then_contend("setnx-expire", ttl).await;
     let stuck = stuck_lock::check(&history, ttl, None);
     assert_eq!(stuck.stuck_period_count, 1, "{stuck:?}");
     let period = &stuck.stuck_periods[0];
@@ -74,7 +38,7 @@ async fn a_crash_between_setnx_and_expire_leaves_the_lock_stuck_and_set_nx_px_re
     drop(fx);
 
     let fx = Fixture::up("single", None).await;
-    let (history, waited) = crash_then_contend(&fx, "set-nx-px", ttl).await;
+    let (history, waited) = fx.crash_then_contend("set-nx-px", ttl).await;
     let stuck = stuck_lock::check(&history, ttl, None);
     assert_eq!(stuck.stuck_period_count, 0, "{stuck:?}");
     assert!(

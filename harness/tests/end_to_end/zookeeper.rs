@@ -1,7 +1,7 @@
 //! ZooKeeper, the article's other alternative: its ensemble comes up with one leader, elects
 //! another when its leader is killed and takes the old one back as a follower, and its lock
-//! recipe is valid without faults, a zombie when its holder sleeps past the session, and
-//! fenced by the lock node's czxid.
+//! recipe is valid without faults, held by a crashed holder until its session expires, a
+//! zombie when its holder sleeps past the session, and fenced by the lock node's czxid.
 
 use crate::support;
 
@@ -143,6 +143,29 @@ async fn a_frozen_holder_loses_its_session_and_the_next_grant_fences_higher() {
     assert_eq!(other.release("lock", &second).await, Outcome::Ok(()));
     // The zombie's next acquire runs on a new session.
     assert!(matches!(holder.acquire("lock", ttl).await, Outcome::Ok(_)));
+}
+
+/// A holder that crashes leaves its session to expire, as a killed process does: the next
+/// client is granted the lock only once the servers expire the session, a session timeout
+/// later (a crash that closed the session would free the lock at once).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_crashed_holder_keeps_the_lock_until_its_session_expires() {
+    if docker_skipped() {
+        return;
+    }
+    let fixture = Fixture::up("zookeeper", None).await;
+    let ttl = Duration::from_secs(2);
+    let (_, waited) = fixture.crash_then_contend("zk-recipe", ttl).await;
+    // The servers expire sessions a tick (500 ms) at a time, and last heard from the
+    // crashed client during its acquire, just before the crash.
+    assert!(
+        waited >= ttl - Duration::from_millis(500),
+        "the lock was granted again {waited:?} after its holder crashed, within its {ttl:?} session"
+    );
+    assert!(
+        waited < ttl * 3,
+        "the lock was never granted again after its holder's session expired"
+    );
 }
 
 #[test]

@@ -68,7 +68,8 @@ struct Session {
     /// Dropped to thaw the runtime after [`ZkConn::freeze`]. Declared before `stop`, so that
     /// a frozen runtime thaws before it is told to stop.
     thaw: Option<std::sync::mpsc::Sender<()>>,
-    /// Dropped to end the runtime, and the session with it, without closing the session.
+    /// Dropped to end the runtime, and the connection with it; the session is detached, so
+    /// neither this nor dropping `client` closes it.
     _stop: tokio::sync::oneshot::Sender<()>,
 }
 
@@ -98,7 +99,11 @@ impl ZkConn {
         let connect = zk::Client::connector()
             .with_session_timeout(ttl)
             // NoHosts once every member was tried, instead of trying them until the timeout.
-            .with_fail_eagerly();
+            .with_fail_eagerly()
+            // Dropping the last handle would otherwise send closeSession, and the servers
+            // would delete the session's nodes at once: an abandoned session (a crash, an
+            // attempt cut off) must live on until the servers expire it.
+            .with_detached();
         let connecting = runtime.spawn(async move { connect.connect(&cluster).await });
         let client = match tokio::time::timeout(ttl + OP_TIMEOUT, connecting).await {
             Ok(Ok(Ok(client))) => client,

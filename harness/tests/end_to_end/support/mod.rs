@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::process::{Command, Output};
 use std::sync::{Arc, Mutex, OnceLock};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use splitbrain_checker::{read_history, Op, OpType, Process};
 use splitbrain_compose::{Deployment, Docker, System, Topology, TopologyOptions};
@@ -254,6 +254,41 @@ impl Fixture {
         };
         let done = Op::new(Process::Client(process), kind, "release");
         self.recorder.record(done.key(key).token(&grant.token));
+    }
+
+    /// A client that crashes at its first crash point takes the lock and dies; another
+    /// client then tries for three TTLs. Returns the history and how long the other waited.
+    pub async fn crash_then_contend(&self, client: &str, ttl: Duration) -> (Vec<Op>, Duration) {
+        let crashes = ClientCrashes::new(1);
+        crashes.arm(0);
+        let mut doomed = self.client_with(
+            client,
+            ClientConfig {
+                crash: crashes.point(0),
+                ..self.client_config(ttl)
+            },
+        );
+        let mut invoke = Op::new(Process::Client(0), OpType::Invoke, "acquire").key("lock");
+        invoke.ttl_ms = Some(ttl.as_millis() as u64);
+        self.recorder.record(invoke);
+        let Outcome::Info(crash) = doomed.acquire("lock", ttl).await else {
+            panic!("{client} should have crashed inside its acquire");
+        };
+        assert!(crash.contains("crashed"), "{crash}");
+        let info = Op::new(Process::Client(0), OpType::Info, "acquire").key("lock");
+        self.recorder.record(info.error(crash));
+
+        let crashed_at = Instant::now();
+        let mut other = self.client(client, ttl);
+        while crashed_at.elapsed() < ttl * 3 {
+            if let Some(grant) = self.acquire(1, &mut other, "lock", ttl).await {
+                let waited = crashed_at.elapsed();
+                self.release(1, &mut other, "lock", &grant).await;
+                return (self.history(), waited);
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        (self.history(), crashed_at.elapsed())
     }
 
     /// The history recorded so far.
