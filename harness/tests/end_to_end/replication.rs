@@ -5,8 +5,7 @@ use crate::support;
 
 use std::time::{Duration, Instant};
 
-use splitbrain_checker::{lock_safety, Op, OpType, Process};
-use splitbrain_workloads::Outcome;
+use splitbrain_checker::{lock_safety, OpType, Process};
 use support::{docker_skipped, Fixture, StoredRun};
 
 /// A lease long enough to outlive the whole failover.
@@ -93,15 +92,16 @@ async fn wait_reports_the_missing_replicas_but_cannot_keep_the_lock() {
     let fx = Fixture::up("sentinel", None).await;
     cut_replication(&fx).await;
     let mut a = fx.client("wait", TTL);
-    let mut invoke = Op::new(Process::Client(0), OpType::Invoke, "acquire").key("lock");
-    invoke.ttl_ms = Some(TTL.as_millis() as u64);
-    fx.recorder.record(invoke);
-    let Outcome::Info(why) = a.acquire("lock", TTL).await else {
-        panic!("WAIT should have found no replica to confirm the lock");
-    };
+    let why = fx
+        .acquire_unknown(
+            0,
+            &mut a,
+            "lock",
+            TTL,
+            "WAIT should have found no replica to confirm the lock",
+        )
+        .await;
     assert!(why.contains("0 of 2 replicas"), "{why}");
-    let info = Op::new(Process::Client(0), OpType::Info, "acquire").key("lock");
-    fx.recorder.record(info.error(why));
 
     fail_over(&fx).await;
     let mut b = fx.client("set-nx-px", TTL);

@@ -215,9 +215,7 @@ impl Fixture {
         key: &str,
         ttl: Duration,
     ) -> Option<Grant> {
-        let mut invoke = Op::new(Process::Client(process), OpType::Invoke, "acquire").key(key);
-        invoke.ttl_ms = Some(ttl.as_millis() as u64);
-        self.recorder.record(invoke);
+        self.record_acquire_invoke(process, key, ttl);
         match client.acquire(key, ttl).await {
             Outcome::Ok(grant) => {
                 let mut ok = Op::new(Process::Client(process), OpType::Ok, "acquire")
@@ -235,6 +233,32 @@ impl Fixture {
             }
             Outcome::Info(e) => panic!("no acquire should time out in this script: {e}"),
         }
+    }
+
+    /// Records one acquire attempt of `process` on `key` that the script expects to end of
+    /// unknown outcome (`info`), and returns its message; `expected` says what should have
+    /// happened, should it not.
+    pub async fn acquire_unknown(
+        &self,
+        process: u64,
+        client: &mut Box<dyn LockClient>,
+        key: &str,
+        ttl: Duration,
+        expected: &str,
+    ) -> String {
+        self.record_acquire_invoke(process, key, ttl);
+        let Outcome::Info(message) = client.acquire(key, ttl).await else {
+            panic!("{expected}");
+        };
+        let info = Op::new(Process::Client(process), OpType::Info, "acquire").key(key);
+        self.recorder.record(info.error(message.clone()));
+        message
+    }
+
+    fn record_acquire_invoke(&self, process: u64, key: &str, ttl: Duration) {
+        let mut invoke = Op::new(Process::Client(process), OpType::Invoke, "acquire").key(key);
+        invoke.ttl_ms = Some(ttl.as_millis() as u64);
+        self.recorder.record(invoke);
     }
 
     /// Records a release of `process`'s grant.
@@ -268,15 +292,11 @@ impl Fixture {
                 ..self.client_config(ttl)
             },
         );
-        let mut invoke = Op::new(Process::Client(0), OpType::Invoke, "acquire").key("lock");
-        invoke.ttl_ms = Some(ttl.as_millis() as u64);
-        self.recorder.record(invoke);
-        let Outcome::Info(crash) = doomed.acquire("lock", ttl).await else {
-            panic!("{client} should have crashed inside its acquire");
-        };
+        let expected = format!("{client} should have crashed inside its acquire");
+        let crash = self
+            .acquire_unknown(0, &mut doomed, "lock", ttl, &expected)
+            .await;
         assert!(crash.contains("crashed"), "{crash}");
-        let info = Op::new(Process::Client(0), OpType::Info, "acquire").key("lock");
-        self.recorder.record(info.error(crash));
 
         let crashed_at = Instant::now();
         let mut other = self.client(client, ttl);
