@@ -56,11 +56,11 @@ fn workload() -> impl Strategy<Value = ObjectWorkload> {
 }
 
 /// At most about ten operations of unknown outcome. Each may or may not have taken effect, at
-/// any time after its invoke, and with dozens of them some histories need more combinations
-/// tried than a debug build tries in the time limit on a busy machine, even when they are
-/// linearizable: a correct history with 26 `info` writes to a multi-register in 125 operations
-/// came back unknown after a million states (one workload in tens of thousands does; below this
-/// bound, none took over 12 ms in 17,000).
+/// any time after its invoke: refuting a read that nothing explains means trying every
+/// combination, and with dozens of them even some linearizable histories need more tried than
+/// a debug build tries in the time limit on a busy machine. A correct history with 26 `info`
+/// writes to a multi-register in 125 operations came back unknown after a million states (one
+/// workload in tens of thousands does; below this bound, none took over 12 ms in 17,000).
 fn few_unknown_outcomes(workload: &ObjectWorkload) -> bool {
     workload.ops as u64 * workload.info_percent <= 1_000
 }
